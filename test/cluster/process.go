@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one control-plane component: its command, its log file, and whether it has exited.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed when the process has exited
+	err     error         // its exit status, once done is closed
+}
+
+// startProcess runs bin with args, logging stdout and stderr to dir/<name>.log.
+func startProcess(name, dir, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM, and SIGKILL if the process is still running after grace.
+func (p *process) stop(grace time.Duration) {
+	if done, _ := p.exited(); done {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// tail returns the last n lines of the process's log.
+func (p *process) tail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// stateRoot holds one directory per running cluster, named "<pid>-<name>-<random>", so a later run can remove
+// what a killed test process left behind.
+func stateRoot() string { return filepath.Join(os.TempDir(), "fedmesh-clusters") }
+
+// newStateDir makes this cluster's directory after sweeping the directories of processes that no longer exist.
+func newStateDir(name string) (string, error) {
+	root := stateRoot()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		pidText, _, _ := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+	return os.MkdirTemp(root, fmt.Sprintf("%d-%s-", os.Getpid(), name))
+}
