@@ -17,37 +17,44 @@ etcd=$(modversion "$here/k8s" go.etcd.io/etcd/server/v3)
 kwok=$(modversion "$here/tools" sigs.k8s.io/kwok)
 cgen=$(modversion "$here/tools" sigs.k8s.io/controller-tools)
 
-# build DIR PKGDIR LDFLAGS TARGET... : builds TARGETs of the module in PKGDIR into DIR unless DIR is complete.
+# missing DIR: whether DIR still has to be built. build DIR MODDIR LDFLAGS TARGET...: builds TARGETs of the
+# module in MODDIR into DIR.tmp; finish DIR then moves it into place, marked complete.
+missing() { [ ! -f "$1/.complete" ]; }
 build() {
 	local dir=$1 mod=$2 ldflags=$3; shift 3
-	if [ -f "$dir/.complete" ]; then return 0; fi
 	echo "building $(basename "$dir") (first time only; this takes minutes)" >&2
 	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
 	(cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dir.tmp/" "$@")
-	touch "$dir.tmp/.complete"
-	rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
+finish() { touch "$1.tmp/.complete" && rm -rf "$1" && mv "$1.tmp" "$1"; }
 
 cb=k8s.io/component-base/version
 minor=${k8s#v1.}; minor=${minor%%.*}
 k8sflags="-X $cb.gitVersion=$k8s -X $cb.gitMajor=1 -X $cb.gitMinor=$minor -X $cb.gitTreeState=clean"
 k8sflags+=" -X $cb.buildDate=1970-01-01T00:00:00Z -X $cb.gitCommit=0000000000000000000000000000000000000000"
 k8sdir=$cache/kubernetes-$k8s-etcd-$etcd
-build "$k8sdir" "$here/k8s" "$k8sflags" ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./etcd
+if missing "$k8sdir"; then
+	build "$k8sdir" "$here/k8s" "$k8sflags" ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./etcd
+	finish "$k8sdir"
+fi
 
 kwokdir=$cache/kwok-$kwok
-if [ ! -f "$kwokdir/.complete" ]; then
+if missing "$kwokdir"; then
 	build "$kwokdir" "$here/tools" "" sigs.k8s.io/kwok/cmd/kwok
 	# kwok ships no stages in its binary: concatenate the "fast" ones so nodes heartbeat and pods go Running.
 	src=$(cd "$here/tools" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
 	for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
 		cat "$src/$f"; echo "---"
-	done >"$kwokdir/stages.yaml"
+	done >"$kwokdir.tmp/stages.yaml"
+	finish "$kwokdir"
 fi
 
 cgendir=$cache/controller-gen-$cgen
-build "$cgendir" "$here/tools" "" sigs.k8s.io/controller-tools/cmd/controller-gen
+if missing "$cgendir"; then
+	build "$cgendir" "$here/tools" "" sigs.k8s.io/controller-tools/cmd/controller-gen
+	finish "$cgendir"
+fi
 
 for f in "$k8sdir"/* "$kwokdir"/* "$cgendir"/*; do
 	ln -sfn "$f" "$bin/$(basename "$f")"
