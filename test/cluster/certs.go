@@ -16,10 +16,10 @@ import (
 // credentials are the files kube-apiserver needs for TLS, service-account tokens and the admin identity.
 type credentials struct {
 	servingCert, servingKey string // TLS for 127.0.0.1 and localhost
-	caPEM                       []byte // verifies servingCert
-	saKey                       string // signs and verifies service-account tokens
-	tokenFile                   string // static token file with the admin token
-	adminToken                  string
+	caPEM                   []byte // verifies servingCert
+	saKey                   string // signs and verifies service-account tokens
+	tokenFile               string // static token file with the admin token
+	adminToken              string
 }
 
 func writeCredentials(dir string) (*credentials, error) {
