@@ -47,10 +47,15 @@ type Options interface {
 func NewCommand(name, short string, opts Options) *cobra.Command {
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
-		Use:           name,
-		Short:         short,
-		Version:       version.Get().String(),
-		Args:          cobra.NoArgs,
+		Use:     name,
+		Short:   short,
+		Version: version.Get().String(),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// TestAPIs installs the generated CRDs into a real API server, creates every valid example and reads it back
+// unchanged, and checks that every invalid example is refused with the message its first line names.
+func TestAPIs(t *testing.T) {
+	ctx := context.Background()
+	root := repoRoot(t)
+	c := cluster.New(t, cluster.Options{Name: "apis"})
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "charts", "fedmesh", "crds")); err != nil {
+		t.Fatal(err)
+	}
+	a := &apiClient{
+		kube:   c.Clientset(),
+		dyn:    dynamic.NewForConfigOrDie(c.Config()),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(c.Config()))),
+	}
+	testdata := filepath.Join(root, "pkg", "apis", "testdata")
+
+	t.Run("valid", func(t *testing.T) {
+		for _, file := range yamlFiles(t, filepath.Join(testdata, "valid")) {
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+				want := readObject(t, file)
+				got := a.createWithStatus(ctx, t, want)
+				checkRoundTrip(t, want, got)
+			})
+		}
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		for _, file := range yamlFiles(t, filepath.Join(testdata, "invalid")) {
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+				expect := expectation(t, file)
+				obj := readObject(t, file)
+				res := a.resource(ctx, t, obj)
+				_, err := res.Create(ctx, obj, metav1.CreateOptions{})
+				switch {
+				case err == nil:
+					t.Fatalf("created; want refusal with %q", expect)
+				case !apierrors.IsInvalid(err):
+					t.Fatalf("want 422 Invalid with %q, got %v", expect, err)
+				case !strings.Contains(err.Error(), expect):
+					t.Fatalf("refused, but the message lacks %q:\n%v", expect, err)
+				}
+			})
+		}
+	})
+}
+
+type apiClient struct {
+	kube   kubernetes.Interface
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// resource returns the client for obj's resource, creating obj's namespace if needed. Discovery may lag behind
+// freshly established CRDs, so the mapping is retried with a fresh discovery cache.
+func (a *apiClient) resource(ctx context.Context, t *testing.T, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+	t.Helper()
+	gvk := obj.GroupVersionKind()
+	var mapping *meta.RESTMapping
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			a.mapper.Reset()
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("no resource for %s: %v", gvk, err)
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return a.dyn.Resource(mapping.Resource)
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		t.Fatalf("%s %s is namespaced but the example has no namespace", gvk.Kind, obj.GetName())
+	}
+	_, err = a.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return a.dyn.Resource(mapping.Resource).Namespace(ns)
+}
+
+// createWithStatus creates obj and, when it has a status, writes the status through the status subresource (the
+// main resource ignores it), then reads the object back.
+func (a *apiClient) createWithStatus(ctx context.Context, t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	res := a.resource(ctx, t, obj)
+	created, err := res.Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if status, ok := obj.Object["status"]; ok {
+		created.Object["status"] = status
+		if _, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update status: %v", err)
+		}
+	}
+	got, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	return got
+}
+
+// checkRoundTrip wants every top-level field but metadata back exactly as written (nothing pruned, nothing
+// defaulted that the example did not spell out), and the example's labels and annotations kept.
+func checkRoundTrip(t *testing.T, want, got *unstructured.Unstructured) {
+	t.Helper()
+	var diffs []string
+	for k, w := range want.Object {
+		if k == "metadata" {
+			continue
+		}
+		diffs = append(diffs, diff(k, normalize(t, w), normalize(t, got.Object[k]))...)
+	}
+	for k, g := range got.Object {
+		if _, ok := want.Object[k]; !ok && k != "metadata" {
+			diffs = append(diffs, fmt.Sprintf("%s: added %v", k, g))
+		}
+	}
+	for _, m := range []struct {
+		name      string
+		want, got map[string]string
+	}{
+		{"metadata.labels", want.GetLabels(), got.GetLabels()},
+		{"metadata.annotations", want.GetAnnotations(), got.GetAnnotations()},
+	} {
+		for k, v := range m.want {
+			if m.got[k] != v {
+				diffs = append(diffs, fmt.Sprintf("%s[%s]: want %q, got %q", m.name, k, v, m.got[k]))
+			}
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("the API server changed the example:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// normalize gives JSON numbers one Go type, so 3 read from YAML equals 3 read from the server.
+func normalize(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diff(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: want an object, got %v", path, got)}
+		}
+		var out []string
+		for k, we := range w {
+			if ge, ok := g[k]; ok {
+				out = append(out, diff(path+"."+k, we, ge)...)
+			} else {
+				out = append(out, fmt.Sprintf("%s.%s: pruned", path, k))
+			}
+		}
+		for k, ge := range g {
+			if _, ok := w[k]; !ok {
+				out = append(out, fmt.Sprintf("%s.%s: added %v", path, k, ge))
+			}
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(want, got) {
+		return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
+	}
+	return nil
+}
+
+func readObject(t *testing.T, path string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return obj
+}
+
+// expectation reads the `# expect: <substring>` first line of an invalid example.
+func expectation(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	want, ok := strings.CutPrefix(first, "# expect: ")
+	if !ok || strings.TrimSpace(want) == "" {
+		t.Fatalf("%s: first line must be `# expect: <part of the error message>`", path)
+	}
+	return strings.TrimSpace(want)
+}
+
+func yamlFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples in %s (%v)", dir, err)
+	}
+	return files
+}
+
+// repoRoot is two directories above this file.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test's source file")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
