@@ -33,7 +33,7 @@ import (
 // unchanged, and checks that every invalid example is refused with the message its first line names.
 func TestAPIs(t *testing.T) {
 	ctx := context.Background()
-	root := repoRoot(t)
+	root := sourceRoot(t)
 	c := cluster.New(t, cluster.Options{Name: "apis"})
 	if err := c.InstallCRDs(ctx, filepath.Join(root, "charts", "fedmesh", "crds")); err != nil {
 		t.Fatal(err)
@@ -46,20 +46,59 @@ func TestAPIs(t *testing.T) {
 	testdata := filepath.Join(root, "pkg", "apis", "testdata")
 
 	t.Run("valid", func(t *testing.T) {
-		for _, file := range yamlFiles(t, filepath.Join(testdata, "valid")) {
+		for _, file := range exampleFiles(t, filepath.Join(testdata, "valid")) {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
-				want := readObject(t, file)
+				want := readExample(t, file)
 				got := a.createWithStatus(ctx, t, want)
 				checkRoundTrip(t, want, got)
 			})
 		}
 	})
 
+	t.Run("defaults", func(t *testing.T) {
+		got := a.createWithStatus(ctx, t, parseObject(t, `
+apiVersion: mesh.fedmesh.io/v1alpha1
+kind: ShardingConfig
+metadata: {name: minimal, namespace: fedmesh-system}
+spec:
+  selector: {matchLabels: {app: orders-operator}}
+  shards: 2
+  canary:
+    selector: {matchLabels: {track: canary}}
+`))
+		for field, want := range map[string]any{
+			"shardOrdinalLabel":  "apps.kubernetes.io/pod-index",
+			"clusterScopedShard": int64(0),
+			"filterMode":         "auto",
+		} {
+			if v, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field); v != want {
+				t.Errorf("spec.%s: want default %v, got %v", field, want, v)
+			}
+		}
+		if v, _, _ := unstructured.NestedString(got.Object, "spec", "canary", "action"); v != "Continue" {
+			t.Errorf("spec.canary.action: want default Continue, got %q", v)
+		}
+	})
+
+	t.Run("work-cluster-immutable", func(t *testing.T) {
+		obj := readExample(t, filepath.Join(testdata, "valid", "work.yaml"))
+		obj.SetName("immutable-cluster")
+		delete(obj.Object, "status")
+		got := a.createWithStatus(ctx, t, obj)
+		if err := unstructured.SetNestedField(got.Object, "member2", "spec", "clusterName"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "clusterName is immutable") {
+			t.Fatalf("want 422 with %q, got %v", "clusterName is immutable", err)
+		}
+	})
+
 	t.Run("invalid", func(t *testing.T) {
-		for _, file := range yamlFiles(t, filepath.Join(testdata, "invalid")) {
+		for _, file := range exampleFiles(t, filepath.Join(testdata, "invalid")) {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
-				expect := expectation(t, file)
-				obj := readObject(t, file)
+				expect := exampleExpectation(t, file)
+				obj := readExample(t, file)
 				res := a.resource(ctx, t, obj)
 				_, err := res.Create(ctx, obj, metav1.CreateOptions{})
 				switch {
@@ -70,6 +109,7 @@ func TestAPIs(t *testing.T) {
 				case !strings.Contains(err.Error(), expect):
 					t.Fatalf("refused, but the message lacks %q:\n%v", expect, err)
 				}
+				t.Logf("refused: %v", err)
 			})
 		}
 	})
@@ -144,7 +184,7 @@ func checkRoundTrip(t *testing.T, want, got *unstructured.Unstructured) {
 		if k == "metadata" {
 			continue
 		}
-		diffs = append(diffs, diff(k, normalize(t, w), normalize(t, got.Object[k]))...)
+		diffs = append(diffs, jsonDiff(k, jsonNormalize(t, w), jsonNormalize(t, got.Object[k]))...)
 	}
 	for k, g := range got.Object {
 		if _, ok := want.Object[k]; !ok && k != "metadata" {
@@ -170,8 +210,8 @@ func checkRoundTrip(t *testing.T, want, got *unstructured.Unstructured) {
 	}
 }
 
-// normalize gives JSON numbers one Go type, so 3 read from YAML equals 3 read from the server.
-func normalize(t *testing.T, v any) any {
+// jsonNormalize gives JSON numbers one Go type, so 3 read from YAML equals 3 read from the server.
+func jsonNormalize(t *testing.T, v any) any {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -184,7 +224,7 @@ func normalize(t *testing.T, v any) any {
 	return out
 }
 
-func diff(path string, want, got any) []string {
+func jsonDiff(path string, want, got any) []string {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
@@ -194,7 +234,7 @@ func diff(path string, want, got any) []string {
 		var out []string
 		for k, we := range w {
 			if ge, ok := g[k]; ok {
-				out = append(out, diff(path+"."+k, we, ge)...)
+				out = append(out, jsonDiff(path+"."+k, we, ge)...)
 			} else {
 				out = append(out, fmt.Sprintf("%s.%s: pruned", path, k))
 			}
@@ -212,7 +252,7 @@ func diff(path string, want, got any) []string {
 		}
 		var out []string
 		for i := range w {
-			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+			out = append(out, jsonDiff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
 		}
 		return out
 	}
@@ -222,21 +262,26 @@ func diff(path string, want, got any) []string {
 	return nil
 }
 
-func readObject(t *testing.T, path string) *unstructured.Unstructured {
+func readExample(t *testing.T, path string) *unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseObject(t, string(data))
+}
+
+func parseObject(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
 	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatal(err)
 	}
 	return obj
 }
 
-// expectation reads the `# expect: <substring>` first line of an invalid example.
-func expectation(t *testing.T, path string) string {
+// exampleExpectation reads the `# expect: <substring>` first line of an invalid example.
+func exampleExpectation(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -250,7 +295,7 @@ func expectation(t *testing.T, path string) string {
 	return strings.TrimSpace(want)
 }
 
-func yamlFiles(t *testing.T, dir string) []string {
+func exampleFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -259,8 +304,8 @@ func yamlFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-// repoRoot is two directories above this file.
-func repoRoot(t *testing.T) string {
+// sourceRoot is two directories above this file.
+func sourceRoot(t *testing.T) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {

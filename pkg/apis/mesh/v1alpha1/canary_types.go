@@ -1,0 +1,122 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Canary runs a new version of the operator as its own shard and moves namespaces to it: first the named
+// namespaces, then the percentages of the steps, checking health after each step. A failed analysis moves every
+// namespace back to the stable shards.
+type Canary struct {
+	// Selector selects the canary pods in this object's namespace. It must not match the stable shards' pods.
+	// +required
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// Namespaces move to the canary first, before any percentage step, in this order.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// Steps are the shares of all namespaces the canary owns in turn. Percents must not decrease.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.map(s, s.percent).isSorted()",message="canary step percents must not decrease"
+	// +listType=atomic
+	// +optional
+	Steps []CanaryStep `json:"steps,omitempty"`
+
+	// Analysis bounds the canary's health; crossing a bound rolls the canary back. Unset means only readiness counts.
+	// +optional
+	Analysis *CanaryAnalysis `json:"analysis,omitempty"`
+
+	// Action steers the rollout: Continue advances through the steps while the analysis passes, Pause holds at the
+	// current step, Promote gives the canary every namespace at once, Rollback returns every namespace to the stable
+	// shards and stops.
+	// +kubebuilder:default=Continue
+	// +optional
+	Action CanaryAction `json:"action,omitempty"`
+}
+
+// CanaryStep is one step of a canary rollout.
+type CanaryStep struct {
+	// Percent of all namespaces (by hash range) the canary owns during this step, on top of the named namespaces.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +required
+	Percent int32 `json:"percent"`
+
+	// Pause is how long the rollout holds and analyses after this step before the next one, e.g. "10m".
+	// Unset means no wait beyond the handover.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	Pause *metav1.Duration `json:"pause,omitempty"`
+}
+
+// CanaryAnalysis bounds what the canary may do wrong during a step.
+type CanaryAnalysis struct {
+	// MaxErrorRatePercent is the highest share of the canary's API requests that may fail (5xx, 429, timeouts).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxErrorRatePercent *int32 `json:"maxErrorRatePercent,omitempty"`
+
+	// MaxBreakerTrips is how many times the canary's circuit breakers may open during a step.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxBreakerTrips *int32 `json:"maxBreakerTrips,omitempty"`
+
+	// MaxRestarts is how many container restarts the canary pods may have during a step.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
+}
+
+// CanaryAction steers a canary rollout.
+// +kubebuilder:validation:Enum=Continue;Pause;Promote;Rollback
+type CanaryAction string
+
+// The canary actions.
+const (
+	CanaryContinue CanaryAction = "Continue"
+	CanaryPause    CanaryAction = "Pause"
+	CanaryPromote  CanaryAction = "Promote"
+	CanaryRollback CanaryAction = "Rollback"
+)
+
+// CanaryStatus is the progress of a canary rollout.
+type CanaryStatus struct {
+	// Phase is where the rollout is.
+	// +optional
+	Phase CanaryPhase `json:"phase,omitempty"`
+
+	// CurrentStep is the index of the step in effect; -1 while only the named namespaces have moved.
+	// +optional
+	CurrentStep int32 `json:"currentStep,omitempty"`
+
+	// StepStartTime is when the current step's handover finished.
+	// +optional
+	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
+
+	// Namespaces counts the namespaces the canary owns.
+	// +optional
+	Namespaces int32 `json:"namespaces,omitempty"`
+
+	// Message explains the phase, e.g. which analysis bound was crossed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// CanaryPhase is where a canary rollout is.
+// +kubebuilder:validation:Enum=Progressing;Paused;Promoted;RolledBack
+type CanaryPhase string
+
+// The canary phases.
+const (
+	CanaryProgressing CanaryPhase = "Progressing"
+	CanaryPaused      CanaryPhase = "Paused"
+	CanaryPromoted    CanaryPhase = "Promoted"
+	CanaryRolledBack  CanaryPhase = "RolledBack"
+)

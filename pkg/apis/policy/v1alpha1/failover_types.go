@@ -1,0 +1,127 @@
+package v1alpha1
+
+// FailoverBehavior says how workloads move when their application or their cluster fails.
+type FailoverBehavior struct {
+	// Application moves a workload away from a cluster where it stays unhealthy. Unset disables application
+	// failover. Set propagateDeps too, so that dependencies move along.
+	// +optional
+	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
+
+	// Cluster moves workloads away from a cluster that fails (is tainted NoExecute). Unset means the default
+	// graceful eviction.
+	// +optional
+	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
+}
+
+// PurgeMode says when the copy on the cluster a workload leaves is deleted.
+type PurgeMode string
+
+// The purge modes. Immediately and Graciously are the older names of Directly and Gracefully.
+const (
+	// PurgeModeDirectly deletes the old copy as soon as the workload is moved.
+	PurgeModeDirectly PurgeMode = "Directly"
+	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period.
+	PurgeModeGracefully PurgeMode = "Gracefully"
+	// PurgeModeNever leaves the old copy for a person to clean up.
+	PurgeModeNever PurgeMode = "Never"
+	// PurgeModeImmediately is the older name of Directly.
+	PurgeModeImmediately PurgeMode = "Immediately"
+	// PurgeModeGraciously is the older name of Gracefully.
+	PurgeModeGraciously PurgeMode = "Graciously"
+)
+
+// ApplicationFailoverBehavior is failover for unhealthy applications.
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.purgeMode) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is only allowed when purgeMode is Gracefully"
+type ApplicationFailoverBehavior struct {
+	// DecisionConditions must all hold before the workload is moved.
+	// +required
+	DecisionConditions DecisionConditions `json:"decisionConditions"`
+
+	// PurgeMode says when the copy on the failed cluster is deleted.
+	// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
+	// +kubebuilder:default=Gracefully
+	// +optional
+	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
+
+	// GracePeriodSeconds bounds how long the old copy is kept waiting for the new one to become healthy, with
+	// purgeMode Gracefully. Defaults to 600.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
+
+	// StatePreservation carries state of the old copy over to the new one.
+	// +optional
+	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
+}
+
+// DecisionConditions are the conditions for an application failover.
+type DecisionConditions struct {
+	// TolerationSeconds is how long the application may stay unhealthy before it is moved.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
+}
+
+// ClusterFailoverBehavior is failover for failed clusters.
+type ClusterFailoverBehavior struct {
+	// PurgeMode says when the copy on the failed cluster is deleted.
+	// +kubebuilder:validation:Enum=Directly;Gracefully
+	// +kubebuilder:default=Gracefully
+	// +optional
+	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
+
+	// StatePreservation carries state of the old copy over to the new one.
+	// +optional
+	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
+}
+
+// StatePreservation picks values from the old copy's status and hands them to the new copy as labels, e.g. the
+// last checkpoint of a stream processor.
+type StatePreservation struct {
+	// Rules are the values to carry over.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +required
+	Rules []StatePreservationRule `json:"rules"`
+}
+
+// StatePreservationRule carries one value over.
+type StatePreservationRule struct {
+	// AliasLabelName is the label key the value is given to the new copy under.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +required
+	AliasLabelName string `json:"aliasLabelName"`
+
+	// JSONPath selects the value, relative to the object's status, in kubectl's JSONPath syntax,
+	// e.g. "{ .checkpoint.id }".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	JSONPath string `json:"jsonPath"`
+}
+
+// Suspension pauses parts of a propagation.
+// +kubebuilder:validation:XValidation:rule="!(has(self.dispatching) && self.dispatching && has(self.dispatchingOnClusters))",message="dispatching and dispatchingOnClusters are mutually exclusive"
+type Suspension struct {
+	// Dispatching, when true, stops sending changes to every member cluster.
+	// +optional
+	Dispatching *bool `json:"dispatching,omitempty"`
+
+	// DispatchingOnClusters stops sending changes to the named clusters only.
+	// +optional
+	DispatchingOnClusters *SuspendClusters `json:"dispatchingOnClusters,omitempty"`
+}
+
+// SuspendClusters names clusters to suspend.
+type SuspendClusters struct {
+	// ClusterNames are the clusters.
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	// +optional
+	ClusterNames []string `json:"clusterNames,omitempty"`
+}
