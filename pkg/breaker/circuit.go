@@ -1,0 +1,148 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// BreakerState is a circuit breaker's state; its values are the usual gauge encoding (0 closed, 1 half-open, 2 open).
+type BreakerState int
+
+const (
+	BreakerClosed   BreakerState = BreakerState(gobreaker.StateClosed)
+	BreakerHalfOpen BreakerState = BreakerState(gobreaker.StateHalfOpen)
+	BreakerOpen     BreakerState = BreakerState(gobreaker.StateOpen)
+)
+
+func (s BreakerState) String() string { return gobreaker.State(s).String() }
+
+// BreakerStatus is one (rule, cluster) breaker as Engine.Breakers reports it.
+type BreakerStatus struct {
+	Rule    string
+	Cluster string
+	State   BreakerState
+}
+
+// Results handed to gobreaker's done callback.
+var (
+	errFailed   = errors.New("upstream failed")
+	errExcluded = errors.New("not judged") // caller went away, or a later check refused the request
+)
+
+// circuit is a BreakerRule with its breakers, one per upstream cluster, created on a cluster's first request.
+//
+// gobreaker v2.4.0 reads time.Now itself and has no clock hook, so a breaker's open timeout runs on wall time; the
+// open time kept here for Retry-After uses wall time too, to agree with it.
+type circuit struct {
+	rule     BreakerRule // defaults applied
+	observer Observer
+
+	mu        sync.Mutex
+	byCluster map[string]*clusterBreaker
+}
+
+type clusterBreaker struct {
+	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
+	openedAt atomic.Int64 // wall-clock UnixNano of the last transition to open
+}
+
+// newCircuit returns prev when the rule is unchanged, so a config push keeps open breakers open.
+func newCircuit(r BreakerRule, prev *circuit, observer Observer) *circuit {
+	r = r.withDefaults()
+	if prev != nil && reflect.DeepEqual(prev.rule, r) {
+		return prev
+	}
+	return &circuit{rule: r, observer: observer, byCluster: map[string]*clusterBreaker{}}
+}
+
+func (c *circuit) forCluster(cluster string) *clusterBreaker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.byCluster[cluster]; ok {
+		return b
+	}
+	b := &clusterBreaker{}
+	r := c.rule
+	bucketPeriod := r.Interval / rolloverBucketCount
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         r.Name + "/" + cluster,
+		MaxRequests:  r.HalfOpenRequests,
+		Interval:     r.Interval,
+		BucketPeriod: bucketPeriod,
+		Timeout:      r.OpenTimeout,
+		ReadyToTrip:  r.readyToTrip,
+		IsExcluded:   func(err error) bool { return errors.Is(err, errExcluded) },
+		// Called under the gobreaker's lock, on the request that notices the change: the open-to-half-open
+		// transition is seen only when the next request arrives.
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				b.openedAt.Store(time.Now().UnixNano())
+			}
+			c.observer.BreakerChanged(r.Name, cluster, BreakerState(from), BreakerState(to))
+		},
+	})
+	c.byCluster[cluster] = b
+	return b
+}
+
+func (r BreakerRule) readyToTrip(counts gobreaker.Counts) bool {
+	if r.ConsecutiveFailures > 0 && counts.ConsecutiveFailures >= r.ConsecutiveFailures {
+		return true
+	}
+	completed := counts.TotalSuccesses + counts.TotalFailures
+	return r.FailureRatio > 0 && completed >= r.MinRequests &&
+		float64(counts.TotalFailures) >= r.FailureRatio*float64(completed)
+}
+
+// allow asks the cluster's breaker to let a request through. It returns the probe to report the outcome to, or a
+// 503 decision: Retry-After is the rest of the open timeout, or 1s when half-open probes are all taken.
+func (c *circuit) allow(cluster string) (probe, *Decision) {
+	b := c.forCluster(cluster)
+	report, err := b.cb.Allow()
+	if err == nil {
+		return probe{report: report, latencyThreshold: c.rule.LatencyThreshold}, nil
+	}
+	retryAfter := time.Second
+	state := "half-open and probing"
+	if errors.Is(err, gobreaker.ErrOpenState) {
+		state = "open"
+		opened := time.Unix(0, b.openedAt.Load())
+		retryAfter = max(time.Until(opened.Add(c.rule.OpenTimeout)), time.Nanosecond)
+	}
+	d := reject(503, ReasonServiceUnavailable, CauseBreaker, c.rule.Name, retryAfter,
+		fmt.Sprintf("upstream cluster %q is failing: circuit breaker %q is %s", cluster, c.rule.Name, state))
+	return probe{}, &d
+}
+
+func (c *circuit) statuses() []BreakerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]BreakerStatus, 0, len(c.byCluster))
+	for cluster, b := range c.byCluster {
+		out = append(out, BreakerStatus{Rule: c.rule.Name, Cluster: cluster, State: BreakerState(b.cb.State())})
+	}
+	return out
+}
+
+// probe is an admitted request's pending report to one breaker.
+type probe struct {
+	report           func(error)
+	latencyThreshold time.Duration
+}
+
+func (p probe) finish(r Request, o Outcome) {
+	switch {
+	case o.Canceled:
+		p.report(errExcluded)
+	case o.failed(p.latencyThreshold, r.LongRunning):
+		p.report(errFailed)
+	default:
+		p.report(nil)
+	}
+}

@@ -1,0 +1,120 @@
+package breaker
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Options configures an Engine; zero fields get defaults.
+type Options struct {
+	// Clock drives rate limits; default wall time. (Breaker open timeouts always run on wall time: see circuit.)
+	Clock Clock
+	// Rand returns numbers in [0, 1) for fault percentages; default math/rand/v2. Called concurrently.
+	Rand func() float64
+	// Observer is told about rejections, delays and breaker changes; default none.
+	Observer Observer
+}
+
+func (o *Options) setDefaults() {
+	if o.Clock == nil {
+		o.Clock = wallClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Observer == nil {
+		o.Observer = ObserverFuncs{}
+	}
+}
+
+// Engine decides what happens to each request under a Policy. It is safe for concurrent use; Update swaps the
+// policy without disturbing requests in flight.
+type Engine struct {
+	opts    Options
+	updates sync.Mutex // serializes Update
+	rules   atomic.Pointer[compiled]
+}
+
+// compiled is one policy generation with the state its rules carry.
+type compiled struct {
+	policy     Policy
+	breakers   []*circuit
+	inFlight   []inFlightCap
+	rateLimits []bucket
+}
+
+// New returns an Engine for p, or Validate's error.
+func New(p Policy, opts Options) (*Engine, error) {
+	opts.setDefaults()
+	e := &Engine{opts: opts}
+	if err := e.Update(p); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Update validates p and makes it current. On error the current policy stays. Rules whose name (and, for
+// breakers, settings) are unchanged keep their state: an open breaker stays open, a drained bucket stays drained.
+func (e *Engine) Update(p Policy) error {
+	if err := Validate(p); err != nil {
+		return fmt.Errorf("invalid traffic policy: %w", err)
+	}
+	e.updates.Lock()
+	defer e.updates.Unlock()
+	prev := e.rules.Load()
+	if prev == nil {
+		prev = &compiled{}
+	}
+	now := e.opts.Clock.Now()
+	next := &compiled{policy: p}
+	for _, r := range p.Breakers {
+		old := findByName(prev.breakers, r.Name, func(c *circuit) string { return c.rule.Name })
+		next.breakers = append(next.breakers, newCircuit(r, deref(old), e.opts.Observer))
+	}
+	for _, r := range p.InFlight {
+		next.inFlight = append(next.inFlight, newInFlightCap(r,
+			findByName(prev.inFlight, r.Name, func(c inFlightCap) string { return c.rule.Name })))
+	}
+	for _, r := range p.RateLimits {
+		next.rateLimits = append(next.rateLimits, newBucket(r,
+			findByName(prev.rateLimits, r.Name, func(b bucket) string { return b.rule.Name }), now))
+	}
+	e.rules.Store(next)
+	return nil
+}
+
+func findByName[T any](items []T, name string, nameOf func(T) string) *T {
+	for i := range items {
+		if nameOf(items[i]) == name {
+			return &items[i]
+		}
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// Policy returns the current policy.
+func (e *Engine) Policy() Policy { return e.rules.Load().policy }
+
+// Breakers lists every breaker created so far (one per rule and cluster that saw traffic), sorted.
+func (e *Engine) Breakers() []BreakerStatus {
+	var out []BreakerStatus
+	for _, c := range e.rules.Load().breakers {
+		out = append(out, c.statuses()...)
+	}
+	slices.SortFunc(out, func(a, b BreakerStatus) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Cluster, b.Cluster))
+	})
+	return out
+}

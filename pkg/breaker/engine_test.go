@@ -1,0 +1,82 @@
+package breaker
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestRateLimitHoldsRate offers far more than the limit over a simulated minute and checks that what gets through
+// (admitted at once, or after its wait) stays within 10% of the configured rate.
+func TestRateLimitHoldsRate(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		rule    RateLimitRule
+		offered time.Duration // gap between offered requests
+	}{
+		{"reject only", RateLimitRule{Name: "r", QPS: 50, Burst: 5}, time.Millisecond},
+		{"with waiting", RateLimitRule{Name: "r", QPS: 50, Burst: 5, MaxWait: 200 * time.Millisecond}, time.Millisecond},
+		{"fractional qps", RateLimitRule{Name: "r", QPS: 0.5, MaxWait: time.Second}, 100 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			e, err := New(Policy{RateLimits: []RateLimitRule{tt.rule}}, Options{Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const window = time.Minute
+			clock.now = clock.now.Add(time.Hour) // let the bucket fill, then drain its burst before counting
+			for range tt.rule.burst() {
+				e.Decide(Request{})
+			}
+			start := clock.now
+			admitted := 0
+			for clock.now.Sub(start) < window {
+				d := e.Decide(Request{Verb: "get"})
+				if d.Kind != Reject && clock.now.Add(d.Delay).Sub(start) < window {
+					admitted++
+				}
+				clock.now = clock.now.Add(tt.offered)
+			}
+			got := float64(admitted) / window.Seconds()
+			t.Logf("admitted %.2f/s, limit %v/s", got, tt.rule.QPS)
+			if math.Abs(got-tt.rule.QPS) > 0.1*tt.rule.QPS {
+				t.Errorf("admitted %.2f/s over %v, want %v/s ±10%%", got, window, tt.rule.QPS)
+			}
+		})
+	}
+}
+
+// TestBreakerRetryAfterIsRemainingOpenTime uses a long open timeout, which it never waits out.
+func TestBreakerRetryAfterIsRemainingOpenTime(t *testing.T) {
+	e, err := New(Policy{Breakers: []BreakerRule{{Name: "b", ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second}}},
+		Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Verb: "get", Resource: "pods", Cluster: "member1"}
+	e.Done(r, e.Decide(r), Outcome{Code: 500})
+	d := e.Decide(r)
+	if d.Kind != Reject || d.Code != 503 || d.RetryAfter <= 29*time.Second || d.RetryAfter > 30*time.Second {
+		t.Fatalf("Decide on an open breaker = %+v, want 503 with RetryAfter just under 30s", d)
+	}
+	if got := d.RetryAfterSeconds(); got != 30 {
+		t.Errorf("RetryAfterSeconds = %d, want 30", got)
+	}
+}
+
+func TestUpdateRejectsInvalidPolicy(t *testing.T) {
+	if _, err := New(Policy{RateLimits: []RateLimitRule{{Name: "r"}}}, Options{}); err == nil {
+		t.Fatal("New accepted qps 0")
+	}
+	e, err := New(Policy{Deny: []DenyRule{{Name: "d"}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Update(Policy{InFlight: []InFlightRule{{Name: "i"}}}); err == nil {
+		t.Fatal("Update accepted max 0")
+	}
+	if got := e.Policy(); len(got.Deny) != 1 || len(got.InFlight) != 0 {
+		t.Errorf("after a refused Update the policy is %+v, want the previous one", got)
+	}
+}

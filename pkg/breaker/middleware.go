@@ -1,0 +1,139 @@
+package breaker
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Middleware applies engine's decisions to requests before next (the upstream proxy) sees them: a Reject is
+// answered with a Kubernetes Status and Retry-After, a Delay waits (or gives up if the caller leaves), and the
+// outcome of every forwarded request goes back to the engine.
+//
+// Latency is measured from forwarding, so rate-limit waits and injected delays never trip a latency breaker. For
+// long-running requests (classify sets Request.LongRunning) the outcome is reported when the response headers are
+// written, not when the stream ends: a watch that was established is a success, and a half-open breaker's probe
+// must not be held for the hours a watch may last.
+func Middleware(engine *Engine, classify func(*http.Request) Request, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r := classify(req)
+		d := engine.Decide(r)
+		if d.Kind == Reject {
+			WriteStatus(w, d)
+			return
+		}
+		if d.Kind == Delay {
+			t := time.NewTimer(d.Delay)
+			select {
+			case <-t.C:
+			case <-req.Context().Done():
+				t.Stop()
+				engine.Done(r, d, Outcome{Canceled: true})
+				return
+			}
+		}
+
+		start := engine.opts.Clock.Now()
+		rw := &outcomeWriter{ResponseWriter: w}
+		var once sync.Once
+		report := func(o Outcome) {
+			once.Do(func() {
+				o.Latency = engine.opts.Clock.Now().Sub(start)
+				if o.Err == nil && req.Context().Err() != nil {
+					o.Canceled = true
+				}
+				engine.Done(r, d, o)
+			})
+		}
+		if r.LongRunning {
+			rw.onHeader = func(code int) { report(Outcome{Code: code}) }
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				// httputil.ReverseProxy panics with http.ErrAbortHandler when the upstream body breaks mid-copy.
+				report(Outcome{Code: rw.code, Err: fmt.Errorf("handler aborted: %v", p)})
+				panic(p)
+			}
+			code := rw.code
+			if code == 0 {
+				code = http.StatusOK // what net/http sends for a handler that wrote nothing
+			}
+			report(Outcome{Code: code})
+		}()
+		next.ServeHTTP(rw, req)
+	})
+}
+
+// WriteStatus answers a Reject decision with a metav1.Status body and, when set, a Retry-After header.
+func WriteStatus(w http.ResponseWriter, d Decision) {
+	status := metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure,
+		Message:  d.Message,
+		Reason:   metav1.StatusReason(d.Reason),
+		Code:     int32(d.Code),
+	}
+	if secs := d.RetryAfterSeconds(); secs > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		status.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(secs)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(d.Code)
+	_ = json.NewEncoder(w).Encode(status) // the caller may be gone; nothing to do about it
+}
+
+// outcomeWriter records the response status and, for long-running requests, calls onHeader when it is sent.
+type outcomeWriter struct {
+	http.ResponseWriter
+	code     int
+	onHeader func(code int)
+}
+
+func (w *outcomeWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 { // 1xx informational headers are not the response
+		w.code = code
+		if w.onHeader != nil {
+			w.onHeader(code)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *outcomeWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush keeps watch events streaming; ReverseProxy flushes through it.
+func (w *outcomeWriter) Flush() {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack serves exec/attach/port-forward upgrades; ReverseProxy writes the 101 to the hijacked connection itself,
+// so the upgrade is recorded here.
+func (w *outcomeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.code == 0 {
+		w.code = http.StatusSwitchingProtocols
+		if w.onHeader != nil {
+			w.onHeader(w.code)
+		}
+	}
+	return conn, rw, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer's other features.
+func (w *outcomeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,183 @@
+package breaker
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// classifyTestPath reads /clusters/<cluster>/<resource>[?watch=1], standing in for the proxy's RequestInfo.
+func classifyTestPath(r *http.Request) Request {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	req := Request{Verb: "list", Cluster: parts[1], Resource: parts[2]}
+	if r.URL.Query().Get("watch") == "1" {
+		req.Verb, req.LongRunning = "watch", true
+	}
+	return req
+}
+
+// upstream answers with status (200 when healthy); watches stream until the caller leaves.
+type upstream struct {
+	status atomic.Int32
+	calls  atomic.Int32
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.calls.Add(1)
+	w.WriteHeader(int(u.status.Load()))
+	if r.URL.Query().Get("watch") == "1" {
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}
+}
+
+type transitions struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (tr *transitions) observer() Observer {
+	return ObserverFuncs{BreakerChangedFunc: func(rule, cluster string, from, to BreakerState) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		tr.got = append(tr.got, cluster+":"+from.String()+"->"+to.String())
+	}}
+}
+
+func (tr *transitions) String() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return strings.Join(tr.got, " ")
+}
+
+func newTestProxy(t *testing.T, p Policy, obs Observer) (*httptest.Server, *upstream) {
+	t.Helper()
+	e, err := New(p, Options{Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &upstream{}
+	up.status.Store(200)
+	srv := httptest.NewServer(Middleware(e, classifyTestPath, up))
+	t.Cleanup(srv.Close)
+	return srv, up
+}
+
+func get(t *testing.T, url string) (*http.Response, metav1.Status) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st metav1.Status
+	if resp.StatusCode >= 400 && resp.Header.Get("Content-Type") == "application/json" {
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("decoding Status: %v", err)
+		}
+	}
+	return resp, st
+}
+
+func checkStatus(t *testing.T, resp *http.Response, st metav1.Status, code int, reason, retryAfter string) {
+	t.Helper()
+	if resp.StatusCode != code || resp.Header.Get("Retry-After") != retryAfter {
+		t.Errorf("got %d Retry-After %q, want %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"),
+			code, retryAfter)
+	}
+	if st.APIVersion != "v1" || st.Kind != "Status" || st.Status != metav1.StatusFailure ||
+		st.Code != int32(code) || string(st.Reason) != reason || st.Message == "" {
+		t.Errorf("body %+v, want a v1 Status with code %d, reason %s and a message", st, code, reason)
+	}
+}
+
+func TestMiddlewareRejections(t *testing.T) {
+	srv, up := newTestProxy(t, Policy{
+		Deny:       []DenyRule{{Name: "no-secrets", Match: Match{Resources: []string{"secrets"}}}},
+		RateLimits: []RateLimitRule{{Name: "pods", QPS: 0.1, Burst: 1, Match: Match{Resources: []string{"pods"}}}},
+	}, nil)
+
+	resp, _ := get(t, srv.URL+"/clusters/member1/pods")
+	if resp.StatusCode != 200 {
+		t.Fatalf("first request: %d, want 200", resp.StatusCode)
+	}
+	resp, st := get(t, srv.URL+"/clusters/member1/pods")
+	checkStatus(t, resp, st, 429, "TooManyRequests", "10")
+	if st.Details == nil || st.Details.RetryAfterSeconds != 10 {
+		t.Errorf("details %+v, want retryAfterSeconds 10", st.Details)
+	}
+	resp, st = get(t, srv.URL+"/clusters/member1/secrets")
+	checkStatus(t, resp, st, 403, "Forbidden", "")
+	if n := up.calls.Load(); n != 1 {
+		t.Errorf("upstream saw %d requests, want 1: rejected ones must not be forwarded", n)
+	}
+}
+
+// TestMiddlewareBreaker runs on wall time (gobreaker has no clock hook) with a 300ms open timeout.
+func TestMiddlewareBreaker(t *testing.T) {
+	var tr transitions
+	srv, up := newTestProxy(t, Policy{Breakers: []BreakerRule{{Name: "upstream", ConsecutiveFailures: 2,
+		OpenTimeout: 300 * time.Millisecond}}}, tr.observer())
+
+	up.status.Store(500)
+	for range 2 {
+		if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != 500 {
+			t.Fatalf("failing upstream: %d, want its 500", resp.StatusCode)
+		}
+	}
+	resp, st := get(t, srv.URL+"/clusters/member1/pods")
+	checkStatus(t, resp, st, 503, "ServiceUnavailable", "1")
+	if n := up.calls.Load(); n != 2 {
+		t.Errorf("upstream saw %d requests, want 2: an open breaker must not forward", n)
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member2/pods"); resp.StatusCode != 500 {
+		t.Errorf("member2 got %d, want the upstream's 500: its breaker is its own", resp.StatusCode)
+	}
+
+	up.status.Store(200)
+	time.Sleep(400 * time.Millisecond)
+	for i := range 3 {
+		if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != 200 {
+			t.Fatalf("recovered upstream, request %d: %d, want 200", i, resp.StatusCode)
+		}
+	}
+	if got, want := tr.String(), "member1:closed->open member1:open->half-open member1:half-open->closed"; got != want {
+		t.Errorf("transitions %q, want %q", got, want)
+	}
+}
+
+// TestMiddlewareWatchProbe checks that a long-running request reports its outcome at its headers: a watch used as
+// a half-open probe closes the breaker while it is still streaming.
+func TestMiddlewareWatchProbe(t *testing.T) {
+	var tr transitions
+	srv, up := newTestProxy(t, Policy{Breakers: []BreakerRule{{Name: "upstream", ConsecutiveFailures: 1,
+		OpenTimeout: 300 * time.Millisecond}}}, tr.observer())
+
+	up.status.Store(503)
+	get(t, srv.URL+"/clusters/member1/pods")
+	up.status.Store(200)
+	time.Sleep(400 * time.Millisecond)
+
+	watch, err := http.Get(srv.URL + "/clusters/member1/pods?watch=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Body.Close()
+	if watch.StatusCode != 200 {
+		t.Fatalf("watch probe: %d, want 200", watch.StatusCode)
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != 200 {
+		t.Errorf("list while the probe watch streams: %d, want 200 (breaker closed at the watch's headers)",
+			resp.StatusCode)
+	}
+	if got := tr.String(); !strings.HasSuffix(got, "half-open->closed") {
+		t.Errorf("transitions %q, want the breaker closed", got)
+	}
+}
