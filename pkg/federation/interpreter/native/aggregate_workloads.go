@@ -1,0 +1,187 @@
+package native
+
+import (
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// aggregateJob sums the clusters' pod counts. The Job is Failed as soon as one cluster's copy failed and Complete
+// once every cluster's copy completed; each terminal condition comes after the condition the API server requires
+// before it (FailureTarget, SuccessCriteriaMet), stamped with the latest member transition. A template already
+// finished keeps its status.
+func aggregateJob(obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) error {
+	var old batchv1.JobStatus
+	if m, ok := obj.Object["status"].(map[string]any); ok {
+		if err := toTyped(m, &old); err != nil {
+			return err
+		}
+	}
+	if jobFinished(old.Conditions) != "" {
+		return nil
+	}
+	var next batchv1.JobStatus
+	var failed []string
+	var complete int
+	var last metav1.Time
+	for i := range items {
+		var s batchv1.JobStatus
+		ok, err := decodeItem(&items[i], &s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		next.Active += s.Active
+		next.Succeeded += s.Succeeded
+		next.Failed += s.Failed
+		if s.Ready != nil {
+			next.Ready = ptrSum(next.Ready, *s.Ready)
+		}
+		if s.StartTime != nil && (next.StartTime == nil || s.StartTime.Before(next.StartTime)) {
+			next.StartTime = s.StartTime
+		}
+		if s.CompletionTime != nil && (next.CompletionTime == nil || next.CompletionTime.Before(s.CompletionTime)) {
+			next.CompletionTime = s.CompletionTime
+		}
+		for _, c := range s.Conditions {
+			if c.Status == corev1.ConditionTrue && last.Before(&c.LastTransitionTime) {
+				last = c.LastTransitionTime
+			}
+		}
+		switch jobFinished(s.Conditions) {
+		case batchv1.JobFailed:
+			failed = append(failed, items[i].ClusterName)
+		case batchv1.JobComplete:
+			complete++
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		sort.Strings(failed)
+		msg := "Job failed in clusters " + strings.Join(failed, ", ")
+		next.Conditions = []batchv1.JobCondition{
+			jobCondition(batchv1.JobFailureTarget, "FailedInClusters", msg, last),
+			jobCondition(batchv1.JobFailed, "FailedInClusters", msg, last),
+		}
+		next.CompletionTime = nil
+	case len(items) > 0 && complete == len(items):
+		msg := "Job completed in every cluster"
+		next.Conditions = []batchv1.JobCondition{
+			jobCondition(batchv1.JobSuccessCriteriaMet, "CompletedInClusters", msg, last),
+			jobCondition(batchv1.JobComplete, "CompletedInClusters", msg, last),
+		}
+	default:
+		next.CompletionTime = nil
+	}
+	m, err := toMap(&next)
+	if err != nil {
+		return err
+	}
+	obj.Object["status"] = m
+	return nil
+}
+
+func jobFinished(conds []batchv1.JobCondition) batchv1.JobConditionType {
+	for _, c := range conds {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.Type
+		}
+	}
+	return ""
+}
+
+func jobCondition(t batchv1.JobConditionType, reason, msg string, at metav1.Time) batchv1.JobCondition {
+	return batchv1.JobCondition{
+		Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: msg,
+		LastProbeTime: at, LastTransitionTime: at,
+	}
+}
+
+func ptrSum(p *int32, n int32) *int32 {
+	if p != nil {
+		n += *p
+	}
+	return &n
+}
+
+// aggregateCronJob lists every cluster's active Jobs and keeps the latest schedule and success times.
+func aggregateCronJob(obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) error {
+	var next batchv1.CronJobStatus
+	for i := range items {
+		var s batchv1.CronJobStatus
+		ok, err := decodeItem(&items[i], &s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		next.Active = append(next.Active, s.Active...)
+		if s.LastScheduleTime != nil && (next.LastScheduleTime == nil || next.LastScheduleTime.Before(s.LastScheduleTime)) {
+			next.LastScheduleTime = s.LastScheduleTime
+		}
+		if s.LastSuccessfulTime != nil && (next.LastSuccessfulTime == nil || next.LastSuccessfulTime.Before(s.LastSuccessfulTime)) {
+			next.LastSuccessfulTime = s.LastSuccessfulTime
+		}
+	}
+	m, err := toMap(&next)
+	if err != nil {
+		return err
+	}
+	obj.Object["status"] = m
+	return nil
+}
+
+// aggregatePod reports one phase for the Pod's copies: Failed if any failed, else Pending if any is pending or has
+// no status yet, else Unknown if any is unknown, else Succeeded if all succeeded, else Running. Container statuses
+// are listed from every cluster, in cluster order. Without any item the template keeps its status.
+func aggregatePod(obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	phases := map[corev1.PodPhase]int{}
+	var containers, inits []any
+	for i := range items {
+		var s map[string]any
+		ok, err := decodeItem(&items[i], &s)
+		if err != nil {
+			return err
+		}
+		phase, _, _ := unstructured.NestedString(s, "phase")
+		if !ok || phase == "" {
+			phase = string(corev1.PodPending)
+		}
+		phases[corev1.PodPhase(phase)]++
+		cs, _, _ := unstructured.NestedSlice(s, "containerStatuses")
+		containers = append(containers, cs...)
+		ics, _, _ := unstructured.NestedSlice(s, "initContainerStatuses")
+		inits = append(inits, ics...)
+	}
+	phase := corev1.PodRunning
+	for _, p := range []corev1.PodPhase{corev1.PodFailed, corev1.PodPending, corev1.PodUnknown} {
+		if phases[p] > 0 {
+			phase = p
+			break
+		}
+	}
+	if phase == corev1.PodRunning && phases[corev1.PodSucceeded] == len(items) {
+		phase = corev1.PodSucceeded
+	}
+	st := map[string]any{"phase": string(phase)}
+	if len(containers) > 0 {
+		st["containerStatuses"] = containers
+	}
+	if len(inits) > 0 {
+		st["initContainerStatuses"] = inits
+	}
+	obj.Object["status"] = st
+	return nil
+}

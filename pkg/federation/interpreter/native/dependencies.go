@@ -1,0 +1,147 @@
+package native
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+)
+
+type dependencyFunc func(obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error)
+
+var dependencyFuncs = map[schema.GroupVersionKind]dependencyFunc{
+	deploymentGVK:  podDependencies,
+	replicaSetGVK:  podDependencies,
+	statefulSetGVK: podDependencies,
+	daemonSetGVK:   podDependencies,
+	jobGVK:         podDependencies,
+	cronJobGVK:     podDependencies,
+	podGVK:         podDependencies,
+	ingressGVK:     ingressDependencies,
+}
+
+// deps collects references to core/v1 objects in one namespace, each once.
+type deps struct {
+	ns   string
+	seen map[[2]string]bool
+	refs []interpreter.DependentObjectReference
+}
+
+func newDeps(ns string) *deps { return &deps{ns: ns, seen: map[[2]string]bool{}} }
+
+func (d *deps) add(kind, name string) {
+	if name == "" || d.seen[[2]string{kind, name}] {
+		return
+	}
+	d.seen[[2]string{kind, name}] = true
+	d.refs = append(d.refs, interpreter.DependentObjectReference{APIVersion: "v1", Kind: kind, Namespace: d.ns, Name: name})
+}
+
+// sorted returns the references by kind, then name, never nil.
+func (d *deps) sorted() []interpreter.DependentObjectReference {
+	sort.Slice(d.refs, func(i, j int) bool {
+		if d.refs[i].Kind != d.refs[j].Kind {
+			return d.refs[i].Kind < d.refs[j].Kind
+		}
+		return d.refs[i].Name < d.refs[j].Name
+	})
+	return append([]interpreter.DependentObjectReference{}, d.refs...)
+}
+
+// podDependencies lists what the pods of obj need in their namespace: the ConfigMaps and Secrets of volumes
+// (projected ones too), environment and image pulls; the ServiceAccount unless it is "default", which every
+// namespace has; and the claims of PersistentVolumeClaim volumes (not a StatefulSet's volumeClaimTemplates, which
+// the StatefulSet creates itself).
+func podDependencies(obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error) {
+	spec, err := podSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	d := newDeps(obj.GetNamespace())
+	sa := spec.ServiceAccountName
+	if sa == "" {
+		sa = spec.DeprecatedServiceAccount
+	}
+	if sa != "default" {
+		d.add("ServiceAccount", sa)
+	}
+	for _, s := range spec.ImagePullSecrets {
+		d.add("Secret", s.Name)
+	}
+	for i := range spec.Volumes {
+		d.volume(&spec.Volumes[i])
+	}
+	for i := range spec.InitContainers {
+		d.env(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom)
+	}
+	for i := range spec.Containers {
+		d.env(spec.Containers[i].Env, spec.Containers[i].EnvFrom)
+	}
+	for i := range spec.EphemeralContainers {
+		d.env(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom)
+	}
+	return d.sorted(), nil
+}
+
+func (d *deps) volume(v *corev1.Volume) {
+	switch {
+	case v.ConfigMap != nil:
+		d.add("ConfigMap", v.ConfigMap.Name)
+	case v.Secret != nil:
+		d.add("Secret", v.Secret.SecretName)
+	case v.PersistentVolumeClaim != nil:
+		d.add("PersistentVolumeClaim", v.PersistentVolumeClaim.ClaimName)
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil {
+				d.add("ConfigMap", s.ConfigMap.Name)
+			}
+			if s.Secret != nil {
+				d.add("Secret", s.Secret.Name)
+			}
+		}
+	case v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
+		d.add("Secret", v.CSI.NodePublishSecretRef.Name)
+	}
+}
+
+func (d *deps) env(env []corev1.EnvVar, from []corev1.EnvFromSource) {
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			d.add("ConfigMap", r.Name)
+		}
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			d.add("Secret", r.Name)
+		}
+	}
+	for _, f := range from {
+		if f.ConfigMapRef != nil {
+			d.add("ConfigMap", f.ConfigMapRef.Name)
+		}
+		if f.SecretRef != nil {
+			d.add("Secret", f.SecretRef.Name)
+		}
+	}
+}
+
+// ingressDependencies lists the Secrets of an Ingress's TLS entries.
+func ingressDependencies(obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error) {
+	tls, _, err := unstructured.NestedSlice(obj.Object, "spec", "tls")
+	if err != nil {
+		return nil, err
+	}
+	d := newDeps(obj.GetNamespace())
+	for _, t := range tls {
+		if m, ok := t.(map[string]any); ok {
+			name, _ := m["secretName"].(string)
+			d.add("Secret", name)
+		}
+	}
+	return d.sorted(), nil
+}

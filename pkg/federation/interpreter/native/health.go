@@ -1,0 +1,106 @@
+package native
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+type healthFunc func(obj *unstructured.Unstructured) (bool, error)
+
+var healthFuncs = map[schema.GroupVersionKind]healthFunc{
+	deploymentGVK:  typedHealth(deploymentHealthy),
+	statefulSetGVK: typedHealth(statefulSetHealthy),
+	replicaSetGVK:  typedHealth(replicaSetHealthy),
+	daemonSetGVK:   typedHealth(daemonSetHealthy),
+	serviceGVK:     typedHealth(serviceHealthy),
+	ingressGVK:     typedHealth(ingressHealthy),
+	pvcGVK:         typedHealth(pvcHealthy),
+	podGVK:         typedHealth(podHealthy),
+	pdbGVK:         typedHealth(pdbHealthy),
+}
+
+// typedHealth adapts a judgement on a typed object.
+func typedHealth[T any, P interface{ *T }](judge func(P) bool) healthFunc {
+	return func(obj *unstructured.Unstructured) (bool, error) {
+		var t T
+		if err := toTyped(obj.Object, P(&t)); err != nil {
+			return false, err
+		}
+		return judge(&t), nil
+	}
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+// deploymentHealthy: the controller has seen the latest spec, every wanted replica runs the latest template and
+// is available, and no old replica is left.
+func deploymentHealthy(d *appsv1.Deployment) bool {
+	s := d.Status
+	want := replicas(d.Spec.Replicas)
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want &&
+		s.AvailableReplicas >= want
+}
+
+// statefulSetHealthy: the controller has seen the latest spec and every wanted replica is updated and available.
+func statefulSetHealthy(s *appsv1.StatefulSet) bool {
+	want := replicas(s.Spec.Replicas)
+	return s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == want &&
+		s.Status.AvailableReplicas >= want
+}
+
+// replicaSetHealthy: the controller has seen the latest spec and every wanted replica is available.
+func replicaSetHealthy(r *appsv1.ReplicaSet) bool {
+	return r.Status.ObservedGeneration >= r.Generation && r.Status.AvailableReplicas >= replicas(r.Spec.Replicas)
+}
+
+// daemonSetHealthy: the controller has seen the latest spec and every node that should run a pod runs an updated,
+// available one.
+func daemonSetHealthy(d *appsv1.DaemonSet) bool {
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
+		s.NumberAvailable == s.DesiredNumberScheduled
+}
+
+// serviceHealthy: a LoadBalancer Service has an ingress point; other Services are healthy once they exist.
+func serviceHealthy(s *corev1.Service) bool {
+	return s.Spec.Type != corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0
+}
+
+// ingressHealthy: the Ingress has an ingress point.
+func ingressHealthy(i *networkingv1.Ingress) bool {
+	return len(i.Status.LoadBalancer.Ingress) > 0
+}
+
+// pvcHealthy: the claim is bound.
+func pvcHealthy(c *corev1.PersistentVolumeClaim) bool {
+	return c.Status.Phase == corev1.ClaimBound
+}
+
+// podHealthy: the Pod succeeded, or runs and is ready.
+func podHealthy(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return true
+	case corev1.PodRunning:
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+	}
+	return false
+}
+
+// pdbHealthy: the controller has seen the latest spec and enough pods are healthy.
+func pdbHealthy(p *policyv1.PodDisruptionBudget) bool {
+	return p.Status.ObservedGeneration >= p.Generation && p.Status.CurrentHealthy >= p.Status.DesiredHealthy
+}

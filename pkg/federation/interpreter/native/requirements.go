@@ -1,0 +1,108 @@
+package native
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// requirements is what one pod of obj needs: its resource requests, hard node constraints and priority class.
+func requirements(obj *unstructured.Unstructured) (*workv1alpha1.ReplicaRequirements, error) {
+	spec, err := podSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	return PodRequirements(obj.GetNamespace(), spec), nil
+}
+
+// PodRequirements is what one pod with spec needs in namespace ns. The resource requests are those the
+// Kubernetes scheduler accounts for: the larger of the app containers' sum and each init container's request
+// (restartable init containers, i.e. sidecars, run alongside everything started after them), plus the pod
+// overhead. A container that sets a limit but no request requests its limit, as the API server defaults it.
+// The node claim holds the node selector, the required node affinity and the tolerations; it is nil when all
+// three are empty.
+func PodRequirements(ns string, spec *corev1.PodSpec) *workv1alpha1.ReplicaRequirements {
+	req := &workv1alpha1.ReplicaRequirements{
+		Namespace:         ns,
+		PriorityClassName: spec.PriorityClassName,
+		ResourceRequest:   podRequests(spec),
+	}
+	var hard *corev1.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		hard = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
+	}
+	if hard != nil || len(spec.NodeSelector) > 0 || len(spec.Tolerations) > 0 {
+		claim := &workv1alpha1.NodeClaim{HardNodeAffinity: hard}
+		if len(spec.NodeSelector) > 0 {
+			claim.NodeSelector = make(map[string]string, len(spec.NodeSelector))
+			for k, v := range spec.NodeSelector {
+				claim.NodeSelector[k] = v
+			}
+		}
+		for _, t := range spec.Tolerations {
+			claim.Tolerations = append(claim.Tolerations, *t.DeepCopy())
+		}
+		req.NodeClaim = claim
+	}
+	return req
+}
+
+func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	apps := corev1.ResourceList{}
+	for i := range spec.Containers {
+		addTo(apps, containerRequests(&spec.Containers[i]))
+	}
+	// Init containers run in order. A sidecar keeps running, so it adds to every later init container and to the
+	// app containers; a regular init container runs alone beside the sidecars started before it.
+	sidecars := corev1.ResourceList{}
+	peak := corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		r := containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addTo(sidecars, r)
+			maxInto(peak, sidecars)
+			continue
+		}
+		step := r.DeepCopy()
+		addTo(step, sidecars)
+		maxInto(peak, step)
+	}
+	addTo(apps, sidecars)
+	maxInto(apps, peak)
+	addTo(apps, spec.Overhead)
+	if len(apps) == 0 {
+		return nil
+	}
+	return apps
+}
+
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	out := c.Resources.Requests.DeepCopy()
+	for name, limit := range c.Resources.Limits {
+		if _, ok := out[name]; !ok {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[name] = limit.DeepCopy()
+		}
+	}
+	return out
+}
+
+func addTo(sum, add corev1.ResourceList) {
+	for name, q := range add {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
+	}
+}
+
+func maxInto(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}
