@@ -3,6 +3,7 @@ module github.com/fedmesh/fedmesh
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

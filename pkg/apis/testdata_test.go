@@ -3,10 +3,8 @@ package apis_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestExamplesDecodeStrictly decodes every example under testdata into its Go type, refusing unknown and
@@ -58,8 +57,8 @@ func TestValidExamplesRoundTrip(t *testing.T) {
 			}
 			want, got := generic(t, data), generic(t, encoded)
 			dropNulls(got)
-			if diffs := diff("", want, got); len(diffs) > 0 {
-				t.Errorf("the Go types change the example:\n%s", strings.Join(diffs, "\n"))
+			if d := cmp.Diff(want, got, equalDurations); d != "" {
+				t.Errorf("the Go types change the example (-written +encoded):\n%s", d)
 			}
 		})
 	}
@@ -192,52 +191,14 @@ func dropNulls(v any) {
 	}
 }
 
-// diff lists the differences between two JSON documents. Strings that are equal durations ("10m", "10m0s") are
-// equal, because metav1.Duration writes Go's spelling.
-func diff(path string, want, got any) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: want an object, got %v", path, got)}
-		}
-		var out []string
-		for k, we := range w {
-			ge, ok := g[k]
-			if !ok {
-				out = append(out, fmt.Sprintf("%s.%s: dropped", path, k))
-				continue
-			}
-			out = append(out, diff(path+"."+k, we, ge)...)
-		}
-		for k := range g {
-			if _, ok := w[k]; !ok {
-				out = append(out, fmt.Sprintf("%s.%s: added %v", path, k, g[k]))
-			}
-		}
-		sort.Strings(out)
-		return out
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
-		}
-		var out []string
-		for i := range w {
-			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
-		}
-		return out
-	case string:
-		if g, ok := got.(string); ok && g != w {
-			wd, werr := time.ParseDuration(w)
-			gd, gerr := time.ParseDuration(g)
-			if werr == nil && gerr == nil && wd == gd {
-				return nil
-			}
-		}
-	}
-	if !reflect.DeepEqual(want, got) {
-		return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
-	}
-	return nil
-}
+// equalDurations treats strings that are equal durations ("10m", "10m0s") as equal, because metav1.Duration
+// writes Go's spelling.
+var equalDurations = cmp.FilterValues(func(a, b string) bool {
+	_, aerr := time.ParseDuration(a)
+	_, berr := time.ParseDuration(b)
+	return aerr == nil && berr == nil
+}, cmp.Comparer(func(a, b string) bool {
+	ad, _ := time.ParseDuration(a)
+	bd, _ := time.ParseDuration(b)
+	return ad == bd
+}))

@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestAPIs installs the generated CRDs into a real API server, creates every valid example and reads it back
@@ -179,34 +178,23 @@ func (a *apiClient) createWithStatus(ctx context.Context, t *testing.T, obj *uns
 // defaulted that the example did not spell out), and the example's labels and annotations kept.
 func checkRoundTrip(t *testing.T, want, got *unstructured.Unstructured) {
 	t.Helper()
-	var diffs []string
-	for k, w := range want.Object {
-		if k == "metadata" {
-			continue
-		}
-		diffs = append(diffs, jsonDiff(k, jsonNormalize(t, w), jsonNormalize(t, got.Object[k]))...)
+	withoutMetadata := func(u *unstructured.Unstructured) any {
+		o := maps.Clone(u.Object)
+		delete(o, "metadata")
+		return jsonNormalize(t, o)
 	}
-	for k, g := range got.Object {
-		if _, ok := want.Object[k]; !ok && k != "metadata" {
-			diffs = append(diffs, fmt.Sprintf("%s: added %v", k, g))
-		}
+	if d := cmp.Diff(withoutMetadata(want), withoutMetadata(got)); d != "" {
+		t.Errorf("the API server changed the example (-written +read back):\n%s", d)
 	}
-	for _, m := range []struct {
-		name      string
-		want, got map[string]string
-	}{
-		{"metadata.labels", want.GetLabels(), got.GetLabels()},
-		{"metadata.annotations", want.GetAnnotations(), got.GetAnnotations()},
-	} {
-		for k, v := range m.want {
-			if m.got[k] != v {
-				diffs = append(diffs, fmt.Sprintf("%s[%s]: want %q, got %q", m.name, k, v, m.got[k]))
-			}
+	for k, v := range want.GetLabels() {
+		if got.GetLabels()[k] != v {
+			t.Errorf("label %s: want %q, got %q", k, v, got.GetLabels()[k])
 		}
 	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Errorf("the API server changed the example:\n%s", strings.Join(diffs, "\n"))
+	for k, v := range want.GetAnnotations() {
+		if got.GetAnnotations()[k] != v {
+			t.Errorf("annotation %s: want %q, got %q", k, v, got.GetAnnotations()[k])
+		}
 	}
 }
 
@@ -222,44 +210,6 @@ func jsonNormalize(t *testing.T, v any) any {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func jsonDiff(path string, want, got any) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: want an object, got %v", path, got)}
-		}
-		var out []string
-		for k, we := range w {
-			if ge, ok := g[k]; ok {
-				out = append(out, jsonDiff(path+"."+k, we, ge)...)
-			} else {
-				out = append(out, fmt.Sprintf("%s.%s: pruned", path, k))
-			}
-		}
-		for k, ge := range g {
-			if _, ok := w[k]; !ok {
-				out = append(out, fmt.Sprintf("%s.%s: added %v", path, k, ge))
-			}
-		}
-		return out
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
-		}
-		var out []string
-		for i := range w {
-			out = append(out, jsonDiff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
-		}
-		return out
-	}
-	if !reflect.DeepEqual(want, got) {
-		return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
-	}
-	return nil
 }
 
 func readExample(t *testing.T, path string) *unstructured.Unstructured {
