@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -74,4 +75,40 @@ func (f *ManagerFlags) NewManager(scheme *runtime.Scheme) (ctrl.Manager, error) 
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// ControllerOptions is a controller binary (the manager, the federator): the shared manager flags, the API
+// groups it uses, and the controllers it adds to the manager.
+type ControllerOptions struct {
+	Manager          ManagerFlags
+	DefaultLeaseName string
+	AddToScheme      []func(*runtime.Scheme) error
+	// Setup adds the binary's controllers, webhooks and checks to the manager before it starts.
+	Setup func(ctrl.Manager) error
+}
+
+// AddFlags registers the manager flags.
+func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) { o.Manager.AddFlags(fs, o.DefaultLeaseName) }
+
+// Validate checks the manager flags.
+func (o *ControllerOptions) Validate() error { return o.Manager.Validate() }
+
+// Run builds the scheme and the manager, runs Setup, and starts the manager until ctx ends.
+func (o *ControllerOptions) Run(ctx context.Context) error {
+	scheme := runtime.NewScheme()
+	for _, add := range o.AddToScheme {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := o.Manager.NewManager(scheme)
+	if err != nil {
+		return err
+	}
+	if o.Setup != nil {
+		if err := o.Setup(mgr); err != nil {
+			return err
+		}
+	}
+	return mgr.Start(ctx)
 }
