@@ -32,8 +32,8 @@ type Canary struct {
 	Analysis *CanaryAnalysis `json:"analysis,omitempty"`
 
 	// Action steers the rollout: Continue advances through the steps while the analysis passes, Pause holds at the
-	// current step, Promote gives the canary every namespace at once, Rollback returns every namespace to the stable
-	// shards and stops.
+	// current step, Promote (after the last step) rolls the new version out to the stable shards and then returns
+	// the canary's namespaces to them, Rollback returns every namespace to the stable shards and stops.
 	// +kubebuilder:default=Continue
 	// +optional
 	Action CanaryAction `json:"action,omitempty"`

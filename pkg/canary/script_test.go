@@ -1,0 +1,245 @@
+package canary
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt scripts")
+
+// TestScripts replays testdata/*.txt. Lines starting with "> " are what the command above them printed; with
+// -rewrite they are regenerated. Commands:
+//
+//	plan [namespaces=a,b] [steps=10/5m,30,...] [max-error-rate=N] [max-trips=N] [max-restarts=N] [auto-promote]
+//	                 FromSpec of that spec (percent/pause per step), and a fresh rollout; prints ok or the error
+//	observe [requests=N] [errors=N] [trips=N] [restarts=N] [ready=R/T]   sets those metrics of the Observation
+//	action A         the user's action (Continue, Pause, Promote, Rollback)
+//	handover         every proxy acknowledged the last Result: Owned becomes the State's Canary set
+//	rolled-out       the stable shards run the canary's version
+//	advance D        moves the clock
+//	step             calls Step and prints the State, the Result and the events
+//
+// Like the manager's, the metrics restart at 0 whenever StepStart changes. Every step also checks that Step is
+// pure (a second call gives the same answer), that its State is a fixpoint (calling again with it records nothing
+// and changes nothing), and that the canary's set only grows until the rollout ends.
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &script{t: t, now: scriptStart}
+			var want, got strings.Builder
+			for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+				if strings.HasPrefix(line, ">") {
+					want.WriteString(line + "\n")
+					continue
+				}
+				want.WriteString(line + "\n")
+				got.WriteString(line + "\n")
+				if cmd := strings.TrimSpace(line); cmd != "" && !strings.HasPrefix(cmd, "#") {
+					for _, out := range s.run(file, i+1, cmd) {
+						got.WriteString("> " + out + "\n")
+					}
+				}
+			}
+			if *rewrite {
+				if err := os.WriteFile(file, []byte(got.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if got.String() != want.String() {
+				t.Errorf("%s: output differs (run with -rewrite and read the diff):\n%s", file, got.String())
+			}
+		})
+	}
+}
+
+var scriptStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type script struct {
+	t     *testing.T
+	plan  Plan
+	state State
+	obs   Observation
+	now   time.Time
+}
+
+func (s *script) run(file string, line int, cmd string) []string {
+	fields := strings.Fields(cmd)
+	args := map[string]string{}
+	for _, f := range fields[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		args[k] = v
+	}
+	fail := func(format string, a ...any) []string {
+		s.t.Fatalf("%s:%d: %s: %s", file, line, cmd, fmt.Sprintf(format, a...))
+		return nil
+	}
+	switch fields[0] {
+	case "plan":
+		spec, err := specOf(args)
+		if err != nil {
+			return fail("%v", err)
+		}
+		s.state, s.obs = State{}, Observation{}
+		if s.plan, err = FromSpec(spec); err != nil {
+			return strings.Split(err.Error(), "\n")
+		}
+		_, s.plan.AutoPromote = args["auto-promote"]
+		return []string{"ok"}
+	case "observe":
+		for k, v := range args {
+			if k == "ready" {
+				r, t, _ := strings.Cut(v, "/")
+				s.obs.Ready, s.obs.Total = atoi(r), atoi(t)
+				continue
+			}
+			ptr := map[string]*int{"requests": &s.obs.Requests, "errors": &s.obs.Errors,
+				"trips": &s.obs.BreakerTrips, "restarts": &s.obs.Restarts}[k]
+			if ptr == nil {
+				return fail("unknown metric %q", k)
+			}
+			*ptr = atoi(v)
+		}
+	case "action":
+		s.obs.Action = v1alpha1.CanaryAction(fields[1])
+	case "handover":
+		s.obs.Owned = s.state.Canary
+	case "rolled-out":
+		s.obs.StableRolledOut = true
+	case "advance":
+		d, err := time.ParseDuration(fields[1])
+		if err != nil {
+			return fail("%v", err)
+		}
+		s.now = s.now.Add(d)
+	case "step":
+		return s.step(fail)
+	default:
+		return fail("unknown command")
+	}
+	return nil
+}
+
+func (s *script) step(fail func(string, ...any) []string) []string {
+	next, res := Step(s.plan, s.state, s.obs, s.now)
+	if again, res2 := Step(s.plan, s.state, s.obs, s.now); !reflect.DeepEqual(again, next) || !reflect.DeepEqual(res2, res) {
+		return fail("not pure: a second call gave %+v %+v", again, res2)
+	}
+	if fix, res2 := Step(s.plan, next, s.obs, s.now); !reflect.DeepEqual(fix, next) || len(res2.Events) > 0 {
+		return fail("not a fixpoint: calling again with its State gave %+v %+v", fix, res2.Events)
+	}
+	if !res.Canary.Equal(next.Canary) {
+		return fail("Result.Canary %v is not State.Canary %v", res.Canary, next.Canary)
+	}
+	grew := "unchanged"
+	switch {
+	case next.Canary.Equal(s.state.Canary):
+	case next.Canary.ContainsSet(s.state.Canary):
+		grew = "grown, contains the previous set"
+	case next.Phase.Final() && next.Canary.Empty():
+		grew = "emptied"
+	default:
+		return fail("the canary set %v lost hashes of %v without ending the rollout", next.Canary, s.state.Canary)
+	}
+	if !next.StepStart.Equal(s.state.StepStart) {
+		s.obs.Requests, s.obs.Errors, s.obs.BreakerTrips, s.obs.Restarts = 0, 0, 0, 0
+	}
+	out := []string{fmt.Sprintf("%s step=%d start=%s canary=%s (%s)", next.Phase, next.Step, s.since(next.StepStart),
+		s.describeSet(next.Canary), grew)}
+	flags := fmt.Sprintf("result: requeue=%v", res.RequeueAfter)
+	if res.Promote {
+		flags += " promote"
+	}
+	if res.Finished {
+		flags += " finished"
+	}
+	out = append(out, flags)
+	for _, e := range res.Events {
+		out = append(out, fmt.Sprintf("event %s %s: %s", e.Type, e.Reason, e.Message))
+	}
+	s.state = next
+	return out
+}
+
+func (s *script) since(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return "t+" + t.Sub(scriptStart).String()
+}
+
+// describeSet is a set for scripts: its share of the space, its range count and the named namespaces in it.
+func (s *script) describeSet(set shard.Set) string {
+	if set.Empty() {
+		return "nothing"
+	}
+	var named []string
+	for _, st := range s.plan.Steps {
+		for _, ns := range st.Namespaces {
+			if set.ContainsNamespace(ns) {
+				named = append(named, ns)
+			}
+		}
+	}
+	out := fmt.Sprintf("%.2f%% in %d ranges", set.Fraction()*100, set.RangeCount())
+	if len(named) > 0 {
+		out += " + " + strings.Join(named, " ")
+	}
+	return out
+}
+
+func specOf(args map[string]string) (*v1alpha1.Canary, error) {
+	spec := &v1alpha1.Canary{}
+	if v := args["namespaces"]; v != "" {
+		spec.Namespaces = strings.Split(v, ",")
+	}
+	if v := args["steps"]; v != "" {
+		for _, st := range strings.Split(v, ",") {
+			pct, pause, hasPause := strings.Cut(st, "/")
+			step := v1alpha1.CanaryStep{Percent: int32(atoi(pct))}
+			if hasPause {
+				d, err := time.ParseDuration(pause)
+				if err != nil {
+					return nil, err
+				}
+				step.Pause = &metav1.Duration{Duration: d}
+			}
+			spec.Steps = append(spec.Steps, step)
+		}
+	}
+	a := &v1alpha1.CanaryAnalysis{}
+	for key, field := range map[string]**int32{"max-error-rate": &a.MaxErrorRatePercent,
+		"max-trips": &a.MaxBreakerTrips, "max-restarts": &a.MaxRestarts} {
+		if v, ok := args[key]; ok {
+			n := int32(atoi(v))
+			*field, spec.Analysis = &n, a
+		}
+	}
+	return spec, nil
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -999 // shows up as a validation error or an odd result
+	}
+	return n
+}

@@ -1,0 +1,169 @@
+package canary
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// Step is the rollout's next State and what to do about it, given the Plan (valid, see Validate), the last State,
+// what the manager observed and the time. It is pure: the same inputs give the same outputs. It takes every
+// transition the inputs allow, so that calling it again with its own State and the same Observation and time changes
+// nothing and records no event.
+//
+// Rules, in order of precedence:
+//   - Final phases stay; a Promoted canary releases its namespaces once the stable shards run its version.
+//   - Action Rollback returns every namespace to the stable shards at once; action Promote promotes at once.
+//   - Once a step's handover is done, the analysis runs on every call: an error rate, breaker trips or restarts
+//     over their bounds, or canary pods not all ready once the pause is over, fail the rollout (phase Failed) and
+//     return every namespace to the stable shards. This holds while Paused and while waiting to be promoted.
+//   - Action Pause holds the rollout at its step (before the first step it stays Pending). Continue resumes it, with
+//     a fresh pause once the handover is done.
+//   - A step hands over, then waits its pause; then the next step starts. After the last step the rollout waits,
+//     analysing, for action Promote, or promotes itself if Plan.AutoPromote.
+func Step(p Plan, s State, o Observation, now time.Time) (State, Result) {
+	if s.Phase == "" || s.Phase == Pending {
+		s = State{Phase: Pending, Step: -1}
+	}
+	if o.Action == "" {
+		o.Action = v1alpha1.CanaryContinue
+	}
+	var events []Event
+	// Each transition records an event and moves forward (there are at most a few per step), so this ends.
+	for range 4*len(p.Steps) + 8 {
+		next, ev, moved := transition(p, s, o, now)
+		if !moved {
+			break
+		}
+		s, events = next, append(events, ev)
+	}
+	return s, result(p, s, o, now, events)
+}
+
+// transition is one move of the rollout, with its event, or moved == false if the inputs allow none.
+func transition(p Plan, s State, o Observation, now time.Time) (next State, ev Event, moved bool) {
+	switch s.Phase {
+	case Promoted:
+		if o.StableRolledOut && !s.Canary.Empty() {
+			s.Canary, s.Message = shard.Set{}, "the stable shards run the canary's version; its namespaces return to them"
+			return s, Event{EventNormal, "Released", s.Message}, true
+		}
+		return s, Event{}, false
+	case RolledBack, Failed:
+		return s, Event{}, false
+	}
+
+	switch o.Action {
+	case v1alpha1.CanaryRollback:
+		return rollback(s, RolledBack, EventNormal, "RolledBack", "action Rollback")
+	case v1alpha1.CanaryPromote:
+		return promote(p, s, "action Promote")
+	}
+
+	if !s.StepStart.IsZero() {
+		if failure := analyse(p.Analysis, o, now.Sub(s.StepStart) >= p.pause(s.Step)); failure != "" {
+			return rollback(s, Failed, EventWarning, "AnalysisFailed", p.describe(s.Step)+": "+failure)
+		}
+	}
+
+	if o.Action == v1alpha1.CanaryPause {
+		if s.Phase == Paused || s.Phase == Pending { // Pending: nothing has moved, nothing to hold
+			return s, Event{}, false
+		}
+		s.Phase, s.Message = Paused, "action Pause holds the rollout at "+p.describe(s.Step)
+		return s, Event{EventNormal, "Paused", s.Message}, true
+	}
+
+	switch s.Phase {
+	case Pending:
+		return startStep(p, s, 0)
+	case Paused:
+		s.Phase, s.StepStart = Progressing, time.Time{}
+		if o.Owned.Equal(s.Canary) {
+			s.Phase, s.StepStart = Analyzing, now
+		}
+		s.Message = "resumed at " + p.describe(s.Step) + "; its pause starts again"
+		return s, Event{EventNormal, "Resumed", s.Message}, true
+	case Progressing:
+		if !o.Owned.Equal(s.Canary) {
+			return s, Event{}, false
+		}
+		s.Phase, s.StepStart = Analyzing, now
+		s.Message = fmt.Sprintf("%s: handed over; analysing for %v", p.describe(s.Step), p.pause(s.Step))
+		return s, Event{EventNormal, "Analyzing", s.Message}, true
+	case Analyzing:
+		if now.Sub(s.StepStart) < p.pause(s.Step) {
+			return s, Event{}, false
+		}
+		if s.Step+1 < len(p.Steps) {
+			return startStep(p, s, s.Step+1)
+		}
+		if p.AutoPromote {
+			return promote(p, s, "every step passed its analysis")
+		}
+		const waiting = "every step passed its analysis; waiting for action Promote"
+		if s.Message == waiting {
+			return s, Event{}, false
+		}
+		s.Message = waiting
+		return s, Event{EventNormal, "AwaitingPromotion", s.Message}, true
+	}
+	return s, Event{}, false
+}
+
+func startStep(p Plan, s State, i int) (State, Event, bool) {
+	s.Phase, s.Step, s.StepStart = Progressing, i, time.Time{}
+	s.Canary = s.Canary.Union(p.Set(i)) // grows even if the plan was edited mid-rollout
+	s.Message = p.describe(i) + ": handing over"
+	return s, Event{EventNormal, "StepStarted", s.Message}, true
+}
+
+func promote(p Plan, s State, why string) (State, Event, bool) {
+	s.Phase, s.StepStart = Promoted, time.Time{}
+	s.Message = fmt.Sprintf("%s at %s: rolling the stable shards to the canary's version", why, p.describe(s.Step))
+	return s, Event{EventNormal, "Promoted", s.Message}, true
+}
+
+func rollback(s State, phase Phase, typ, reason, why string) (State, Event, bool) {
+	s.Phase, s.StepStart, s.Canary = phase, time.Time{}, shard.Set{}
+	s.Message = why + "; every namespace returns to the stable shards"
+	return s, Event{typ, reason, s.Message}, true
+}
+
+func result(p Plan, s State, o Observation, now time.Time, events []Event) Result {
+	r := Result{Canary: s.Canary, Events: events, RequeueAfter: p.Interval}
+	r.Promote = s.Phase == Promoted && !o.StableRolledOut
+	if s.Phase.Final() && !r.Promote && s.Canary.Empty() && o.Owned.Empty() {
+		r.Finished, r.RequeueAfter = true, 0
+	}
+	if s.Phase == Analyzing {
+		if left := p.pause(s.Step) - now.Sub(s.StepStart); left > 0 {
+			r.RequeueAfter = min(left, p.Interval)
+		}
+	}
+	return r
+}
+
+// pause is step i's pause; 0 for an index outside the plan (a plan edited mid-rollout).
+func (p Plan) pause(i int) time.Duration {
+	if i < 0 || i >= len(p.Steps) {
+		return 0
+	}
+	return p.Steps[i].Pause
+}
+
+// describe names step i for messages: "step 2 of 3 (30%)", "step 1 of 3 (namespaces shop, blog)".
+func (p Plan) describe(i int) string {
+	switch {
+	case i < 0:
+		return "the start"
+	case i >= len(p.Steps):
+		return fmt.Sprintf("step %d", i+1)
+	case p.Steps[i].Named():
+		return fmt.Sprintf("step %d of %d (namespaces %s)", i+1, len(p.Steps), strings.Join(p.Steps[i].Namespaces, ", "))
+	}
+	return fmt.Sprintf("step %d of %d (%d%%)", i+1, len(p.Steps), p.Steps[i].Percent)
+}
