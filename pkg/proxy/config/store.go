@@ -1,0 +1,198 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/breaker"
+)
+
+// Kind names one of the proxy's two documents; the manager sends each on its own xDS type.
+type Kind string
+
+const (
+	// KindOwnership is an Ownership document.
+	KindOwnership Kind = "ownership"
+	// KindTraffic is a TrafficPolicy spec (mesh.fedmesh.io/v1alpha1).
+	KindTraffic Kind = "traffic"
+)
+
+// Snapshot is one consistent configuration the proxy serves from; it is never changed once published.
+type Snapshot struct {
+	OwnershipVersion string
+	// Ownership is nil until the first good ownership arrives: the proxy then owns nothing (fails closed).
+	Ownership      *Ownership
+	TrafficVersion string
+	Traffic        breaker.Policy
+}
+
+// Store holds the last good Snapshot, replaces it only with validated documents, and persists what it accepts.
+type Store struct {
+	dir  string
+	mu   sync.Mutex // serializes Apply; readers use Current
+	cur  *Snapshot
+	subs []func(old, new *Snapshot)
+}
+
+// NewStore returns a Store that persists accepted documents in dir ("" persists nothing) and starts from what
+// dir holds. A persisted document that no longer validates is reported and not served.
+func NewStore(dir string) (*Store, error) {
+	s := &Store{dir: dir, cur: &Snapshot{}}
+	if dir == "" {
+		return s, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, kind := range []Kind{KindOwnership, KindTraffic} {
+		data, err := os.ReadFile(s.path(kind))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		var saved persisted
+		if err == nil {
+			err = json.Unmarshal(data, &saved)
+		}
+		if err == nil {
+			err = s.Apply(kind, saved.Version, saved.Document)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("persisted %s: %w", kind, err))
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+type persisted struct {
+	Version  string          `json:"version"`
+	Document json.RawMessage `json:"document"`
+}
+
+// Current is the snapshot to serve from.
+func (s *Store) Current() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// Subscribe calls fn after every accepted change, with the snapshots before and after.
+func (s *Store) Subscribe(fn func(old, new *Snapshot)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subs = append(s.subs, fn)
+}
+
+// Apply validates doc (JSON or YAML) as the new document of kind at version. On error nothing changes, and the
+// error says why, for the NACK.
+func (s *Store) Apply(kind Kind, version string, doc []byte) error {
+	next, err := s.decode(kind, version, doc)
+	if err != nil {
+		return err
+	}
+	if s.dir != "" {
+		if err := writeAtomically(s.path(kind), persisted{Version: version, Document: toJSON(doc)}); err != nil {
+			return fmt.Errorf("persist %s: %w", kind, err)
+		}
+	}
+	s.mu.Lock()
+	old := s.cur
+	s.cur = next
+	subs := s.subs
+	s.mu.Unlock()
+	for _, fn := range subs {
+		fn(old, next)
+	}
+	return nil
+}
+
+func (s *Store) decode(kind Kind, version string, doc []byte) (*Snapshot, error) {
+	next := *s.Current()
+	switch kind {
+	case KindOwnership:
+		o, err := DecodeOwnership(doc)
+		if err != nil {
+			return nil, err
+		}
+		if old := next.Ownership; old != nil && o.Epoch < old.Epoch {
+			return nil, fmt.Errorf("ownership epoch %d is older than the current epoch %d", o.Epoch, old.Epoch)
+		}
+		next.Ownership, next.OwnershipVersion = o, version
+	case KindTraffic:
+		p, err := DecodeTraffic(doc)
+		if err != nil {
+			return nil, err
+		}
+		next.Traffic, next.TrafficVersion = p, version
+	default:
+		return nil, fmt.Errorf("unknown document kind %q", kind)
+	}
+	return &next, nil
+}
+
+// DecodeOwnership reads and validates an Ownership document; unknown fields are errors.
+func DecodeOwnership(doc []byte) (*Ownership, error) {
+	o := &Ownership{}
+	if err := yaml.UnmarshalStrict(doc, o); err != nil {
+		return nil, fmt.Errorf("ownership: %w", err)
+	}
+	o.setDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("ownership: %w", err)
+	}
+	return o, nil
+}
+
+// DecodeTraffic reads a TrafficPolicy spec and turns it into validated rules; unknown fields are errors.
+func DecodeTraffic(doc []byte) (breaker.Policy, error) {
+	var spec meshv1alpha1.TrafficPolicySpec
+	if err := yaml.UnmarshalStrict(doc, &spec); err != nil {
+		return breaker.Policy{}, fmt.Errorf("traffic policy: %w", err)
+	}
+	p, err := TrafficPolicy(spec)
+	if err != nil {
+		return breaker.Policy{}, fmt.Errorf("traffic policy: %w", err)
+	}
+	return p, nil
+}
+
+func (s *Store) path(kind Kind) string { return filepath.Join(s.dir, string(kind)+".json") }
+
+func toJSON(doc []byte) json.RawMessage {
+	if j, err := yaml.YAMLToJSON(doc); err == nil {
+		return j
+	}
+	return doc
+}
+
+// writeAtomically replaces path with v's JSON so that a crash leaves the old file or the new one, never half.
+func writeAtomically(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
