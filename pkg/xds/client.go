@@ -1,0 +1,247 @@
+package xds
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"k8s.io/utils/clock"
+)
+
+// ApplyFunc takes the whole current configuration of one type URL, keyed by resource name, whenever it changes. It
+// returns nil to accept it (ACK) or an error to reject it (NACK with the error's message), in which case the proxy
+// must keep serving what it accepted before. docs may be empty when the manager has nothing for the node yet.
+type ApplyFunc func(typeURL string, docs map[string]Document) error
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// Target is the manager's gRPC address (host:port, or any gRPC target).
+	Target string
+	// TLS secures the connection; see TLSConfigFromCA. Exactly one of TLS and Insecure must be set.
+	TLS *tls.Config
+	// Insecure uses plaintext, for tests on loopback only: the token would travel in the clear.
+	Insecure bool
+	// TokenFile holds the pod's service-account token, read at every (re)connect since projected tokens rotate.
+	TokenFile string
+	// Node is the proxy's identity.
+	Node NodeMetadata
+	// TypeURLs to subscribe to; default TypeURLs.
+	TypeURLs []string
+	// Apply receives configuration. Required.
+	Apply ApplyFunc
+	// MinBackoff and MaxBackoff bound the jittered wait between connection attempts; default 250ms and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// Log reports connection errors (each ends a stream; Run reconnects). Default: discard.
+	Log logr.Logger
+	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
+	DialOptions []grpc.DialOption
+
+	clock clock.Clock    // test hook; default the real clock
+	rand  func() float64 // test hook; default math/rand/v2
+}
+
+func (o *ClientOptions) setDefaults() {
+	if len(o.TypeURLs) == 0 {
+		o.TypeURLs = TypeURLs
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 250 * time.Millisecond
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(30*time.Second, o.MinBackoff)
+	}
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	if o.rand == nil {
+		o.rand = rand.Float64
+	}
+}
+
+// TLSConfigFromCA returns a TLS config that trusts only the CA bundle in caFile and expects serverName.
+func TLSConfigFromCA(caFile, serverName string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("xds: reading CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("xds: no certificate in %s", caFile)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Client is the proxy's ADS client. It keeps, per type URL, the last configuration it accepted, so that a
+// reconnection presents that version and does not re-apply a configuration the proxy already has.
+type Client struct {
+	opts  ClientOptions
+	creds credentials.TransportCredentials
+	node  *core.Node
+	state map[string]*typeState // touched only by Run's goroutine
+}
+
+type typeState struct {
+	version string              // version_info of the last ACKed response
+	docs    map[string]Document // last accepted configuration
+	applied bool                // Apply has accepted something at least once
+}
+
+// NewClient checks opts and returns a Client; Run starts it.
+func NewClient(opts ClientOptions) (*Client, error) {
+	opts.setDefaults()
+	node, err := opts.Node.Node()
+	if err != nil {
+		return nil, fmt.Errorf("xds: %w", err)
+	}
+	c := &Client{opts: opts, node: node, state: map[string]*typeState{}}
+	switch {
+	case opts.Target == "":
+		return nil, errors.New("xds: client needs a target")
+	case opts.Apply == nil:
+		return nil, errors.New("xds: client needs an Apply func")
+	case (opts.TLS == nil) == !opts.Insecure:
+		return nil, errors.New("xds: set exactly one of TLS and Insecure")
+	case opts.Insecure:
+		c.creds = insecure.NewCredentials()
+	default:
+		c.creds = credentials.NewTLS(opts.TLS)
+	}
+	for _, t := range opts.TypeURLs {
+		c.state[t] = &typeState{docs: map[string]Document{}}
+	}
+	return c, nil
+}
+
+// Run streams configuration until ctx ends, reconnecting with backoff; it returns nil then. The wait resets after
+// a stream that delivered a response.
+func (c *Client) Run(ctx context.Context) error {
+	bo := newBackoff(c.opts.MinBackoff, c.opts.MaxBackoff, c.opts.rand)
+	for {
+		got, err := c.session(ctx)
+		if got {
+			bo.reset()
+		}
+		if ctx.Err() == nil {
+			c.opts.Log.Error(err, "xds stream ended; reconnecting", "target", c.opts.Target)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.opts.clock.After(bo.next()):
+		}
+	}
+}
+
+// session runs one ADS stream on a fresh connection (so that only this backoff paces reconnects), and reports
+// whether it received a response.
+func (c *Client) session(ctx context.Context) (got bool, err error) {
+	token, err := c.readToken()
+	if err != nil {
+		return false, err
+	}
+	conn, err := grpc.NewClient(c.opts.Target, append([]grpc.DialOption{grpc.WithTransportCredentials(c.creds)},
+		c.opts.DialOptions...)...)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	}
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return false, err
+	}
+	for i, t := range c.opts.TypeURLs {
+		req := &discovery.DiscoveryRequest{TypeUrl: t, ResourceNames: c.names(), VersionInfo: c.state[t].version}
+		if i == 0 {
+			req.Node = c.node
+		}
+		if err := stream.Send(req); err != nil {
+			return false, err
+		}
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return got, err
+		}
+		got = true
+		if err := stream.Send(c.handle(resp)); err != nil {
+			return got, err
+		}
+	}
+}
+
+func (c *Client) readToken() (string, error) {
+	if c.opts.TokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(c.opts.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("xds: reading token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func (c *Client) names() []string { return []string{c.opts.Node.ResourceName()} }
+
+// handle applies a response and returns the ACK or NACK to send. In state-of-the-world for these types a response
+// carries the resources that changed, so they are merged into the accepted set; Apply is called only if the result
+// differs from what was accepted (or nothing was yet).
+func (c *Client) handle(resp *discovery.DiscoveryResponse) *discovery.DiscoveryRequest {
+	t := resp.GetTypeUrl()
+	reply := &discovery.DiscoveryRequest{TypeUrl: t, ResourceNames: c.names(), ResponseNonce: resp.GetNonce()}
+	st, ok := c.state[t]
+	if !ok {
+		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: "not subscribed to " + t}
+		return reply
+	}
+	docs, changed, err := c.merge(st, resp)
+	if err == nil && (changed || !st.applied) {
+		err = c.opts.Apply(t, maps.Clone(docs))
+	}
+	if err != nil {
+		reply.VersionInfo = st.version
+		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
+		return reply
+	}
+	st.version, st.docs, st.applied = resp.GetVersionInfo(), docs, true
+	reply.VersionInfo = st.version
+	return reply
+}
+
+func (c *Client) merge(st *typeState, resp *discovery.DiscoveryResponse) (map[string]Document, bool, error) {
+	docs, changed := maps.Clone(st.docs), false
+	for _, a := range resp.GetResources() {
+		name, doc, err := Decode(resp.GetTypeUrl(), a)
+		if err != nil {
+			return nil, false, err
+		}
+		if name != c.opts.Node.ResourceName() {
+			return nil, false, fmt.Errorf("xds: got resource %q, subscribed to %q", name, c.opts.Node.ResourceName())
+		}
+		if old, ok := docs[name]; !ok || !old.Equal(doc) {
+			docs[name], changed = doc, true
+		}
+	}
+	return docs, changed, nil
+}

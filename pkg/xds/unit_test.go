@@ -1,0 +1,104 @@
+package xds
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+func TestEncodeDecode(t *testing.T) {
+	res := Encode("ops/operator/shard-2", "e7", []byte(`{"a":1}`))
+	b, err := anypb.New(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &anypb.Any{TypeUrl: OwnershipType, Value: b.GetValue()} // as the cache puts it on the wire
+	name, doc, err := Decode(OwnershipType, a)
+	if err != nil || name != "ops/operator/shard-2" || !doc.Equal(Document{Version: "e7", Data: []byte(`{"a":1}`)}) {
+		t.Fatalf("Decode = %q, %+v, %v", name, doc, err)
+	}
+	if _, _, err := Decode(TrafficPolicyType, a); err == nil {
+		t.Fatal("decoded an ownership resource as a traffic policy")
+	}
+	bare, _ := anypb.New(wrapperspb.Bytes([]byte(`{}`)))
+	if _, _, err := Decode(OwnershipType, &anypb.Any{TypeUrl: OwnershipType, Value: bare.GetValue()}); err == nil {
+		t.Fatal("decoded a resource without envelope")
+	}
+}
+
+func TestNodeRoundTrip(t *testing.T) {
+	m := meta("proxy-0", 3)
+	n, err := m.Node()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.GetId() != "ops/proxy-0" || m.ResourceName() != "ops/operator/shard-3" {
+		t.Fatalf("id %q, resource %q", n.GetId(), m.ResourceName())
+	}
+	got, err := ParseNode(n)
+	if err != nil || got != m {
+		t.Fatalf("ParseNode = %+v, %v; want %+v", got, err, m)
+	}
+
+	n.Id = "ops/proxy-1"
+	if _, err := ParseNode(n); err == nil || !strings.Contains(err.Error(), "not its pod") {
+		t.Fatalf("node speaking for another pod: %v", err)
+	}
+	n.Id = "ops/proxy-0"
+	n.Metadata.Fields[metadataKey].GetStructValue().Fields["shard"] = structpb.NewNumberValue(1.5)
+	if _, err := ParseNode(n); err == nil {
+		t.Fatal("accepted shard 1.5")
+	}
+	delete(n.Metadata.Fields[metadataKey].GetStructValue().Fields, "shard")
+	if _, err := ParseNode(n); err == nil {
+		t.Fatal("accepted a node without shard")
+	}
+	n.Metadata = nil
+	if _, err := ParseNode(n); err == nil {
+		t.Fatal("accepted a node without metadata")
+	}
+	if _, err := (NodeMetadata{}).Node(); err == nil {
+		t.Fatal("built a node without identity")
+	}
+}
+
+func TestBackoffBoundedAndJittered(t *testing.T) {
+	r := 0.0
+	b := newBackoff(100*time.Millisecond, time.Second, func() float64 { return r })
+	var lows []time.Duration
+	for range 6 {
+		lows = append(lows, b.next())
+	}
+	want := []time.Duration{50, 100, 200, 400, 500, 500}
+	for i := range want {
+		if lows[i] != want[i]*time.Millisecond {
+			t.Fatalf("waits with rand 0 = %v, want %v ms", lows, want)
+		}
+	}
+	r = 0.999
+	if d := b.next(); d < 999*time.Millisecond || d >= time.Second {
+		t.Fatalf("wait with rand ~1 at the cap = %v, want just under 1s", d)
+	}
+	b.reset()
+	if d := b.next(); d >= 100*time.Millisecond {
+		t.Fatalf("after reset wait = %v, want < min", d)
+	}
+}
+
+func TestPending(t *testing.T) {
+	k := ResourceKey{OwnershipType, "ops/operator/shard-0"}
+	nodes := map[string]NodeState{
+		"ops/a": {Connected: true, Resources: map[ResourceKey]AckState{k: {Acked: "e2"}}},
+		"ops/b": {Connected: true, Resources: map[ResourceKey]AckState{k: {Acked: "e1", Nacked: "e2", Error: "x"}}},
+		"ops/c": {Connected: false, Resources: map[ResourceKey]AckState{k: {Acked: "e1"}}},
+		"ops/d": {Connected: true, Resources: map[ResourceKey]AckState{{OwnershipType, "ops/operator/shard-1"}: {}}},
+		"ops/e": {Connected: true, Resources: map[ResourceKey]AckState{k: {}}},
+	}
+	if got := Pending(nodes, k, "e2"); strings.Join(got, ",") != "ops/b,ops/e" {
+		t.Fatalf("Pending = %v", got)
+	}
+}

@@ -1,0 +1,179 @@
+package xds
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+var tokens = map[string]string{"tok-a": "ops/proxy-a", "tok-b": "ops/proxy-b"}
+
+func TestInitialConfigAndUpdate(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	m.set(t, TrafficPolicyType, 0, `{"rateLimits":[]}`, "p1")
+	rec, _ := runClient(t, m, node, "tok-a")
+
+	m.waitAcks(t, "ACK of e1 and p1", func(a map[string]NodeState) bool {
+		return acked(node, OwnershipType, "e1")(a) && acked(node, TrafficPolicyType, "p1")(a) && a[node.NodeID()].Connected
+	})
+	_, cur := rec.snapshot()
+	if got := cur[OwnershipType][node.ResourceName()]; got.Version != "e1" || string(got.Data) != `{"ranges":["0-7"]}` {
+		t.Fatalf("applied ownership %+v", got)
+	}
+
+	m.set(t, OwnershipType, 0, `{"ranges":["0-3"]}`, "e2")
+	m.waitAcks(t, "ACK of e2", acked(node, OwnershipType, "e2"))
+	_, cur = rec.snapshot()
+	if got := cur[OwnershipType][node.ResourceName()]; got.Version != "e2" || string(got.Data) != `{"ranges":["0-3"]}` {
+		t.Fatalf("applied ownership %+v", got)
+	}
+	if p := Pending(m.cb.Acks(), ResourceKey{OwnershipType, node.ResourceName()}, "e2"); len(p) != 0 {
+		t.Fatalf("pending after ACK: %v", p)
+	}
+}
+
+func TestNackKeepsLastGoodAndReason(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	key := ResourceKey{OwnershipType, node.ResourceName()}
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	rec, _ := runClient(t, m, node, "tok-a")
+	m.waitAcks(t, "ACK of e1", acked(node, OwnershipType, "e1"))
+
+	m.set(t, OwnershipType, 0, `{"ranges":"bad"}`, "e2")
+	m.waitAcks(t, "NACK of e2", func(a map[string]NodeState) bool { return a[node.NodeID()].Resources[key].Nacked == "e2" })
+	st := m.cb.Acks()[node.NodeID()].Resources[key]
+	if st.Acked != "e1" || !strings.Contains(st.Error, "bad range") {
+		t.Fatalf("after NACK: %+v, want e1 still ACKed and the reason", st)
+	}
+	if p := Pending(m.cb.Acks(), key, "e2"); len(p) != 1 || p[0] != node.NodeID() {
+		t.Fatalf("pending = %v", p)
+	}
+	if _, cur := rec.snapshot(); cur[OwnershipType][key.Name].Version != "e1" {
+		t.Fatalf("proxy serves %+v, want e1 kept", cur[OwnershipType][key.Name])
+	}
+
+	m.set(t, OwnershipType, 0, `{"ranges":["0-5"]}`, "e3")
+	m.waitAcks(t, "ACK of e3", acked(node, OwnershipType, "e3"))
+	if st := m.cb.Acks()[node.NodeID()].Resources[key]; st.Nacked != "" || st.Error != "" {
+		t.Fatalf("NACK not cleared by a later ACK: %+v", st)
+	}
+}
+
+func TestUnauthenticatedGetsNothing(t *testing.T) {
+	for _, tc := range []struct{ name, token string }{
+		{"no token", ""},
+		{"invalid token", "forged"},
+		{"another pod's token", "tok-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := startManager(t, fakeAuth(tokens))
+			node := meta("proxy-a", 0)
+			m.set(t, OwnershipType, 0, `{}`, "e1")
+			rec, tokenFile := runClient(t, m, node, tc.token)
+			m.cb.waitRefused(t, 3) // refused, and refused again on retry
+			if calls, _ := rec.snapshot(); calls != 0 {
+				t.Fatalf("unauthenticated client applied %d configs", calls)
+			}
+			for id, n := range m.cb.Acks() {
+				t.Fatalf("server recorded node %s: %+v", id, n)
+			}
+			if tokenFile == "" {
+				return
+			}
+			// The token is re-read at each reconnect: once it rotates to a valid one, the proxy gets its config.
+			if err := os.WriteFile(tokenFile, []byte("tok-a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m.waitAcks(t, "ACK after token rotation", acked(node, OwnershipType, "e1"))
+		})
+	}
+}
+
+func TestServerRestartReconnects(t *testing.T) {
+	auth := fakeAuth(tokens)
+	m := startManager(t, auth)
+	node := meta("proxy-a", 0)
+	publish := func() {
+		m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+		m.set(t, TrafficPolicyType, 0, `{}`, "p1")
+	}
+	both := func(a map[string]NodeState) bool {
+		return acked(node, OwnershipType, "e1")(a) && acked(node, TrafficPolicyType, "p1")(a)
+	}
+	publish()
+	rec, _ := runClient(t, m, node, "tok-a")
+	m.waitAcks(t, "ACK of e1 and p1", both)
+	callsBefore, _ := rec.snapshot()
+
+	m.start(auth, "b") // a new manager process: fresh caches, republished state
+	publish()
+	m.waitAcks(t, "ACK of e1 and p1 by the new server", both)
+	if calls, _ := rec.snapshot(); calls != callsBefore {
+		t.Fatalf("the same config was applied again after reconnecting (%d → %d calls)", callsBefore, calls)
+	}
+
+	m.set(t, OwnershipType, 0, `{"ranges":["0-1"]}`, "e2")
+	m.waitAcks(t, "ACK of e2 by the new server", acked(node, OwnershipType, "e2"))
+}
+
+func TestEachShardGetsOnlyItsOwn(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	a, b := meta("proxy-a", 0), meta("proxy-b", 1)
+	m.set(t, OwnershipType, 0, `{"shard":0}`, "e1")
+	m.set(t, OwnershipType, 1, `{"shard":1}`, "e1")
+	recA, _ := runClient(t, m, a, "tok-a")
+	recB, _ := runClient(t, m, b, "tok-b")
+	m.waitAcks(t, "both ACKs", func(s map[string]NodeState) bool {
+		return acked(a, OwnershipType, "e1")(s) && acked(b, OwnershipType, "e1")(s)
+	})
+	for _, tc := range []struct {
+		rec  *recorder
+		node NodeMetadata
+		want string
+	}{{recA, a, `{"shard":0}`}, {recB, b, `{"shard":1}`}} {
+		_, cur := tc.rec.snapshot()
+		docs := cur[OwnershipType]
+		if len(docs) != 1 || string(docs[tc.node.ResourceName()].Data) != tc.want {
+			t.Errorf("%s got %v, want only %s", tc.node.NodeID(), docs, tc.want)
+		}
+	}
+}
+
+func TestForeignAndWildcardSubscriptionsRefused(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	m.set(t, OwnershipType, 1, `{"shard":1}`, "e1")
+	node, err := meta("proxy-a", 0).Node()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("passthrough:///manager", grpc.WithTransportCredentials(insecure.NewCredentials()), m.dial())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, names := range [][]string{{ResourceName(sc, 1)}, nil} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer tok-a")
+		stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: OwnershipType, ResourceNames: names}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("subscribing to %v: got %v, %v; want PermissionDenied", names, resp, err)
+		}
+	}
+}
