@@ -1,0 +1,217 @@
+package filter
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// FilterList keeps the items of a list response whose namespace keep accepts. body is JSON, CBOR or protobuf
+// (built-in kinds) as contentType says. The list's metadata stays (resourceVersion, continue), except
+// remainingItemCount, which is no longer true. A Table (as=Table) keeps the rows whose object's namespace keep
+// accepts; rows must carry their object (includeObject Metadata, the default, or Object), in JSON or CBOR.
+func FilterList(body []byte, contentType string, keep func(namespace string) bool) ([]byte, error) {
+	f, err := parseFormat(contentType)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	switch f {
+	case formatJSON:
+		out, _, err = filterJSONList(body, keep)
+	case formatCBOR:
+		out, _, err = filterCBORList(body, keep)
+	case formatProtobuf:
+		out, err = filterProtoList(body, keep)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("filter list: %w", err)
+	}
+	return out, nil
+}
+
+// entriesKey is where a list's entries are: items for a list, rows for a Table.
+func entriesKey(kind string) string {
+	if kind == kindTable {
+		return "rows"
+	}
+	return "items"
+}
+
+// entryNamespace is the namespace of a list item, or of a Table row's object, read with decode.
+func entryNamespace(kind string, decode func(v any) error) (string, error) {
+	if kind != kindTable {
+		var item partialMeta
+		err := decode(&item)
+		return item.Metadata.Namespace, err
+	}
+	var row struct {
+		Object *partialMeta `json:"object"`
+	}
+	if err := decode(&row); err != nil {
+		return "", err
+	}
+	if row.Object == nil {
+		return "", fmt.Errorf("a Table row has no object, so its namespace is unknown; ask with includeObject=Metadata")
+	}
+	return row.Object.Metadata.Namespace, nil
+}
+
+// filterJSONList filters a JSON list or Table, and says how many entries it kept of how many.
+func filterJSONList(body []byte, keep func(string) bool) (out []byte, kept int, err error) {
+	obj, err := parseJSONObject(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	var kind string
+	if raw, ok := obj.get("kind"); ok {
+		if err := json.Unmarshal(raw, &kind); err != nil {
+			return nil, 0, fmt.Errorf("kind: %w", err)
+		}
+	}
+	key := entriesKey(kind)
+	raw, ok := obj.get(key)
+	if !ok {
+		return nil, 0, fmt.Errorf("%s has no %q, so it is not a list", kindOrObject(kind), key)
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", key, err)
+	}
+	keptEntries := make([]json.RawMessage, 0, len(entries))
+	for i, e := range entries {
+		ns, err := entryNamespace(kind, func(v any) error { return json.Unmarshal(e, v) })
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s[%d]: %w", key, i, err)
+		}
+		if keep(ns) {
+			keptEntries = append(keptEntries, e)
+		}
+	}
+	obj = obj.set(key, joinJSONArray(keptEntries))
+	if meta, ok := obj.get("metadata"); ok {
+		m, err := parseJSONObject(meta)
+		if err != nil {
+			return nil, 0, fmt.Errorf("metadata: %w", err)
+		}
+		obj = obj.set("metadata", m.without("remainingItemCount").marshal())
+	}
+	return obj.marshal(), len(keptEntries), nil
+}
+
+// filterCBORList is filterJSONList for CBOR.
+func filterCBORList(body []byte, keep func(string) bool) (out []byte, kept int, err error) {
+	obj, err := parseCBORMap(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	var kind string
+	if raw, ok := obj.members["kind"]; ok {
+		if err := cborPartial.Unmarshal(raw, &kind); err != nil {
+			return nil, 0, fmt.Errorf("kind: %w", err)
+		}
+	}
+	key := entriesKey(kind)
+	raw, ok := obj.members[key]
+	if !ok {
+		return nil, 0, fmt.Errorf("%s has no %q, so it is not a list", kindOrObject(kind), key)
+	}
+	var entries []cbor.RawMessage
+	if err := cborPartial.Unmarshal(raw, &entries); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", key, err)
+	}
+	keptEntries := make([]cbor.RawMessage, 0, len(entries))
+	for i, e := range entries {
+		ns, err := entryNamespace(kind, func(v any) error { return cborPartial.Unmarshal(e, v) })
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s[%d]: %w", key, i, err)
+		}
+		if keep(ns) {
+			keptEntries = append(keptEntries, e)
+		}
+	}
+	if obj.members[key], err = cborValue(keptEntries); err != nil {
+		return nil, 0, err
+	}
+	if meta, ok := obj.members["metadata"]; ok {
+		m, err := parseCBORMap(meta)
+		if err != nil {
+			return nil, 0, fmt.Errorf("metadata: %w", err)
+		}
+		delete(m.members, "remainingItemCount")
+		if obj.members["metadata"], err = m.marshal(); err != nil {
+			return nil, 0, err
+		}
+	}
+	out, err = obj.marshal()
+	return out, len(keptEntries), err
+}
+
+func kindOrObject(kind string) string {
+	if kind == "" {
+		return "the object"
+	}
+	return kind
+}
+
+// filterProtoList filters an enveloped protobuf list on the wire.
+func filterProtoList(body []byte, keep func(string) bool) ([]byte, error) {
+	u, err := unwrapProto(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLayout(u.GroupVersionKind(), true); err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(u.Raw))
+	err = walkProto(u.Raw, func(num protowire.Number, typ protowire.Type, value, whole []byte) error {
+		switch {
+		case typ != protowire.BytesType:
+		case num == fieldMetadata:
+			meta := make([]byte, 0, len(value))
+			err := walkProto(value, func(num protowire.Number, _ protowire.Type, _, whole []byte) error {
+				if num != fieldRemainingItemCount {
+					meta = append(meta, whole...)
+				}
+				return nil
+			})
+			out = appendBytesField(out, fieldMetadata, meta)
+			return err
+		case num == fieldItems:
+			ns, err := objectNamespace(value)
+			if err != nil {
+				return fmt.Errorf("item: %w", err)
+			}
+			if keep(ns) {
+				out = append(out, whole...)
+			}
+			return nil
+		}
+		out = append(out, whole...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	u.Raw = out
+	return wrapProto(u)
+}
+
+// joinJSONArray is a JSON array of values that are valid JSON already.
+func joinJSONArray(values []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, v := range values {
+		n += len(v) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, v := range values {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, v...)
+	}
+	return append(out, ']')
+}

@@ -1,0 +1,145 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestFilterList(t *testing.T) {
+	for _, c := range codecs {
+		t.Run(c.name+"/ConfigMapList", func(t *testing.T) {
+			out, err := FilterList(c.encode(t, configMapList()), c.contentType, keepMine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.ConfigMapList
+			c.decode(t, out, &got)
+			checkListMeta(t, got.ListMeta)
+			if diff := cmp.Diff([]string{mine, also}, namespacesOf(t, got.Items)); diff != "" {
+				t.Errorf("namespaces (-want +got):\n%s", diff)
+			}
+			want := configMapList()
+			if diff := cmp.Diff(want.Items[2], got.Items[1]); diff != "" {
+				t.Errorf("a kept item changed (-want +got):\n%s", diff)
+			}
+		})
+		t.Run(c.name+"/PodList", func(t *testing.T) {
+			out, err := FilterList(c.encode(t, podList()), c.contentType+";charset=utf-8", keepMine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.PodList
+			c.decode(t, out, &got)
+			checkListMeta(t, got.ListMeta)
+			if diff := cmp.Diff(podList().Items[1:2], got.Items); diff != "" {
+				t.Errorf("items (-want +got):\n%s", diff)
+			}
+		})
+		t.Run(c.name+"/nothing kept", func(t *testing.T) {
+			out, err := FilterList(c.encode(t, podList()), c.contentType, func(string) bool { return false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.PodList
+			c.decode(t, out, &got)
+			if len(got.Items) != 0 || got.ResourceVersion != "42" {
+				t.Errorf("got %d items at resourceVersion %q, want none at 42", len(got.Items), got.ResourceVersion)
+			}
+		})
+	}
+}
+
+func checkListMeta(t *testing.T, got metav1.ListMeta) {
+	t.Helper()
+	want := metav1.ListMeta{ResourceVersion: "42", Continue: "next-page"} // remainingItemCount is no longer true
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("list metadata (-want +got):\n%s", diff)
+	}
+}
+
+func TestFilterListTable(t *testing.T) {
+	for _, c := range codecs[:2] { // JSON and CBOR; the API server does not print Tables as protobuf
+		t.Run(c.name, func(t *testing.T) {
+			in := c.encode(t, table(t, c, foreign, mine, also, foreign))
+			out, err := FilterList(in, c.contentType+";as=Table;v=v1;g=meta.k8s.io", keepMine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got metav1.Table
+			c.decode(t, out, &got)
+			checkListMeta(t, got.ListMeta)
+			if len(got.ColumnDefinitions) != 2 {
+				t.Errorf("column definitions: %v", got.ColumnDefinitions)
+			}
+			var names []any
+			for _, row := range got.Rows {
+				var obj metav1.PartialObjectMetadata
+				codecs[0].decode(t, row.Object.Raw, &obj) // client-go hands row objects on as JSON
+				names = append(names, obj.Namespace+"/"+obj.Name, row.Cells[0])
+			}
+			if diff := cmp.Diff([]any{"mine/b", "b", "also-mine/c", "c"}, names); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFilterListErrors(t *testing.T) {
+	cmList := codecs[0].encode(t, configMapList())
+	for _, tc := range []struct {
+		name, contentType, body, want string
+	}{
+		{"yaml", "application/yaml", "items: []", "reads only"},
+		{"bad content type", ";;", "{}", "content type"},
+		{"not a list", "application/json", `{"kind":"ConfigMap","metadata":{}}`, `no "items"`},
+		{"table without objects", "application/json", `{"kind":"Table","rows":[{"cells":["a"]}]}`, "includeObject"},
+		{"trailing data", "application/json", string(cmList) + "{}", "after the JSON object"},
+		{"unknown protobuf kind", "application/vnd.kubernetes.protobuf", string(unknownProtoKind(t)), "not a built-in kind"},
+		{"protobuf kind that is no list", "application/vnd.kubernetes.protobuf",
+			string(codecs[2].encode(t, configMap(mine, "a"))), "not a list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FilterList([]byte(tc.body), tc.contentType, keepMine)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one that says %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Every built-in list has the protobuf layout that the wire-level filter relies on.
+func TestProtoLayoutOfEveryBuiltInList(t *testing.T) {
+	lists := 0
+	for gvk := range protoScheme.AllKnownTypes() {
+		if !strings.HasSuffix(gvk.Kind, "List") || gvk.Kind == "List" || gvk.Version == "__internal" || gvk.Group == "meta.k8s.io" && gvk.Kind != "PartialObjectMetadataList" {
+			continue
+		}
+		obj, err := protoScheme.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := jsonField(reflectType(obj), "items"); !ok {
+			continue // option structs such as ListOptions
+		}
+		lists++
+		if err := checkLayout(gvk, true); err != nil {
+			t.Error(err)
+		}
+	}
+	if lists < 50 {
+		t.Errorf("checked only %d lists", lists)
+	}
+}
+
+func unknownProtoKind(t *testing.T) []byte {
+	body, err := wrapProto(runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "example.com/v1", Kind: "ThingList"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
