@@ -1,4 +1,6 @@
-// Command proxy is fedmesh's sidecar: the operator's API traffic goes through it to the API server.
+// Command proxy is fedmesh's sidecar: an operator's API traffic goes through it, and it shows the operator only
+// its shard's namespaces, fences writes outside them, renames its leader-election Lease per shard, and applies
+// rate limits and circuit breakers. Its configuration comes from the manager over xDS, or from a file.
 package main
 
 import (
@@ -7,65 +9,180 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/fedmesh/fedmesh/pkg/cli"
 	"github.com/fedmesh/fedmesh/pkg/proxy"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
 type options struct {
 	listenAddress      string
+	probeAddress       string
 	upstreamKubeconfig string
 	tlsCertFile        string
 	tlsKeyFile         string
+	configFile         string
+	stateDir           string
+
+	xdsAddress     string
+	xdsCAFile      string
+	xdsInsecure    bool
+	xdsTokenFile   string
+	shard          int32
+	shardingConfig string
+	podName        string
+	podNamespace   string
 }
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1:5443", "Loopback address the operator's API traffic is sent to.")
+	fs.StringVar(&o.probeAddress, "probe-address", "127.0.0.1:5444", "Address of /metrics, /healthz and /readyz (ready once a shard configuration is loaded).")
 	fs.StringVar(&o.upstreamKubeconfig, "upstream-kubeconfig", "", "Kubeconfig naming the real API server and its CA (its credentials are never used for proxied requests); empty means in-cluster.")
-	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP when empty).")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP on loopback when empty).")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "Private key of --tls-cert-file.")
+	fs.StringVar(&o.configFile, "config", "", "Standalone configuration file (ownership and traffic policy), re-read when it changes.")
+	fs.StringVar(&o.stateDir, "state-dir", "", "Directory where the last good configuration is kept across restarts.")
+	fs.StringVar(&o.xdsAddress, "xds-address", "", "The manager's xDS address (host:port); the configuration then comes from the manager.")
+	fs.StringVar(&o.xdsCAFile, "xds-ca-file", "", "CA that signed the manager's xDS certificate.")
+	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Talk to the manager without TLS (loopback tests only).")
+	fs.StringVar(&o.xdsTokenFile, "xds-token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "Service-account token the proxy proves its pod with.")
+	fs.Int32Var(&o.shard, "shard", -1, "This pod's shard ordinal (xDS node identity).")
+	fs.StringVar(&o.shardingConfig, "sharding-config", "", "namespace/name of the ShardingConfig this proxy serves (xDS node identity).")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name (xDS node identity).")
+	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "This pod's namespace (xDS node identity).")
 }
 
 func (o *options) Validate() error {
+	var errs []error
 	host, _, err := net.SplitHostPort(o.listenAddress)
 	if err != nil {
-		return fmt.Errorf("--listen-address %q: %w", o.listenAddress, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("--listen-address %q: the proxy serves only on loopback", o.listenAddress)
+		errs = append(errs, fmt.Errorf("--listen-address %q: %w", o.listenAddress, err))
+	} else if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		errs = append(errs, fmt.Errorf("--listen-address %q: the proxy serves only on loopback", o.listenAddress))
 	}
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
-		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}
-	return nil
+	if (o.configFile == "") == (o.xdsAddress == "") {
+		errs = append(errs, errors.New("exactly one of --config and --xds-address is needed"))
+	}
+	if o.xdsAddress != "" {
+		if _, err := o.node(); err != nil {
+			errs = append(errs, err)
+		}
+		if (o.xdsCAFile == "") == !o.xdsInsecure {
+			errs = append(errs, errors.New("--xds-address needs --xds-ca-file (or --xds-insecure on loopback)"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o *options) node() (xds.NodeMetadata, error) {
+	ns, name, ok := cutNamespacedName(o.shardingConfig)
+	if !ok {
+		return xds.NodeMetadata{}, fmt.Errorf("--sharding-config %q: want namespace/name", o.shardingConfig)
+	}
+	n := xds.NodeMetadata{
+		ShardingConfig: ktypes.NamespacedName{Namespace: ns, Name: name},
+		Shard:          o.shard,
+		Pod:            ktypes.NamespacedName{Namespace: o.podNamespace, Name: o.podName},
+	}
+	return n, n.Validate()
+}
+
+func cutNamespacedName(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], i > 0 && i < len(s)-1
+		}
+	}
+	return "", "", false
 }
 
 func (o *options) Run(ctx context.Context) error {
+	log := ctrl.Log.WithName("proxy")
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.upstreamKubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	upstream, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return fmt.Errorf("upstream: %w", err)
 	}
-	handler, err := proxy.NewUpstream(cfg)
+	store, err := config.NewStore(o.stateDir)
+	if err != nil {
+		log.Error(err, "persisted configuration not used")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p, err := proxy.New(proxy.Options{Host: upstream, Store: store, Registerer: reg, Log: log})
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: o.listenAddress, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	g, ctx := errgroup.WithContext(ctx)
+	if o.configFile != "" {
+		g.Go(func() error { return watchFile(ctx, o.configFile, store, log.WithName("config")) })
+	} else {
+		g.Go(func() error { return o.runXDS(ctx, store, log.WithName("xds")) })
+	}
+	probes := http.NewServeMux()
+	probes.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	probes.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.Ready() {
+			http.Error(w, "no shard configuration yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	g.Go(func() error { return serve(ctx, &http.Server{Addr: o.probeAddress, Handler: probes, ReadHeaderTimeout: 10 * time.Second}, "", "") })
+	srv := &http.Server{Addr: o.listenAddress, Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("proxying", "listen", o.listenAddress, "upstream", upstream.Host)
+	g.Go(func() error { return serve(ctx, srv, o.tlsCertFile, o.tlsKeyFile) })
+	return g.Wait()
+}
+
+func (o *options) runXDS(ctx context.Context, store *config.Store, log logr.Logger) error {
+	node, _ := o.node()
+	opts := xds.ClientOptions{Target: o.xdsAddress, Insecure: o.xdsInsecure, TokenFile: o.xdsTokenFile, Node: node,
+		Apply: proxy.XDSApply(store), Log: log}
+	if !o.xdsInsecure {
+		tlsConfig, err := xds.TLSConfigFromCA(o.xdsCAFile, "")
+		if err != nil {
+			return err
+		}
+		opts.TLS = tlsConfig
+	}
+	client, err := xds.NewClient(opts)
+	if err != nil {
+		return err
+	}
+	return client.Run(ctx)
+}
+
+// serve runs srv until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) error {
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	ctrl.Log.Info("proxying", "listen", o.listenAddress, "upstream", cfg.Host)
-	if o.tlsCertFile != "" {
-		err = srv.ListenAndServeTLS(o.tlsCertFile, o.tlsKeyFile)
+	var err error
+	if certFile != "" {
+		err = srv.ListenAndServeTLS(certFile, keyFile)
 	} else {
 		err = srv.ListenAndServe()
 	}

@@ -9,24 +9,54 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// NewUpstream returns a handler that forwards every request to the API server of cfg. Only cfg's address and
-// CA are used: the proxy never adds its own identity, so the caller's Authorization header decides what the
-// API server allows. Responses stream without buffering, so watches are relayed as events arrive.
-func NewUpstream(cfg *rest.Config) (http.Handler, error) {
+// upstream is one API server the proxy forwards to: the host, or a member cluster.
+type upstream struct {
+	name      string // "" for the host
+	target    *url.URL
+	transport http.RoundTripper
+	forward   *httputil.ReverseProxy
+}
+
+// newUpstream prepares forwarding to the API server of cfg. Only cfg's address and CA are used: the proxy never
+// adds its own identity, so the caller's Authorization header decides what the API server allows. Responses
+// stream without buffering, so watch events are relayed as they arrive.
+func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 	target, err := url.Parse(cfg.Host)
 	if err != nil || target.Host == "" {
-		return nil, fmt.Errorf("upstream %q is not a URL", cfg.Host)
+		return nil, fmt.Errorf("upstream %q: %q is not a URL", name, cfg.Host)
 	}
 	transport, err := rest.TransportFor(rest.AnonymousClientConfig(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("upstream transport: %w", err)
+		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
-	return &httputil.ReverseProxy{
+	u := &upstream{name: name, target: target, transport: transport}
+	u.forward = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = target.Host
+			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.Host = target.Scheme, target.Host, target.Host
+			// Keep the caller's X-Forwarded-For out: the API server audits the caller, not the proxy's hop.
+			r.Out.Header.Del("X-Forwarded-For")
 		},
 		Transport:     transport,
 		FlushInterval: -1,
-	}, nil
+		ErrorHandler:  upstreamError,
+	}
+	return u, nil
+}
+
+// upstreamError answers a request the upstream could not take with a Status, as the API server would.
+func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the caller left
+	}
+	writeStatus(w, http.StatusBadGateway, "ServiceUnavailable", fmt.Sprintf("the API server could not be reached: %v", err))
+}
+
+// NewUpstream returns a handler that forwards every request unchanged to the API server of cfg, with the
+// caller's credentials only.
+func NewUpstream(cfg *rest.Config) (http.Handler, error) {
+	u, err := newUpstream("", cfg)
+	if err != nil {
+		return nil, err
+	}
+	return u.forward, nil
 }

@@ -26,6 +26,7 @@ type Cluster struct {
 	host       string
 	kubeconfig string
 	procs      []*process // in start order; stopped in reverse
+	apiArgs    []string   // kube-apiserver's command line, to start it again
 	stopOnce   sync.Once
 }
 
@@ -133,11 +134,16 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--feature-gates=" + gate,
 		"--enable-priority-and-fairness=false",
 	}
-	p, err := c.start("kube-apiserver", "kube-apiserver", append(args, c.opts.APIServerFlags...)...)
-	if err != nil {
+	c.apiArgs = append(args, c.opts.APIServerFlags...)
+	if err := c.writeKubeconfig(); err != nil {
 		return err
 	}
-	if err := c.writeKubeconfig(); err != nil {
+	return c.runAPIServer(ctx)
+}
+
+func (c *Cluster) runAPIServer(ctx context.Context) error {
+	p, err := c.start("kube-apiserver", "kube-apiserver", c.apiArgs...)
+	if err != nil {
 		return err
 	}
 	rc, err := rest.HTTPClientFor(c.Config())
@@ -145,6 +151,23 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		return err
 	}
 	return waitFor(ctx, p, func(ctx context.Context) error { return getOK(ctx, rc, c.host+"/readyz") })
+}
+
+// StopAPIServer stops kube-apiserver alone, as an outage of the cluster's API; etcd and the data stay.
+func (c *Cluster) StopAPIServer() {
+	for _, p := range c.procs {
+		if p.name == "kube-apiserver" {
+			p.stop(15 * time.Second)
+		}
+	}
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address, and waits until it is
+// ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	return c.runAPIServer(ctx)
 }
 
 // Config is an admin (system:masters) client configuration for the API server.

@@ -15,11 +15,7 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
 )
@@ -186,49 +182,5 @@ func TestControllerBinariesServeProbesAgainstARealAPIServer(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 		})
-	}
-}
-
-func TestProxyForwardsWithTheCallersIdentityOnly(t *testing.T) {
-	c := cluster.New(t, cluster.Options{})
-	ctx := context.Background()
-	listen := freeAddr(t)
-	// The proxy's own kubeconfig is the admin's: if it ever lent that identity, the checks below would fail.
-	output := startBinary(t, fedmeshBinary(t, "proxy"), "--upstream-kubeconfig", c.Kubeconfig(), "--listen-address", listen)
-	viaProxy := func(cfg *rest.Config) *kubernetes.Clientset {
-		cfg = rest.CopyConfig(cfg)
-		cfg.Host = "http://" + listen
-		cfg.TLSClientConfig = rest.TLSClientConfig{}
-		return kubernetes.NewForConfigOrDie(cfg)
-	}
-	admin := viaProxy(c.Config())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := admin.Discovery().ServerVersion(); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("proxy never answered: %v\n%s", err, output())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if _, err := admin.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("admin through the proxy: %v", err)
-	}
-	readerCfg, err := c.ServiceAccount(ctx, "tenant", "reader", []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader := viaProxy(readerCfg)
-	if _, err := reader.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("granted list through the proxy: %v", err)
-	}
-	if _, err := reader.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("non-admin listing secrets through the proxy: %v, want Forbidden", err)
-	}
-	anonymous := viaProxy(&rest.Config{})
-	if _, err := anonymous.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
-		t.Errorf("anonymous through the proxy: %v, want Unauthorized or Forbidden", err)
 	}
 }

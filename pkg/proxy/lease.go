@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+)
+
+// leaseRename gives each shard its own leader election without the operator knowing: requests for the
+// configured Lease go to <name>-shard-<id>, and responses carry the configured name back.
+type leaseRename struct{ from, to string }
+
+// leaseRenameFor returns the rename that applies to req, if any.
+func leaseRenameFor(own *config.Ownership, req *Request) (leaseRename, bool) {
+	le := own.LeaderElection
+	if le == nil || req.APIGroup != "coordination.k8s.io" || req.Resource != "leases" || req.Subresource != "" {
+		return leaseRename{}, false
+	}
+	if le.LeaseNamespace != "" && req.Namespace != le.LeaseNamespace {
+		return leaseRename{}, false
+	}
+	// A create names the Lease in its body only; every other verb in the path.
+	if req.Name != le.LeaseName && !(req.Verb == "create" && req.Name == "") {
+		return leaseRename{}, false
+	}
+	return leaseRename{from: le.LeaseName, to: own.LeaseName()}, true
+}
+
+// request rewrites the path and, for a create or update, the body. A create of another Lease is left alone.
+func (l leaseRename) request(r *http.Request, req *Request) error {
+	if req.Name == l.from {
+		req.UpstreamPath = strings.TrimSuffix(req.UpstreamPath, "/"+l.from) + "/" + l.to
+	}
+	if r.Body == nil || (req.Verb != "create" && req.Verb != "update") {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	out, renamed, err := renameLease(body, r.Header.Get("Content-Type"), l.from, l.to)
+	if err != nil {
+		return fmt.Errorf("lease %s: %w", l.from, err)
+	}
+	if req.Verb == "create" && !renamed {
+		out = body // a create of some other Lease
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(out)), int64(len(out))
+	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+// response carries the configured name back to the operator.
+func (l leaseRename) response(resp *http.Response) error {
+	if resp.StatusCode >= 300 {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	out, _, err := renameLease(body, resp.Header.Get("Content-Type"), l.to, l.from)
+	if err != nil {
+		out = body // not a Lease (a Status, say): nothing to rename
+	}
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(out)), int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+// renameLease decodes a Lease in any encoding the API server speaks (JSON, protobuf, CBOR), renames it from
+// `from` to `to`, and encodes it the same way.
+func renameLease(body []byte, contentType, from, to string) ([]byte, bool, error) {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mediaType = runtime.ContentTypeJSON
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		return nil, false, fmt.Errorf("unsupported content type %q", contentType)
+	}
+	lease := &coordinationv1.Lease{}
+	obj, _, err := info.Serializer.Decode(body, nil, lease)
+	if err != nil {
+		return nil, false, err
+	}
+	lease, ok = obj.(*coordinationv1.Lease)
+	if !ok {
+		return nil, false, fmt.Errorf("not a Lease: %T", obj)
+	}
+	if lease.Name != from {
+		return body, false, nil
+	}
+	lease.Name = to
+	var out bytes.Buffer
+	encoder := scheme.Codecs.EncoderForVersion(info.Serializer, coordinationv1.SchemeGroupVersion)
+	if err := encoder.Encode(lease, &out); err != nil {
+		return nil, false, err
+	}
+	return out.Bytes(), true, nil
+}

@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restwatch "k8s.io/client-go/rest/watch"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// nothingSelector matches no object: no name contains "/". Sent upstream when the shard owns nothing a request
+// could see, so the API server itself answers with an empty list (in the caller's encoding, with a current
+// resourceVersion) or an idle watch, and still checks the caller's RBAC.
+const nothingSelector = "metadata.name=fedmesh/owns-nothing"
+
+// listWatch narrows a list or watch to what the shard owns.
+func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, namespaced bool) {
+	gr := req.groupResource()
+	count := func(how string) {
+		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
+	}
+	switch {
+	case !namespaced:
+		if own.SeesClusterScoped() {
+			count("none")
+			forward(u, w, r, req, nil)
+			return
+		}
+		count("nothing")
+		p.askForNothing(w, r, req, u)
+	case req.Namespace != "":
+		// One namespace: all of it or nothing. The watch still ends if the namespace changes hands.
+		if !own.Owned().ContainsNamespace(req.Namespace) {
+			count("nothing")
+			p.askForNothing(w, r, req, u)
+			return
+		}
+		count("none")
+		forward(u, w, r, req, p.watchResponse(req, nil))
+	case !own.Sharded(gr):
+		count("none")
+		forward(u, w, r, req, nil)
+	default:
+		p.filtered(w, r, req, u, own, count)
+	}
+}
+
+// filtered sends a list or watch of a sharded resource across namespaces with the shard's filter.
+func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, count func(string)) {
+	owned := own.Owned()
+	key := filter.ProbeKey{Cluster: req.Cluster, GroupResource: req.groupResource()}
+	mode := filter.Mode(own.FilterMode)
+	if (mode == filter.ModeAuto || mode == filter.ModeServer) && req.Verb == "watch" && p.prober.Verdict(key) == filter.Unknown {
+		// A watch shows no shardInfo to check: learn from one small list first whether the server filters.
+		if err := p.probe(r, req, u, owned, key); err != nil {
+			p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
+		}
+	}
+	mode = p.prober.Resolve(key, mode)
+	plan, err := filter.Rewrite(mode, owned, r.URL.Query())
+	switch {
+	case errors.Is(err, filter.ErrOwnsNothing):
+		count("nothing")
+		p.askForNothing(w, r, req, u)
+		return
+	case errors.Is(err, filter.ErrBadSelector):
+		refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
+		return
+	case err != nil:
+		refuse(w, http.StatusInternalServerError, string(metav1.StatusReasonInternalError), "%v", err)
+		return
+	}
+	count(string(mode))
+	r = r.Clone(r.Context())
+	r.URL.RawQuery = plan.Query.Encode()
+	keep := owned.ContainsNamespace
+	if req.Verb == "watch" {
+		if mode == filter.ModeAuto {
+			plan.ClientFilter = true // the probe failed: trust nothing
+		}
+		if !plan.ClientFilter {
+			keep = nil
+		}
+		forward(u, w, r, req, p.watchResponse(req, keep))
+		return
+	}
+	if plan.ClientFilter || plan.VerifyShardInfo {
+		// The proxy reads this body: ask for it uncompressed.
+		r.Header.Del("Accept-Encoding")
+	}
+	forward(u, w, r, req, func(resp *http.Response) error {
+		if resp.StatusCode != http.StatusOK || (!plan.ClientFilter && !plan.VerifyShardInfo) {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		clientFilter, err := p.prober.CheckList(key, plan, body, resp.Header.Get("Content-Type"))
+		if err != nil {
+			p.log.V(1).Info("cannot read shardInfo; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
+		}
+		if clientFilter {
+			if body, err = filter.FilterList(body, resp.Header.Get("Content-Type"), keep); err != nil {
+				return fmt.Errorf("filter %s list: %w", resourceLabel(req), err)
+			}
+		}
+		setBody(resp, body)
+		return nil
+	})
+}
+
+// probe lists one object with the shard's shardSelector, with the caller's credentials, to learn whether the
+// upstream filters this resource.
+func (p *Proxy) probe(r *http.Request, req *Request, u *upstream, owned shard.Set, key filter.ProbeKey) error {
+	plan, err := filter.Rewrite(filter.ModeServer, owned, url.Values{})
+	if err != nil {
+		return err
+	}
+	q := plan.Query
+	q.Set("limit", "1")
+	target := u.target.JoinPath(req.UpstreamPath)
+	target.RawQuery = q.Encode()
+	probe, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
+	if err != nil {
+		return err
+	}
+	probe.Header.Set("Accept", "application/json")
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		probe.Header.Set("Authorization", auth)
+	}
+	resp, err := u.transport.RoundTrip(probe)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe list: %s", resp.Status)
+	}
+	_, err = p.prober.CheckList(key, plan, body, resp.Header.Get("Content-Type"))
+	return err
+}
+
+// watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all), and ends it
+// with a 410 Expired ERROR event when the shard's ownership changes, so the client relists.
+func (p *Proxy) watchResponse(req *Request, keep func(string) bool) func(*http.Response) error {
+	if req.Verb != "watch" {
+		return nil
+	}
+	return func(resp *http.Response) error {
+		if resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		contentType := resp.Header.Get("Content-Type")
+		expired, err := expiredEvent(contentType)
+		if err != nil {
+			return err
+		}
+		resource, cluster := resourceLabel(req), clusterLabel(req.Cluster)
+		counted := func(ns string) bool {
+			if keep == nil || keep(ns) {
+				p.metrics.watchEvents.WithLabelValues(resource, "relayed", cluster).Inc()
+				return true
+			}
+			p.metrics.watchEvents.WithLabelValues(resource, "dropped", cluster).Inc()
+			return false
+		}
+		events, err := filter.NewWatchReader(resp.Body, contentType, counted)
+		if err != nil {
+			return err
+		}
+		resp.Body = p.watches.track(resp.Body, events.Next, expired)
+		return nil
+	}
+}
+
+// askForNothing sends the request upstream with a field selector no object matches.
+func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Request, u *upstream) {
+	r = r.Clone(r.Context())
+	q := r.URL.Query()
+	if fs := q.Get("fieldSelector"); fs != "" {
+		q.Set("fieldSelector", fs+","+nothingSelector)
+	} else {
+		q.Set("fieldSelector", nothingSelector)
+	}
+	r.URL.RawQuery = q.Encode()
+	forward(u, w, r, req, p.watchResponse(req, nil))
+}
+
+// expiredEvent is a watch ERROR event with a 410 Expired Status, encoded and framed for contentType.
+func expiredEvent(contentType string) ([]byte, error) {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("watch content type %q: %w", contentType, err)
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok || info.StreamSerializer == nil {
+		return nil, fmt.Errorf("watch content type %q is not a stream the proxy can end", contentType)
+	}
+	var buf bytes.Buffer
+	frames := info.StreamSerializer.Framer.NewFrameWriter(&buf)
+	enc := restwatch.NewEncoder(streaming.NewEncoder(frames, info.StreamSerializer.Serializer), info.Serializer)
+	status := &metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure,
+		Code:     http.StatusGone,
+		Reason:   metav1.StatusReasonExpired,
+		Message:  "the shard's namespaces changed; list again",
+	}
+	if err := enc.Encode(&watch.Event{Type: watch.Error, Object: status}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func setBody(resp *http.Response, body []byte) {
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	resp.Header.Del("Content-Encoding")
+}

@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// serve applies the shard's ownership to one classified request.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	req := requestFrom(r)
+	u, ok := p.upstreamFor(req.Cluster)
+	if !ok {
+		refuse(w, http.StatusNotFound, string(metav1.StatusReasonNotFound), "cluster %q is not known to this proxy", req.Cluster)
+		return
+	}
+	if !req.IsResourceRequest {
+		forward(u, w, r, req, nil) // discovery, OpenAPI, /version, health: the same for every shard
+		return
+	}
+	write := isWrite(req.Verb)
+	if write {
+		p.writeGate.RLock()
+		defer p.writeGate.RUnlock()
+	}
+	own := p.store.Current().Ownership // read after taking the gate: a write never runs under revoked ranges
+	if own != nil {
+		if rename, ok := leaseRenameFor(own, req); ok {
+			if err := rename.request(r, req); err != nil {
+				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
+				return
+			}
+			forward(u, w, r, req, rename.response)
+			return
+		}
+	}
+	namespaced, err := p.isNamespaced(r, u, req)
+	if err != nil {
+		refuse(w, http.StatusServiceUnavailable, string(metav1.StatusReasonServiceUnavailable), "%v", err)
+		return
+	}
+	switch {
+	case write:
+		if owner, allowed := fence(own, req, namespaced); !allowed {
+			p.metrics.fenced.WithLabelValues(resourceLabel(req), clusterLabel(req.Cluster)).Inc()
+			refuse(w, http.StatusForbidden, string(metav1.StatusReasonForbidden), "%s", fenceMessage(own, req, namespaced, owner))
+			return
+		}
+		if req.Verb == "create" && namespaced && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
+			if err := stampLabels(r, req.Namespace); err != nil {
+				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
+				return
+			}
+		}
+		forward(u, w, r, req, nil)
+	case req.Verb == "list" || req.Verb == "watch":
+		p.listWatch(w, r, req, u, own, namespaced)
+	default:
+		forward(u, w, r, req, nil) // reads of single objects pass: the fence guards writes
+	}
+}
+
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// isNamespaced tells namespaced resources from cluster-scoped ones. Namespace objects are cluster-scoped even
+// though their requests carry the namespace's name.
+func (p *Proxy) isNamespaced(r *http.Request, u *upstream, req *Request) (bool, error) {
+	if req.APIGroup == "" && req.Resource == "namespaces" {
+		return false, nil
+	}
+	if req.Namespace != "" {
+		return true, nil
+	}
+	return p.scopes.namespaced(r.Context(), u, r.Header.Get("Authorization"), req.APIGroup, req.APIVersion, req.Resource)
+}
+
+// fence decides whether this shard may write what req touches, and names the owner when it may not. Without an
+// ownership the proxy owns nothing.
+func fence(own *config.Ownership, req *Request, namespaced bool) (owner shard.ShardID, allowed bool) {
+	switch {
+	case own == nil:
+		return shard.NoShard, false
+	case !namespaced:
+		return own.ClusterScopedShard, own.SeesClusterScoped()
+	case own.Owned().ContainsNamespace(req.Namespace):
+		return own.Shard, true
+	}
+	owner, found := own.Assignment.NamespaceOwner(req.Namespace)
+	if !found {
+		owner = shard.NoShard
+	}
+	return owner, false
+}
+
+func fenceMessage(own *config.Ownership, req *Request, namespaced bool, owner shard.ShardID) string {
+	what := fmt.Sprintf("%s %s", req.Verb, resourceLabel(req))
+	switch {
+	case own == nil:
+		return fmt.Sprintf("%s refused: this proxy has no shard configuration yet, so it owns nothing", what)
+	case !namespaced:
+		return fmt.Sprintf("%s refused: cluster-scoped objects belong to shard %d, and this is shard %d", what, owner, own.Shard)
+	case owner == shard.NoShard:
+		return fmt.Sprintf("%s refused: namespace %q is being handed over between shards (this is shard %d); retry shortly", what, req.Namespace, own.Shard)
+	}
+	return fmt.Sprintf("%s refused: namespace %q belongs to shard %d, and this is shard %d", what, req.Namespace, owner, own.Shard)
+}
+
+// stampLabels adds the shard-bucket label to the object of a create, so label-mode lists select it.
+func stampLabels(r *http.Request, namespace string) error {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	out, err := filter.StampCreate(body, r.Header.Get("Content-Type"), namespace)
+	if err != nil {
+		return fmt.Errorf("stamp shard label: %w", err)
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(out)), int64(len(out))
+	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
