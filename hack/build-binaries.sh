@@ -17,9 +17,15 @@ etcd=$(modversion "$here/k8s" go.etcd.io/etcd/server/v3)
 kwok=$(modversion "$here/tools" sigs.k8s.io/kwok)
 cgen=$(modversion "$here/tools" sigs.k8s.io/controller-tools)
 
-# missing DIR: whether DIR still has to be built. build DIR MODDIR LDFLAGS TARGET...: builds TARGETs of the
-# module in MODDIR into DIR.tmp; finish DIR then moves it into place, marked complete.
-missing() { [ ! -f "$1/.complete" ]; }
+# missing DIR [FILE...]: whether DIR still has to be built (incomplete, or a FILE is not in it).
+# build DIR MODDIR LDFLAGS TARGET...: builds TARGETs of the module in MODDIR into DIR.tmp.
+# finish DIR: moves DIR.tmp into place, marked complete.
+missing() {
+	local dir=$1; shift
+	[ -f "$dir/.complete" ] || return 0
+	for f in "$@"; do [ -e "$dir/$f" ] || return 0; done
+	return 1
+}
 build() {
 	local dir=$1 mod=$2 ldflags=$3; shift 3
 	echo "building $(basename "$dir") (first time only; this takes minutes)" >&2
@@ -33,8 +39,9 @@ minor=${k8s#v1.}; minor=${minor%%.*}
 k8sflags="-X $cb.gitVersion=$k8s -X $cb.gitMajor=1 -X $cb.gitMinor=$minor -X $cb.gitTreeState=clean"
 k8sflags+=" -X $cb.buildDate=1970-01-01T00:00:00Z -X $cb.gitCommit=0000000000000000000000000000000000000000"
 k8sdir=$cache/kubernetes-$k8s-etcd-$etcd
-if missing "$k8sdir"; then
-	build "$k8sdir" "$here/k8s" "$k8sflags" ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./etcd
+k8sbins=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+if missing "$k8sdir" "${k8sbins[@]}"; then
+	build "$k8sdir" "$here/k8s" "$k8sflags" "${k8sbins[@]/#/./}"
 	finish "$k8sdir"
 fi
 

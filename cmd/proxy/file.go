@@ -10,7 +10,6 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
-
 // watchFile applies the configuration file now and whenever it changes. A bad file is logged and refused; the
 // last good configuration keeps serving.
 func watchFile(ctx context.Context, path string, store *config.Store, log logr.Logger) error {

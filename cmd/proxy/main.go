@@ -147,7 +147,9 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	g.Go(func() error { return serve(ctx, &http.Server{Addr: o.probeAddress, Handler: probes, ReadHeaderTimeout: 10 * time.Second}, "", "") })
+	g.Go(func() error {
+		return serve(ctx, &http.Server{Addr: o.probeAddress, Handler: probes, ReadHeaderTimeout: 10 * time.Second}, "", "")
+	})
 	srv := &http.Server{Addr: o.listenAddress, Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("proxying", "listen", o.listenAddress, "upstream", upstream.Host)
 	g.Go(func() error { return serve(ctx, srv, o.tlsCertFile, o.tlsKeyFile) })
