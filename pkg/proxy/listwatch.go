@@ -34,6 +34,9 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
 	}
 	switch {
+	case own == nil:
+		count("nothing") // no configuration yet: the shard owns nothing
+		p.askForNothing(w, r, req, u)
 	case !namespaced:
 		if own.SeesClusterScoped() {
 			count("none")

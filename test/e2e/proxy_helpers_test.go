@@ -128,3 +128,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
 	}
 }
+
+func httpGet(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

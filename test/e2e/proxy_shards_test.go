@@ -126,7 +126,7 @@ func TestShardsSeeOnlyTheirNamespaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assignment := shard.Rebalance(nil, []shard.ShardID{0, 1})
+			assignment := shard.SplitByNamespaces(namespaces, []shard.ShardID{0, 1})
 			proxies := make([]*proxyInstance, 2)
 			for i := range proxies {
 				proxies[i] = startProxy(t, c, config.Ownership{Epoch: 1, Shard: shard.ShardID(i), Assignment: assignment, FilterMode: tc.mode}, "")

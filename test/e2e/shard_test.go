@@ -30,7 +30,7 @@ func TestShardSelectorsPartitionARealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	assignment := shard.Rebalance(nil, []shard.ShardID{0, 1, 2})
+	assignment := shard.SplitByNamespaces(namespaces, []shard.ShardID{0, 1, 2})
 	assignment = shard.Carve(assignment, "team-7", 9)
 	if err := assignment.Validate(); err != nil {
 		t.Fatal(err)
@@ -68,6 +68,14 @@ func TestShardSelectorsPartitionARealAPIServer(t *testing.T) {
 		if got := seenBy[ns]; len(got) != 1 || got[0] != owner {
 			t.Errorf("namespace %s seen by shards %v, want only its owner %d", ns, got, owner)
 		}
+	}
+	perShard := map[shard.ShardID]int{}
+	for _, ns := range namespaces {
+		owner, _ := assignment.NamespaceOwner(ns)
+		perShard[owner]++
+	}
+	if perShard[0] < 10 || perShard[1] < 10 || perShard[2] < 10 {
+		t.Errorf("namespaces per shard %v: the split should balance 40 namespaces over 3 shards", perShard)
 	}
 	if got := seenBy["team-7"]; len(got) != 1 || got[0] != 9 {
 		t.Errorf("carved namespace team-7 seen by %v, want only the canary shard 9", got)
