@@ -17,7 +17,7 @@ export FEDMESH_BIN_DIR
 
 GO_TEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all build binaries generate test unit verify demo clean help
+.PHONY: all build binaries generate test unit verify bench demo clean help
 
 all: build
 
@@ -42,6 +42,10 @@ test: binaries verify ## everything: unit tests and e2e tests against real API s
 
 unit: ## only the tests that need no API server
 	go test $(GO_TEST_FLAGS) ./pkg/...
+
+bench: binaries ## benchmarks against real API servers: proxy versus direct (ratios), pure cores
+	go test -run '^$$' -bench . -benchtime 1x ./test/e2e
+	go test -run '^$$' -bench . ./pkg/...
 
 demo: binaries ## a local federation: host + 2 member API servers with fedmesh's CRDs; Ctrl-C stops it
 	go run ./test/demo

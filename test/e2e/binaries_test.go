@@ -29,7 +29,7 @@ var (
 )
 
 // fedmeshBinary builds cmd/<name> once per test run, with the version stamped the way the Makefile does.
-func fedmeshBinary(t *testing.T, name string) string {
+func fedmeshBinary(t testing.TB, name string) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "fedmesh-e2e-bin-")
@@ -96,7 +96,7 @@ func TestBinariesCommandLine(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,7 +107,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startBinary runs bin until the test ends and returns a function that reports its output so far.
-func startBinary(t *testing.T, bin string, args ...string) func() string {
+func startBinary(t testing.TB, bin string, args ...string) func() string {
 	t.Helper()
 	var out bytes.Buffer
 	var mu sync.Mutex
@@ -140,7 +140,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // waitHTTP polls url until it answers 200.
-func waitHTTP(t *testing.T, url string, output func() string) {
+func waitHTTP(t testing.TB, url string, output func() string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

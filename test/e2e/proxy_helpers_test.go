@@ -39,7 +39,7 @@ var operatorRules = []rbacv1.PolicyRule{
 }
 
 // writeProxyConfig writes a standalone proxy configuration: the ownership, and a traffic policy in YAML.
-func writeProxyConfig(t *testing.T, path string, own config.Ownership, traffic string) {
+func writeProxyConfig(t testing.TB, path string, own config.Ownership, traffic string) {
 	t.Helper()
 	ownership, err := json.Marshal(own)
 	if err != nil {
@@ -63,7 +63,7 @@ func writeProxyConfig(t *testing.T, path string, own config.Ownership, traffic s
 }
 
 // startProxy runs a proxy in front of c with the given configuration and waits until it is ready.
-func startProxy(t *testing.T, c *cluster.Cluster, own config.Ownership, traffic string, extraArgs ...string) *proxyInstance {
+func startProxy(t testing.TB, c *cluster.Cluster, own config.Ownership, traffic string, extraArgs ...string) *proxyInstance {
 	t.Helper()
 	dir := t.TempDir()
 	p := &proxyInstance{addr: freeAddr(t), probes: freeAddr(t), configPath: filepath.Join(dir, "proxy.yaml")}

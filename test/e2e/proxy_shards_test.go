@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,6 +179,37 @@ func TestShardsSeeOnlyTheirNamespaces(t *testing.T) {
 				sort.Strings(foreign)
 				if len(foreign) > 0 {
 					t.Errorf("shard %d reconciled ConfigMaps of namespaces it does not own: %v", i, foreign)
+				}
+				// A chunked list (limit/continue) through the proxy pages over exactly the shard's ConfigMaps.
+				paged := kubernetes.NewForConfigOrDie(proxies[i].config(identity))
+				var items, pages int
+				opts := metav1.ListOptions{Limit: 7}
+				for {
+					list, err := paged.CoreV1().ConfigMaps("").List(ctx, opts)
+					if err != nil {
+						t.Fatalf("shard %d, page %d: %v", i, pages, err)
+					}
+					pages++
+					for _, cm := range list.Items {
+						if owner, _ := assignment.NamespaceOwner(cm.Namespace); owner != shard.ShardID(i) {
+							t.Errorf("shard %d: page %d holds %s/%s of shard %d", i, pages, cm.Namespace, cm.Name, owner)
+						}
+						if strings.HasPrefix(cm.Namespace, "team-") {
+							items++
+						}
+					}
+					if opts.Continue = list.Continue; opts.Continue == "" {
+						break
+					}
+				}
+				want := 0
+				for _, ns := range namespaces {
+					if owner, _ := assignment.NamespaceOwner(ns); owner == shard.ShardID(i) {
+						want += 2
+					}
+				}
+				if items != want || pages < 2 {
+					t.Errorf("shard %d: paging found %d team ConfigMaps in %d pages, want %d in several", i, items, pages, want)
 				}
 				got := proxies[i].metric(t, fmt.Sprintf(`fedmesh_proxy_list_watch_total{cluster="@host",filter="%s",resource="configmaps",verb="watch"}`, tc.wantFilter))
 				if got == "" {

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// newTestProxy fronts upstream with a proxy that owns everything.
+func newTestProxy(t *testing.T, upstream *httptest.Server) *httptest.Server {
+	t.Helper()
+	store, err := config.NewStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Apply(config.KindOwnership, "1", []byte(`{"shard": 0, "assignment": {"0": "`+shard.Full().String()+`"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{Host: &rest.Config{Host: upstream.URL}, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// exec, attach and port-forward are connection upgrades: the proxy hands the raw connection through, both ways,
+// with the caller's Authorization.
+func TestUpgradesPassThrough(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/a/pods/web/exec" || r.Header.Get("Authorization") != "Bearer caller" {
+			http.Error(w, "unexpected "+r.URL.Path+" "+r.Header.Get("Authorization"), http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+		rw.Flush()
+		line, _ := rw.ReadString('\n')
+		rw.WriteString("echo: " + line)
+		rw.Flush()
+	}))
+	defer upstream.Close()
+	srv := newTestProxy(t, upstream)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /api/v1/namespaces/a/pods/web/exec?command=sh HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer caller\r\n"+
+		"Connection: Upgrade\r\nUpgrade: test-stream\r\nContent-Length: 0\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("upgrade: %s %s", resp.Status, body)
+	}
+	io.WriteString(conn, "hello\n")
+	if got, _ := br.ReadString('\n'); got != "echo: hello\n" {
+		t.Errorf("through the upgraded connection: %q", got)
+	}
+}
+
+// Non-resource requests (discovery, OpenAPI, /version) pass unchanged, to the host or to a member.
+func TestNonResourceRequestsPassThrough(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Method+" "+r.URL.RequestURI())
+	}))
+	defer upstream.Close()
+	srv := newTestProxy(t, upstream)
+	for _, path := range []string{"/version", "/openapi/v3?timeout=32s", "/apis", "/api"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "GET "+path {
+			t.Errorf("%s: upstream saw %q", path, body)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/clusters/unknown/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown member cluster: %s, want 404", resp.Status)
+	}
+}
