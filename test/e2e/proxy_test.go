@@ -202,3 +202,48 @@ func httpCode(t *testing.T, url string) int {
 	}
 	return resp
 }
+
+// Cluster-scoped objects belong to the designated shard: it lists and writes them, another shard sees an empty
+// list and has its writes refused naming the designated shard — unless the ownership shares them.
+func TestClusterScopedObjectsBelongToTheDesignatedShard(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	identity, err := c.ServiceAccount(ctx, "operators", "op", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halves := shard.Split(2)
+	assignment := shard.Assignment{0: halves[0], 1: halves[1]}
+	designated := startProxy(t, c, config.Ownership{Shard: 0, Assignment: assignment}, "")
+	other := startProxy(t, c, config.Ownership{Shard: 1, Assignment: assignment}, "")
+	shared := startProxy(t, c, config.Ownership{Shard: 1, Assignment: assignment, ClusterScoped: config.ClusterScopedShared}, "")
+	count := func(p *proxyInstance) int {
+		list, err := kubernetes.NewForConfigOrDie(p.config(identity)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	if n := count(designated); n < 4 {
+		t.Errorf("the designated shard lists %d namespaces, want all of them", n)
+	}
+	if n := count(other); n != 0 {
+		t.Errorf("shard 1 lists %d namespaces, want none", n)
+	}
+	if n := count(shared); n < 4 {
+		t.Errorf("with clusterScoped: shared, shard 1 lists %d namespaces, want all", n)
+	}
+	create := func(p *proxyInstance, name string) error {
+		_, err := kubernetes.NewForConfigOrDie(p.config(identity)).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	}
+	if err := create(other, "from-shard-1"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "belong to shard 0") {
+		t.Errorf("shard 1 creating a namespace: %v, want the fence naming shard 0", err)
+	}
+	if err := create(designated, "from-shard-0"); err != nil {
+		t.Errorf("the designated shard creating a namespace: %v", err)
+	}
+}
