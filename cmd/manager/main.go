@@ -1,19 +1,109 @@
 // Command manager is fedmesh's mesh manager: it owns ShardingConfig and TrafficPolicy, assigns namespaces to
-// shards, and serves each proxy its configuration.
+// shards, hands namespaces between shards safely, and serves each proxy its configuration over xDS.
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	"github.com/fedmesh/fedmesh/pkg/cli"
+	"github.com/fedmesh/fedmesh/pkg/manager/sharding"
+	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
+type options struct {
+	cli.ControllerOptions
+	xdsAddress   string
+	xdsCertFile  string
+	xdsKeyFile   string
+	xdsInsecure  bool
+	xdsAudiences []string
+}
+
+func (o *options) AddFlags(fs *pflag.FlagSet) {
+	o.ControllerOptions.AddFlags(fs)
+	fs.StringVar(&o.xdsAddress, "xds-bind-address", ":18000", "Address the xDS server (proxies' configuration) listens on.")
+	fs.StringVar(&o.xdsCertFile, "xds-cert-file", "", "TLS certificate of the xDS server.")
+	fs.StringVar(&o.xdsKeyFile, "xds-private-key-file", "", "Private key of --xds-cert-file.")
+	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Serve xDS without TLS (loopback tests only: tokens would travel in the clear).")
+	fs.StringSliceVar(&o.xdsAudiences, "xds-token-audiences", nil, "Audiences the proxies' service-account tokens must carry; empty means the API server's.")
+}
+
+func (o *options) Validate() error {
+	errs := []error{o.ControllerOptions.Validate()}
+	if _, _, err := net.SplitHostPort(o.xdsAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--xds-bind-address %q: %w", o.xdsAddress, err))
+	}
+	if o.xdsInsecure == (o.xdsCertFile != "" && o.xdsKeyFile != "") {
+		errs = append(errs, errors.New("xDS needs --xds-cert-file and --xds-private-key-file, or --xds-insecure"))
+	}
+	return errors.Join(errs...)
+}
+
+// setup adds the xDS server and the ShardingConfig controller.
+func (o *options) setup(mgr ctrl.Manager) error {
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	snap := xds.NewSnapshotter(xds.SnapshotterOptions{VersionPrefix: fmt.Sprintf("m%d-", time.Now().UnixNano())})
+	callbacks := xds.NewCallbacks(xds.TokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), o.xdsAudiences))
+	var serverOpts []grpc.ServerOption
+	if !o.xdsInsecure {
+		creds, err := credentials.NewServerTLSFromFile(o.xdsCertFile, o.xdsKeyFile)
+		if err != nil {
+			return fmt.Errorf("xDS TLS: %w", err)
+		}
+		serverOpts = append(serverOpts, grpc.Creds(creds))
+	}
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		lis, err := net.Listen("tcp", o.xdsAddress)
+		if err != nil {
+			return err
+		}
+		server := grpc.NewServer(serverOpts...)
+		xds.RegisterADS(ctx, server, snap, callbacks)
+		go func() {
+			<-ctx.Done()
+			server.GracefulStop()
+		}()
+		ctrl.Log.WithName("xds").Info("serving proxies", "address", lis.Addr().String())
+		return server.Serve(lis)
+	}))
+	if err != nil {
+		return err
+	}
+	return (&sharding.Reconciler{
+		Client:    mgr.GetClient(),
+		Publisher: publisher{snap, callbacks},
+		Recorder:  mgr.GetEventRecorder("fedmesh-manager"),
+	}).SetupWithManager(mgr)
+}
+
+// publisher is the xDS server as the controller sees it: documents in, acknowledgements out.
+type publisher struct {
+	*xds.Snapshotter
+	*xds.Callbacks
+}
+
 func main() {
-	cli.Main(cli.NewCommand("manager", "fedmesh mesh manager: shard assignment, proxy configuration, canaries",
-		&cli.ControllerOptions{
-			DefaultLeaseName: "fedmesh-manager",
-			AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
-		}))
+	o := &options{ControllerOptions: cli.ControllerOptions{
+		DefaultLeaseName: "fedmesh-manager",
+		AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
+	}}
+	o.Setup = o.setup
+	cli.Main(cli.NewCommand("manager", "fedmesh mesh manager: shard assignment, proxy configuration, canaries", o))
 }

@@ -48,3 +48,71 @@ func SplitByNamespaces(namespaces []string, shards []ShardID) Assignment {
 	}
 	return out
 }
+
+// RebalanceByNamespaces is Rebalance measured in namespaces instead of hashes: the given namespaces end up spread
+// evenly (to one) over shards, and only a shard's excess namespaces move. Shards that are gone and unowned ranges
+// go to a pool; each shard over its quota releases its highest namespaces (with the ranges above them) to the
+// pool; each shard under its quota takes the next run of pool namespaces, lowest first; what is left of the pool,
+// holding no namespace, goes to the lowest shard. Without namespaces it is Rebalance. The result is valid.
+func RebalanceByNamespaces(current Assignment, shards []ShardID, namespaces []string) Assignment {
+	ids := slices.Clone(shards)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	hashes := make([]uint64, 0, len(namespaces))
+	for _, ns := range namespaces {
+		hashes = append(hashes, NamespaceHash(ns))
+	}
+	slices.Sort(hashes)
+	hashes = slices.Compact(hashes)
+	if len(ids) == 0 || len(hashes) == 0 {
+		return Rebalance(current, shards)
+	}
+	// What each remaining shard keeps to start with; a hash owned twice stays with the lower ID.
+	out := make(Assignment, len(ids))
+	var claimed Set
+	for _, id := range ids {
+		out[id] = current[id].Difference(claimed)
+		claimed = claimed.Union(out[id])
+	}
+	pool := claimed.Complement()
+	in := func(s Set) []uint64 { // the namespace hashes in s, ascending
+		var hs []uint64
+		for _, h := range hashes {
+			if s.Contains(h) {
+				hs = append(hs, h)
+			}
+		}
+		return hs
+	}
+	quota := make(map[ShardID]int, len(ids))
+	for i, id := range ids {
+		quota[id] = len(hashes) / len(ids)
+		if i < len(hashes)%len(ids) {
+			quota[id]++
+		}
+	}
+	for _, id := range ids {
+		if hs := in(out[id]); len(hs) > quota[id] {
+			above := NewSet(Range{First: hs[quota[id]], Last: math.MaxUint64}).Intersect(out[id])
+			out[id] = out[id].Difference(above)
+			pool = pool.Union(above)
+		}
+	}
+	for _, id := range ids {
+		deficit := quota[id] - len(in(out[id]))
+		if deficit <= 0 {
+			continue
+		}
+		hs := in(pool)
+		take := pool
+		if deficit < len(hs) {
+			take = pool.Intersect(NewSet(Range{First: 0, Last: hs[deficit] - 1}))
+		}
+		out[id] = out[id].Union(take)
+		pool = pool.Difference(take)
+	}
+	if !pool.Empty() {
+		out[ids[0]] = out[ids[0]].Union(pool)
+	}
+	return out
+}

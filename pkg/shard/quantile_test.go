@@ -68,3 +68,66 @@ func TestSplitByNamespaces(t *testing.T) {
 		t.Errorf("an even split spread team-NN over %d shards; the reason given for SplitByNamespaces no longer holds", len(owners))
 	}
 }
+
+func TestRebalanceByNamespacesMovesOnlyTheExcess(t *testing.T) {
+	var names []string
+	for i := range 60 {
+		names = append(names, fmt.Sprintf("team-%02d", i))
+	}
+	shardIDs := func(n int) []ShardID {
+		out := make([]ShardID, n)
+		for i := range out {
+			out[i] = ShardID(i)
+		}
+		return out
+	}
+	counts := func(a Assignment) map[ShardID]int {
+		c := map[ShardID]int{}
+		for _, ns := range names {
+			o, _ := a.NamespaceOwner(ns)
+			c[o]++
+		}
+		return c
+	}
+	for _, tc := range []struct{ from, to int }{{2, 3}, {3, 2}, {1, 4}, {4, 1}, {3, 3}, {2, 5}, {5, 2}} {
+		t.Run(fmt.Sprintf("%d-to-%d", tc.from, tc.to), func(t *testing.T) {
+			before := SplitByNamespaces(names, shardIDs(tc.from))
+			after := RebalanceByNamespaces(before, shardIDs(tc.to), names)
+			if err := after.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			c := counts(after)
+			lo, hi := len(names), 0
+			for _, id := range shardIDs(tc.to) {
+				lo, hi = min(lo, c[id]), max(hi, c[id])
+			}
+			if hi-lo > 1 {
+				t.Errorf("unbalanced after: %v", c)
+			}
+			moved := 0
+			for _, ns := range names {
+				a, _ := before.NamespaceOwner(ns)
+				b, _ := after.NamespaceOwner(ns)
+				if a != b {
+					moved++
+				}
+			}
+			// The least any rebalance can move: what the shards over their new quota hold beyond it.
+			least := 0
+			cb := counts(before)
+			for id, n := range cb {
+				quota := len(names) / tc.to
+				if int(id) < len(names)%tc.to {
+					quota++
+				}
+				if int(id) >= tc.to {
+					quota = 0
+				}
+				least += max(0, n-quota)
+			}
+			if moved != least {
+				t.Errorf("moved %d namespaces, the least possible is %d", moved, least)
+			}
+		})
+	}
+}

@@ -160,12 +160,16 @@ func waitHTTP(t testing.TB, url string, output func() string) {
 
 func TestControllerBinariesServeProbesAgainstARealAPIServer(t *testing.T) {
 	c := cluster.New(t, cluster.Options{})
+	if err := c.InstallCRDs(context.Background(), filepath.Join(sourceRoot(t), "charts/fedmesh/crds")); err != nil {
+		t.Fatal(err)
+	}
+	extra := map[string][]string{"manager": {"--xds-insecure", "--xds-bind-address", "127.0.0.1:0"}}
 	for _, name := range []string{"manager", "federator"} {
 		t.Run(name, func(t *testing.T) {
 			probes, metrics := freeAddr(t), freeAddr(t)
-			output := startBinary(t, fedmeshBinary(t, name), "--kubeconfig", c.Kubeconfig(),
+			output := startBinary(t, fedmeshBinary(t, name), append([]string{"--kubeconfig", c.Kubeconfig(),
 				"--health-probe-bind-address", probes, "--metrics-bind-address", metrics,
-				"--leader-election-namespace", "default")
+				"--leader-election-namespace", "default"}, extra[name]...)...)
 			waitHTTP(t, "http://"+probes+"/readyz", output)
 			waitHTTP(t, "http://"+probes+"/healthz", output)
 			waitHTTP(t, "http://"+metrics+"/metrics", output)

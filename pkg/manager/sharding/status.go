@@ -1,0 +1,103 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/pkg/xds"
+)
+
+// published reads what the status says the proxies were told.
+func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
+	pub := Published{Epoch: st.Epoch, Assignment: shard.Assignment{}}
+	for _, sa := range st.Assignment {
+		var ranges []shard.Range
+		for _, hr := range sa.Ranges {
+			r, err := shard.ParseRange(hr.Start, hr.End)
+			if err != nil {
+				return Published{}, fmt.Errorf("shard %d: %w", sa.Shard, err)
+			}
+			ranges = append(ranges, r)
+		}
+		pub.Assignment[shard.ShardID(sa.Shard)] = shard.NewSet(ranges...)
+	}
+	return pub, nil
+}
+
+// writeStatus records pub, the shards' namespaces, the proxies' acknowledgements and the conditions.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, ready bool) error {
+	orig := sc.DeepCopy()
+	st := &sc.Status
+	st.ObservedGeneration = sc.Generation
+	st.Epoch = pub.Epoch
+	perShard := map[shard.ShardID]int32{}
+	for _, ns := range namespaces {
+		if owner, ok := pub.Assignment.NamespaceOwner(ns); ok {
+			perShard[owner]++
+		}
+	}
+	st.Assignment = nil
+	for _, sid := range shardsOf(sc, pub, members) {
+		id := int32(sid)
+		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid]}
+		for _, rg := range pub.Assignment[sid].Ranges() {
+			start, end := rg.Hex()
+			sa.Ranges = append(sa.Ranges, meshv1alpha1.HashRange{Start: start, End: end})
+		}
+		st.Assignment = append(st.Assignment, sa)
+		shardNamespaces.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(perShard[shard.ShardID(id)]))
+	}
+	epochGauge.WithLabelValues(sc.Namespace + "/" + sc.Name).Set(float64(pub.Epoch))
+
+	acks := r.Publisher.Acks()
+	want := version(sc, pub)
+	st.Proxies, st.ReadyProxies = nil, 0
+	for _, m := range members {
+		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
+		ack := acks[sc.Namespace+"/"+m.pod].Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}]
+		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error}
+		if ack.Acked == want {
+			st.ReadyProxies++
+		}
+		if ack.Error != "" && ack.Nacked != "" {
+			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, "ProxyRefused", "Nack", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
+		}
+		st.Proxies = append(st.Proxies, ps)
+	}
+	sort.Slice(st.Proxies, func(i, j int) bool { return st.Proxies[i].Pod < st.Proxies[j].Pod })
+
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Assigned", ObservedGeneration: sc.Generation,
+		Message: fmt.Sprintf("epoch %d acknowledged by all %d proxies", pub.Epoch, len(members))}
+	progressing := metav1.Condition{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "Steady", ObservedGeneration: sc.Generation,
+		Message: "every range has its owner"}
+	if !ready {
+		cond.Status, cond.Reason = metav1.ConditionFalse, "HandingOver"
+		cond.Message = fmt.Sprintf("epoch %d: %d of %d proxies acknowledged", pub.Epoch, st.ReadyProxies, len(members))
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "HandingOver", cond.Message
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	meta.SetStatusCondition(&st.Conditions, progressing)
+	return r.Client.Status().Patch(ctx, sc, client.MergeFrom(orig))
+}
+
+// describe says which ranges change hands between two assignments.
+func describe(from, to shard.Assignment) string {
+	var parts []string
+	for _, m := range shard.Diff(from, to) {
+		parts = append(parts, m.String())
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
+}

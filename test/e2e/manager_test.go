@@ -1,0 +1,374 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedmesh/fedmesh/pkg/apis"
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// mesh is a manager and the shard pods and proxies of one operator, all real: pods are API objects (they need no
+// node), proxies are cmd/proxy processes authenticated by tokens bound to their pods.
+type mesh struct {
+	t        *testing.T
+	c        *cluster.Cluster
+	client   client.Client
+	xds      string
+	identity *rest.Config
+	proxies  map[int]*proxyInstance
+	relays   map[int]*relay // shards whose proxy reaches the manager through a relay that can be cut
+}
+
+const meshNamespace = "ops"
+
+func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.InstallCRDs(ctx, filepath.Join(sourceRoot(t), "charts/fedmesh/crds")); err != nil {
+		t.Fatal(err)
+	}
+	identity, err := c.ServiceAccount(ctx, meshNamespace, "op", operatorRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{}}
+	probes := freeAddr(t)
+	out := startBinary(t, fedmeshBinary(t, "manager"), "--kubeconfig", c.Kubeconfig(), "--health-probe-bind-address", probes,
+		"--metrics-bind-address", "0", "--leader-election-namespace", meshNamespace,
+		"--xds-insecure", "--xds-bind-address", m.xds)
+	waitHTTP(t, "http://"+probes+"/readyz", out)
+	return m
+}
+
+// addShardPod creates pod op-<i> and starts its proxy, configured by the manager over xDS.
+func (m *mesh) addShardPod(i int) {
+	t := m.t
+	t.Helper()
+	ctx := context.Background()
+	cs := m.c.Clientset()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("op-%d", i), Namespace: meshNamespace,
+			Labels: map[string]string{"app": "op", "apps.kubernetes.io/pod-index": strconv.Itoa(i)}},
+		Spec: corev1.PodSpec{ServiceAccountName: "op", Containers: []corev1.Container{{Name: "op", Image: "operator:v1"}}},
+	}
+	pod, err := cs.CoreV1().Pods(meshNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(meshNamespace).CreateToken(ctx, "op", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &proxyInstance{addr: freeAddr(t), probes: freeAddr(t)}
+	m.relays[i] = startRelay(t, m.xds)
+	p.output = startBinary(t, fedmeshBinary(t, "proxy"), "--upstream-kubeconfig", m.c.Kubeconfig(),
+		"--listen-address", p.addr, "--probe-address", p.probes, "--state-dir", filepath.Join(dir, "state"),
+		"--xds-address", m.relays[i].addr, "--xds-insecure", "--xds-token-file", tokenFile,
+		"--sharding-config", meshNamespace+"/op", "--shard", strconv.Itoa(i), "--pod-name", pod.Name, "--pod-namespace", meshNamespace)
+	m.proxies[i] = p
+}
+
+// removeShardPod deletes pod op-<i>; its proxy goes with it (its writes stop being accepted anywhere).
+func (m *mesh) removeShardPod(i int) {
+	m.t.Helper()
+	zero := int64(0)
+	err := m.c.Clientset().CoreV1().Pods(meshNamespace).Delete(context.Background(), fmt.Sprintf("op-%d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	delete(m.proxies, i)
+}
+
+func (m *mesh) shardingConfig() *meshv1alpha1.ShardingConfig {
+	m.t.Helper()
+	var sc meshv1alpha1.ShardingConfig
+	if err := m.client.Get(context.Background(), client.ObjectKey{Namespace: meshNamespace, Name: "op"}, &sc); err != nil {
+		m.t.Fatal(err)
+	}
+	return &sc
+}
+
+// waitReady waits until the ShardingConfig is Ready at its generation with every proxy acknowledged.
+func (m *mesh) waitReady(proxies int) *meshv1alpha1.ShardingConfig {
+	m.t.Helper()
+	var sc *meshv1alpha1.ShardingConfig
+	eventually(m.t, 60*time.Second, fmt.Sprintf("ShardingConfig Ready with %d proxies", proxies), func() (bool, error) {
+		sc = m.shardingConfig()
+		ready := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
+		return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == sc.Generation &&
+			int(sc.Status.ReadyProxies) == proxies && len(sc.Status.Assignment) >= int(sc.Spec.Shards), nil
+	})
+	return sc
+}
+
+// write is one successful write through a shard's proxy.
+type write struct {
+	shard      int
+	ns, name   string
+	start, end time.Time
+}
+
+// Scale a 2-shard operator to 3 and back to 2 while every shard keeps writing to 60 namespaces through its proxy:
+// no namespace is ever written by two shards at once, every namespace is owned at the end, and every accepted
+// write is stored (and no refused one is).
+func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	namespaces := teamNamespaces(t, c.Clientset(), 60)
+	m := startMesh(t, c)
+	m.addShardPod(0)
+	m.addShardPod(1)
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
+		Spec: meshv1alpha1.ShardingConfigSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}},
+			Shards:    2,
+			Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}},
+		},
+	}
+	if err := m.client.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	m.waitReady(2)
+
+	var mu sync.Mutex
+	var writes []write
+	uncertain := map[string]bool{}
+	writers := map[int]func(){}
+	startWriter := func(s int) {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		cs := kubernetes.NewForConfigOrDie(m.proxies[s].config(m.identity))
+		go func() {
+			defer close(done)
+			for seq := 0; wctx.Err() == nil; seq++ {
+				ns := namespaces[seq%len(namespaces)]
+				name := fmt.Sprintf("w-%d-%d", s, seq)
+				start := time.Now()
+				_, err := cs.CoreV1().ConfigMaps(ns).Create(wctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				mu.Lock()
+				switch {
+				case err == nil:
+					writes = append(writes, write{shard: s, ns: ns, name: name, start: start, end: time.Now()})
+				case wctx.Err() != nil:
+					uncertain[ns+"/"+name] = true // stopped mid-request: it may or may not have been stored
+				}
+				mu.Unlock()
+			}
+		}()
+		writers[s] = func() { cancel(); <-done }
+	}
+	startWriter(0)
+	startWriter(1)
+	time.Sleep(time.Second)
+
+	// Shard 0 loses namespaces to the new shard 2 while it hears the manager 2s late and keeps writing under what
+	// it last knew: shard 2 must not get them before shard 0 has let go.
+	m.relays[0].slow(2 * time.Second)
+	m.addShardPod(2)
+	patchShards(t, m, 3)
+	startWriter(2)
+	t.Logf("3 shards at epoch %d", m.waitReady(3).Status.Epoch)
+	m.relays[0].slow(0)
+	time.Sleep(time.Second)
+
+	// Scale down while shard 2's pod still runs and writes: its proxy must give its ranges up first.
+	patchShards(t, m, 2)
+	m.waitReady(3)
+	writers[2]()
+	m.removeShardPod(2)
+	final := m.waitReady(2)
+	time.Sleep(time.Second)
+	writers[0]()
+	writers[1]()
+
+	// Audit: per namespace, writes of different shards never overlap in time, and owners do not alternate: each of
+	// the two handovers changes a namespace's writer at most once, so its writes switch shard at most twice.
+	byNS := map[string][]write{}
+	for _, w := range writes {
+		byNS[w.ns] = append(byNS[w.ns], w)
+	}
+	for ns, ws := range byNS {
+		sort.Slice(ws, func(i, j int) bool { return ws[i].start.Before(ws[j].start) })
+		switches := 0
+		for i := range ws {
+			if i > 0 && ws[i].shard != ws[i-1].shard {
+				switches++
+			}
+			for j := i + 1; j < len(ws) && ws[j].start.Before(ws[i].end); j++ {
+				if ws[i].shard != ws[j].shard {
+					t.Errorf("namespace %s written by shards %d (%s) and %d (%s) at the same time", ns, ws[i].shard, ws[i].name, ws[j].shard, ws[j].name)
+				}
+			}
+		}
+		if switches > 2 {
+			var seq []int
+			for _, w := range ws {
+				if len(seq) == 0 || seq[len(seq)-1] != w.shard {
+					seq = append(seq, w.shard)
+				}
+			}
+			t.Errorf("namespace %s changed writer %d times (%v): two shards owned it at once", ns, switches, seq)
+		}
+	}
+	// Every namespace has an owner at the end, and every accepted write is stored; nothing else is.
+	owned := 0
+	for _, sa := range final.Status.Assignment {
+		owned += int(sa.Namespaces)
+	}
+	if owned < len(namespaces) {
+		t.Errorf("the final assignment owns %d namespaces, want at least %d", owned, len(namespaces))
+	}
+	stored := map[string]bool{}
+	list, err := c.Clientset().CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range list.Items {
+		stored[cm.Namespace+"/"+cm.Name] = true
+	}
+	accepted := map[string]bool{}
+	shardsWriting := map[int]int{}
+	for _, w := range writes {
+		accepted[w.ns+"/"+w.name] = true
+		shardsWriting[w.shard]++
+		if !stored[w.ns+"/"+w.name] {
+			t.Errorf("accepted write %s/%s of shard %d is lost", w.ns, w.name, w.shard)
+		}
+	}
+	for key := range stored {
+		if _, name, _ := cutNamespacedName(key); len(name) > 2 && name[:2] == "w-" && !accepted[key] && !uncertain[key] {
+			t.Errorf("%s is stored though its write was refused", key)
+		}
+	}
+	if shardsWriting[0] == 0 || shardsWriting[1] == 0 || shardsWriting[2] == 0 {
+		t.Errorf("writes per shard %v: every shard should have written", shardsWriting)
+	}
+	t.Logf("%d writes audited; per shard %v; final epoch %d", len(writes), shardsWriting, final.Status.Epoch)
+}
+
+func patchShards(t *testing.T, m *mesh, n int32) {
+	t.Helper()
+	sc := m.shardingConfig()
+	orig := sc.DeepCopy()
+	sc.Spec.Shards = n
+	if err := m.client.Patch(context.Background(), sc, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// relay forwards TCP connections on loopback to target, and can slow down what target sends: a proxy that hears
+// the manager late.
+type relay struct {
+	addr   string
+	mu     sync.Mutex
+	delay  time.Duration
+	conns  []net.Conn
+	target string
+}
+
+func startRelay(t *testing.T, target string) *relay {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	r := &relay{addr: lis.Addr().String(), target: target}
+	go func() {
+		for {
+			in, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				r.mu.Unlock()
+				in.Close()
+				continue
+			}
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { r.copyDelayed(in, out); in.Close() }()
+		}
+	}()
+	return r
+}
+
+// slow delays everything target sends from now on by d (0 ends the delay), keeping its order.
+func (r *relay) slow(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay = d
+}
+
+func (r *relay) copyDelayed(dst io.Writer, src io.Reader) {
+	type chunk struct {
+		data []byte
+		due  time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				r.mu.Lock()
+				due := time.Now().Add(r.delay)
+				r.mu.Unlock()
+				chunks <- chunk{data: append([]byte(nil), buf[:n]...), due: due}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		time.Sleep(time.Until(c.due))
+		if _, err := dst.Write(c.data); err != nil {
+			return
+		}
+	}
+}
