@@ -109,6 +109,13 @@ func freeAddr(t testing.TB) string {
 // startBinary runs bin until the test ends and returns a function that reports its output so far.
 func startBinary(t testing.TB, bin string, args ...string) func() string {
 	t.Helper()
+	output, _ := startKillableBinary(t, bin, args...)
+	return output
+}
+
+// startKillableBinary is startBinary that also returns a kill: SIGKILL now, as a crash would.
+func startKillableBinary(t testing.TB, bin string, args ...string) (output func() string, kill func()) {
+	t.Helper()
 	var out bytes.Buffer
 	var mu sync.Mutex
 	cmd := exec.Command(bin, args...)
@@ -119,20 +126,23 @@ func startBinary(t testing.TB, bin string, args ...string) func() string {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	output := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	output = func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	kill = func() {
+		cmd.Process.Kill()
+		<-done
+	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
+			kill()
 		}
 		if t.Failed() {
 			t.Logf("%s output:\n%s", filepath.Base(bin), output())
 		}
 	})
-	return output
+	return output, kill
 }
 
 type writerFunc func([]byte) (int, error)

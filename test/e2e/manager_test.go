@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 	"github.com/fedmesh/fedmesh/test/cluster"
 )
 
@@ -36,7 +39,9 @@ type mesh struct {
 	xds      string
 	identity *rest.Config
 	proxies  map[int]*proxyInstance
-	relays   map[int]*relay // shards whose proxy reaches the manager through a relay that can be cut
+	relays   map[int]*relay // each proxy reaches the manager through a relay that can slow it down
+
+	killManager func()
 }
 
 const meshNamespace = "ops"
@@ -63,12 +68,19 @@ func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
 		t.Fatal(err)
 	}
 	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{}}
-	probes := freeAddr(t)
-	out := startBinary(t, fedmeshBinary(t, "manager"), "--kubeconfig", c.Kubeconfig(), "--health-probe-bind-address", probes,
-		"--metrics-bind-address", "0", "--leader-election-namespace", meshNamespace,
-		"--xds-insecure", "--xds-bind-address", m.xds)
-	waitHTTP(t, "http://"+probes+"/readyz", out)
+	m.startManager()
 	return m
+}
+
+// startManager runs a manager; killManager crashes it.
+func (m *mesh) startManager() {
+	m.t.Helper()
+	probes := freeAddr(m.t)
+	out, kill := startKillableBinary(m.t, fedmeshBinary(m.t, "manager"), "--kubeconfig", m.c.Kubeconfig(),
+		"--health-probe-bind-address", probes, "--metrics-bind-address", "0", "--leader-elect=false",
+		"--xds-insecure", "--xds-bind-address", m.xds)
+	waitHTTP(m.t, "http://"+probes+"/readyz", out)
+	m.killManager = kill
 }
 
 // addShardPod creates pod op-<i> and starts its proxy, configured by the manager over xDS.
@@ -370,5 +382,135 @@ func (r *relay) copyDelayed(dst io.Writer, src io.Reader) {
 		if _, err := dst.Write(c.data); err != nil {
 			return
 		}
+	}
+}
+
+// A proxy that refuses a configuration keeps serving its last good one, and the refusal shows in the
+// ShardingConfig's status and Events.
+func TestManagerReportsARefusedConfiguration(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	namespaces := teamNamespaces(t, c.Clientset(), 6)
+	m := startMesh(t, c)
+	m.addShardPod(0)
+	m.addShardPod(1)
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
+		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
+	}
+	if err := m.client.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	good := m.waitReady(2)
+	assignment := statusAssignment(t, good)
+	owner := map[string]shard.ShardID{}
+	for _, ns := range namespaces {
+		owner[ns], _ = assignment.NamespaceOwner(ns)
+	}
+	// A Lease name the proxies cannot use (not a DNS name): the API accepts it, the proxies refuse it.
+	bad := m.shardingConfig()
+	orig := bad.DeepCopy()
+	bad.Spec.LeaderElection = &meshv1alpha1.LeaderElection{LeaseName: "Not_A_Name"}
+	if err := m.client.Patch(ctx, bad, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "both proxies' refusals in the status", func() (bool, error) {
+		sc := m.shardingConfig()
+		refused := 0
+		for _, p := range sc.Status.Proxies {
+			if strings.Contains(p.NackReason, "Not_A_Name") {
+				refused++
+			}
+		}
+		return refused == 2 && !meta.IsStatusConditionTrue(sc.Status.Conditions, "Ready"), nil
+	})
+	events, err := c.Clientset().EventsV1().Events(meshNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events.Items {
+		found = found || (e.Reason == "ProxyRefused" && strings.Contains(e.Note, "Not_A_Name"))
+	}
+	if !found {
+		t.Error("no ProxyRefused Event")
+	}
+	// The last good version keeps serving: shard 0 still writes its namespaces and is fenced from shard 1's.
+	cs := kubernetes.NewForConfigOrDie(m.proxies[0].config(m.identity))
+	for ns, o := range owner {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-nack"}}, metav1.CreateOptions{})
+		if o == 0 && err != nil {
+			t.Errorf("shard 0 writing its namespace %s after the refusal: %v", ns, err)
+		}
+		if o == 1 && !apierrors.IsForbidden(err) {
+			t.Errorf("shard 0 writing shard 1's namespace %s after the refusal: %v, want the fence", ns, err)
+		}
+	}
+}
+
+// statusAssignment reads the assignment a ShardingConfig's status publishes.
+func statusAssignment(t *testing.T, sc *meshv1alpha1.ShardingConfig) shard.Assignment {
+	t.Helper()
+	a := shard.Assignment{}
+	for _, sa := range sc.Status.Assignment {
+		var ranges []shard.Range
+		for _, hr := range sa.Ranges {
+			r, err := shard.ParseRange(hr.Start, hr.End)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranges = append(ranges, r)
+		}
+		a[shard.ShardID(sa.Shard)] = shard.NewSet(ranges...)
+	}
+	return a
+}
+
+// The manager is killed in the middle of a handover (revoked, waiting for a slow proxy); a new manager finishes
+// it from the status, still with one owner at a time.
+func TestManagerRestartFinishesAHandover(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	namespaces := teamNamespaces(t, c.Clientset(), 20)
+	m := startMesh(t, c)
+	m.addShardPod(0)
+	m.addShardPod(1)
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
+		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
+	}
+	if err := m.client.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	before := m.waitReady(2)
+	m.relays[0].slow(3 * time.Second)
+	m.relays[1].slow(3 * time.Second)
+	m.addShardPod(2)
+	patchShards(t, m, 3)
+	eventually(t, 30*time.Second, "a revoke is published", func() (bool, error) {
+		return m.shardingConfig().Status.Epoch > before.Status.Epoch, nil
+	})
+	mid := m.shardingConfig()
+	m.killManager()
+	if meta.IsStatusConditionTrue(mid.Status.Conditions, "Ready") {
+		t.Fatalf("the handover was over before the manager was killed (epoch %d)", mid.Status.Epoch)
+	}
+	m.relays[0].slow(0)
+	m.relays[1].slow(0)
+	m.startManager()
+	final := m.waitReady(3)
+	if final.Status.Epoch <= mid.Status.Epoch {
+		t.Errorf("epoch %d after the restart, want past %d", final.Status.Epoch, mid.Status.Epoch)
+	}
+	perShard := map[int32]int32{}
+	total := int32(0)
+	for _, sa := range final.Status.Assignment {
+		perShard[sa.Shard] = sa.Namespaces
+		total += sa.Namespaces
+	}
+	if total < int32(len(namespaces)) || perShard[2] == 0 {
+		t.Errorf("after the restart: namespaces per shard %v, want every namespace owned and some on shard 2", perShard)
 	}
 }
