@@ -1,0 +1,4 @@
+// Package inject adds the fedmesh proxy to the pods that ask for it (label fedmesh.io/inject: "true") and points
+// only the chosen containers of the pod at it, with a kubeconfig that the pod carries in an annotation and sees as a
+// file through the downward API. Inject is the pure transformation; Handler is its admission webhook.
+package inject

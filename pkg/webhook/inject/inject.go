@@ -1,0 +1,216 @@
+package inject
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// Requested reports whether pod asks for the proxy.
+func Requested(pod *corev1.Pod) bool { return pod.Labels[InjectLabel] == "true" }
+
+// Injected reports whether pod already has the proxy.
+func Injected(pod *corev1.Pod) bool {
+	has := func(c corev1.Container) bool { return c.Name == ProxyContainerName }
+	return slices.ContainsFunc(pod.Spec.InitContainers, has) || slices.ContainsFunc(pod.Spec.Containers, has)
+}
+
+// ShardingConfig is the ShardingConfig that pod names in ShardingConfigAnnotation; "name" alone is in the pod's
+// namespace.
+func ShardingConfig(pod *corev1.Pod) (types.NamespacedName, error) {
+	v, ok := pod.Annotations[ShardingConfigAnnotation]
+	if !ok || v == "" {
+		return types.NamespacedName{}, fmt.Errorf("the pod asks for the fedmesh proxy (label %s=true) but has no annotation %s naming its ShardingConfig (namespace/name)",
+			InjectLabel, ShardingConfigAnnotation)
+	}
+	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		ns, name = pod.Namespace, v
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("annotation %s=%q: want namespace/name of a ShardingConfig", ShardingConfigAnnotation, v)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// Inject returns a copy of pod with the proxy, if the pod asks for it and does not have it yet; otherwise an
+// unchanged copy. The proxy runs as a native sidecar (an init container that restarts always), first, so it serves
+// before any other container starts and outlives them. Only the chosen containers (ContainersAnnotation, default
+// the first) get KUBECONFIG pointing at the proxy; the kubeconfig travels in KubeconfigAnnotation and reaches them
+// as a file through a downwardAPI volume, so injection creates nothing besides the pod. The chosen containers
+// authenticate with the pod's own service-account token (so the pod must mount one, as it does by default); the
+// proxy forwards it, it never lends its own.
+func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
+	out := pod.DeepCopy()
+	if !Requested(pod) || Injected(pod) {
+		return out, nil
+	}
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	sc, err := ShardingConfig(pod)
+	if err != nil {
+		return nil, err
+	}
+	chosen, err := chosenContainers(pod)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := Kubeconfig(pod.Namespace, opts.ListenPort)
+	if err != nil {
+		return nil, err
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[KubeconfigAnnotation] = string(kubeconfig)
+	out.Annotations[XDSCAAnnotation] = string(opts.XDSCA)
+
+	configMount := corev1.VolumeMount{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true}
+	for i := range out.Spec.Containers {
+		c := &out.Spec.Containers[i]
+		if !chosen[c.Name] {
+			continue
+		}
+		c.Env = setEnv(c.Env, corev1.EnvVar{Name: "KUBECONFIG", Value: KubeconfigPath})
+		c.VolumeMounts = append(c.VolumeMounts, configMount)
+	}
+	out.Spec.Volumes = append(out.Spec.Volumes, configVolume(), tokenVolume(opts))
+	out.Spec.InitContainers = append([]corev1.Container{proxyContainer(sc, opts)}, out.Spec.InitContainers...)
+	return out, nil
+}
+
+// chosenContainers are the names in ContainersAnnotation, or the first container's.
+func chosenContainers(pod *corev1.Pod) (map[string]bool, error) {
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("the pod has no containers to point at the fedmesh proxy")
+	}
+	v := strings.TrimSpace(pod.Annotations[ContainersAnnotation])
+	if v == "" {
+		return map[string]bool{names[0]: true}, nil
+	}
+	chosen := map[string]bool{}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("annotation %s names container %q, which the pod does not have (it has %s)",
+				ContainersAnnotation, name, strings.Join(names, ", "))
+		}
+		chosen[name] = true
+	}
+	if len(chosen) == 0 {
+		return nil, fmt.Errorf("annotation %s=%q names no container", ContainersAnnotation, v)
+	}
+	return chosen, nil
+}
+
+// setEnv sets env var v, replacing one of the same name.
+func setEnv(env []corev1.EnvVar, v corev1.EnvVar) []corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == v.Name {
+			env[i] = v
+			return env
+		}
+	}
+	return append(env, v)
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
+	xdsToken := serviceAccountDir + "/token"
+	if opts.XDSAudience != "" {
+		xdsToken = serviceAccountDir + "/xds-token"
+	}
+	probe := func(path string, failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: path, Port: intstr.FromInt32(opts.ProbePort), Scheme: corev1.URISchemeHTTP}},
+			PeriodSeconds: 5, FailureThreshold: failures,
+		}
+	}
+	return corev1.Container{
+		Name:            ProxyContainerName,
+		Image:           opts.Image,
+		ImagePullPolicy: opts.ImagePullPolicy,
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways), // a native sidecar
+		Args: []string{
+			"--listen-address=127.0.0.1:" + strconv.Itoa(int(opts.ListenPort)),
+			"--probe-address=:" + strconv.Itoa(int(opts.ProbePort)),
+			"--xds-address=" + opts.XDSAddress,
+			"--xds-ca-file=" + xdsCAPath,
+			"--xds-token-file=" + xdsToken,
+			"--sharding-config=" + sc.String(),
+			"--shard=$(" + shardEnv + ")",
+			"--pod-name=$(POD_NAME)",
+			"--pod-namespace=$(POD_NAMESPACE)",
+		},
+		Env: []corev1.EnvVar{
+			fieldEnv("POD_NAME", "metadata.name"),
+			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+			fieldEnv(shardEnv, "metadata.labels['"+opts.OrdinalLabel+"']"),
+		},
+		Ports: []corev1.ContainerPort{{Name: "fedmesh-probes", ContainerPort: opts.ProbePort, Protocol: corev1.ProtocolTCP}},
+		// The operator's containers start once the proxy serves; it is ready once it has a shard configuration.
+		StartupProbe:   probe("/healthz", 60),
+		LivenessProbe:  probe("/healthz", 3),
+		ReadinessProbe: probe("/readyz", 1),
+		Resources:      opts.Resources,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
+			{Name: TokenVolumeName, MountPath: serviceAccountDir, ReadOnly: true},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
+
+// configVolume projects the kubeconfig and xDS CA annotations as files.
+func configVolume() corev1.Volume {
+	item := func(path, annotation string) corev1.DownwardAPIVolumeFile {
+		return corev1.DownwardAPIVolumeFile{Path: path,
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"}}
+	}
+	return corev1.Volume{Name: ConfigVolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{item("kubeconfig", KubeconfigAnnotation), item("xds-ca.crt", XDSCAAnnotation)},
+	}}}
+}
+
+// tokenVolume is the proxy's own service-account directory: the webhook runs after the ServiceAccount admission
+// plugin, so a container it adds gets no token mounted. It has what in-cluster configuration reads (token, ca.crt,
+// namespace), and the token for the manager, bound to the xDS audience, when one is set.
+func tokenVolume(opts Options) corev1.Volume {
+	sources := []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &opts.TokenExpirationSeconds}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+	}
+	if opts.XDSAudience != "" {
+		sources = append(sources, corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Path: "xds-token", Audience: opts.XDSAudience, ExpirationSeconds: &opts.TokenExpirationSeconds}})
+	}
+	return corev1.Volume{Name: TokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}}
+}

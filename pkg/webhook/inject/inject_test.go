@@ -1,0 +1,227 @@
+package inject
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+var testOptions = Options{Image: "fedmesh/proxy:test", XDSAddress: "manager.fedmesh:18000", XDSCA: []byte("-----CA-----")}
+
+func testPod(annotations map[string]string, containers ...string) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "op-0", Namespace: "ops",
+		Labels: map[string]string{InjectLabel: "true"}, Annotations: annotations}}
+	for _, c := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: c + ":v1",
+			Env: []corev1.EnvVar{{Name: "KUBECONFIG", Value: "/old"}, {Name: "LOG", Value: "debug"}}})
+	}
+	return pod
+}
+
+func sc(containers string) map[string]string {
+	a := map[string]string{ShardingConfigAnnotation: "ops/op"}
+	if containers != "" {
+		a[ContainersAnnotation] = containers
+	}
+	return a
+}
+
+// pointed reports whether container c reads the proxy's kubeconfig.
+func pointed(c corev1.Container) bool {
+	return slices.Contains(c.Env, corev1.EnvVar{Name: "KUBECONFIG", Value: KubeconfigPath}) &&
+		slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == ConfigVolumeName })
+}
+
+func TestInjectChosenContainers(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		containers  []string
+		want        []string // containers pointed at the proxy
+	}{
+		{"default is the first", sc(""), []string{"manager", "metrics"}, []string{"manager"}},
+		{"one named", sc("metrics"), []string{"manager", "metrics", "other"}, []string{"metrics"}},
+		{"several, spaced", sc(" manager , other,"), []string{"manager", "metrics", "other"}, []string{"manager", "other"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(tt.annotations, tt.containers...)
+			before := pod.DeepCopy()
+			got, err := Inject(pod, testOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, pod); diff != "" {
+				t.Errorf("Inject changed its input (-before +after):\n%s", diff)
+			}
+			var pointedAt []string
+			for i, c := range got.Spec.Containers {
+				if pointed(c) {
+					pointedAt = append(pointedAt, c.Name)
+					if n := len(c.Env); n != 2 {
+						t.Errorf("%s: %d env vars, want KUBECONFIG replaced in place: %v", c.Name, n, c.Env)
+					}
+				} else if diff := cmp.Diff(pod.Spec.Containers[i], c); diff != "" {
+					t.Errorf("container %s not chosen but changed:\n%s", c.Name, diff)
+				}
+			}
+			if diff := cmp.Diff(tt.want, pointedAt); diff != "" {
+				t.Errorf("pointed at the proxy (-want +got):\n%s", diff)
+			}
+			if len(got.Spec.InitContainers) != 1 || got.Spec.InitContainers[0].Name != ProxyContainerName {
+				t.Fatalf("init containers %v, want the proxy alone", got.Spec.InitContainers)
+			}
+			checkProxy(t, got)
+		})
+	}
+}
+
+func checkProxy(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	p := pod.Spec.InitContainers[0]
+	if p.RestartPolicy == nil || *p.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("proxy is not a native sidecar: restartPolicy %v", p.RestartPolicy)
+	}
+	args := strings.Join(p.Args, " ")
+	for _, want := range []string{"--xds-address=manager.fedmesh:18000", "--xds-ca-file=/var/run/fedmesh/xds-ca.crt",
+		"--sharding-config=ops/op", "--shard=$(FEDMESH_SHARD)", "--pod-name=$(POD_NAME)",
+		"--pod-namespace=$(POD_NAMESPACE)", "--listen-address=127.0.0.1:5443", "--probe-address=:5444"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("proxy args %q lack %q", args, want)
+		}
+	}
+	if !slices.ContainsFunc(p.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "FEDMESH_SHARD" && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['apps.kubernetes.io/pod-index']"
+	}) {
+		t.Errorf("no FEDMESH_SHARD from the ordinal label: %v", p.Env)
+	}
+	if p.ReadinessProbe.HTTPGet.Path != "/readyz" || p.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("probes: readiness %v, liveness %v", p.ReadinessProbe, p.LivenessProbe)
+	}
+	if p.Resources.Requests.Cpu().IsZero() || p.Resources.Requests.Memory().IsZero() {
+		t.Errorf("no resource requests: %v", p.Resources)
+	}
+	cfg, err := clientcmd.Load([]byte(pod.Annotations[KubeconfigAnnotation]))
+	if err != nil {
+		t.Fatalf("kubeconfig annotation: %v", err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if s := cfg.Clusters[ctx.Cluster].Server; s != "http://127.0.0.1:5443" {
+		t.Errorf("kubeconfig server %q", s)
+	}
+	if f := cfg.AuthInfos[ctx.AuthInfo].TokenFile; f != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("kubeconfig token file %q", f)
+	}
+	if ctx.Namespace != pod.Namespace {
+		t.Errorf("kubeconfig namespace %q, want %q", ctx.Namespace, pod.Namespace)
+	}
+	if pod.Annotations[XDSCAAnnotation] != "-----CA-----" {
+		t.Errorf("xDS CA annotation %q", pod.Annotations[XDSCAAnnotation])
+	}
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	if diff := cmp.Diff([]string{ConfigVolumeName, TokenVolumeName}, names); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
+	}
+}
+
+func TestInjectOptions(t *testing.T) {
+	opts := testOptions
+	opts.OrdinalLabel, opts.XDSAudience = "example.com/shard", "fedmesh-manager"
+	got, err := Inject(testPod(map[string]string{ShardingConfigAnnotation: "op"}, "manager"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Spec.InitContainers[0]
+	if !slices.Contains(p.Args, "--sharding-config=ops/op") {
+		t.Errorf("a bare name is in the pod's namespace: %v", p.Args)
+	}
+	if !slices.Contains(p.Args, "--xds-token-file=/var/run/secrets/kubernetes.io/serviceaccount/xds-token") {
+		t.Errorf("an audience gets its own token: %v", p.Args)
+	}
+	if p.Env[2].ValueFrom.FieldRef.FieldPath != "metadata.labels['example.com/shard']" {
+		t.Errorf("ordinal label: %v", p.Env[2])
+	}
+	sources := got.Spec.Volumes[1].Projected.Sources
+	if last := sources[len(sources)-1].ServiceAccountToken; last == nil || last.Audience != "fedmesh-manager" {
+		t.Errorf("no xDS token with the audience: %+v", sources)
+	}
+}
+
+func TestInjectIdempotentAndSelective(t *testing.T) {
+	once, err := Inject(testPod(sc(""), "manager"), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := Inject(once, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(once, twice); diff != "" {
+		t.Errorf("second injection changed the pod:\n%s", diff)
+	}
+	plain := testPod(nil, "manager")
+	plain.Labels = map[string]string{InjectLabel: "false"}
+	got, err := Inject(plain, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(plain, got); diff != "" {
+		t.Errorf("a pod that does not ask was changed:\n%s", diff)
+	}
+}
+
+func TestInjectErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		opts Options
+		want string
+	}{
+		{"no sharding config", testPod(nil, "manager"), testOptions, "no annotation fedmesh.io/sharding-config"},
+		{"bad sharding config", testPod(map[string]string{ShardingConfigAnnotation: "a/b/c"}, "manager"), testOptions, "want namespace/name"},
+		{"unknown container", testPod(sc("manager,sidecar"), "manager"), testOptions, `container "sidecar", which the pod does not have (it has manager)`},
+		{"no containers", testPod(sc("")), testOptions, "no containers"},
+		{"no image", testPod(sc(""), "manager"), Options{XDSAddress: "m:1", XDSCA: []byte("ca")}, "proxy image is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Inject(tt.pod, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHandlerDeniesWithTheError(t *testing.T) {
+	raw, _ := json.Marshal(testPod(sc("nope"), "manager"))
+	h := &Handler{Options: testOptions}
+	resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Namespace: "ops", Object: runtime.RawExtension{Raw: raw},
+	}})
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `container "nope"`) {
+		t.Errorf("allowed %v, message %q", resp.Allowed, resp.Result.Message)
+	}
+	raw, _ = json.Marshal(testPod(sc(""), "manager"))
+	resp = h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Namespace: "ops", Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed || len(resp.Patches) == 0 {
+		t.Errorf("allowed %v with %d patches", resp.Allowed, len(resp.Patches))
+	}
+}

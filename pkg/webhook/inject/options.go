@@ -1,0 +1,102 @@
+package inject
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The pod's side of the contract.
+const (
+	// InjectLabel asks for the proxy when its value is "true".
+	InjectLabel = "fedmesh.io/inject"
+	// ShardingConfigAnnotation names the pod's ShardingConfig, "namespace/name" or "name" in the pod's namespace.
+	ShardingConfigAnnotation = "fedmesh.io/sharding-config"
+	// ContainersAnnotation lists, comma-separated, the containers whose API traffic goes through the proxy; the
+	// default is the first container.
+	ContainersAnnotation = "fedmesh.io/inject-containers"
+	// KubeconfigAnnotation holds the kubeconfig that the chosen containers read at KubeconfigPath. Set by Inject.
+	KubeconfigAnnotation = "fedmesh.io/kubeconfig"
+	// XDSCAAnnotation holds the CA of the manager's xDS server, read by the proxy. Set by Inject.
+	XDSCAAnnotation = "fedmesh.io/xds-ca"
+)
+
+// What Inject adds.
+const (
+	ProxyContainerName = "fedmesh-proxy"
+	// ConfigVolumeName is the downwardAPI volume with the kubeconfig and the xDS CA, mounted at ConfigDir.
+	ConfigVolumeName = "fedmesh-config"
+	// TokenVolumeName is the proxy's own projected service-account volume (token, CA, namespace, xDS token).
+	TokenVolumeName = "fedmesh-proxy-token"
+	ConfigDir       = "/var/run/fedmesh"
+	KubeconfigPath  = ConfigDir + "/kubeconfig"
+	xdsCAPath       = ConfigDir + "/xds-ca.crt"
+	// serviceAccountDir is where in-cluster clients find their token and CA.
+	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// DefaultOrdinalLabel is the pod label with the shard ordinal, as the StatefulSet controller sets it.
+	DefaultOrdinalLabel = "apps.kubernetes.io/pod-index"
+	shardEnv            = "FEDMESH_SHARD"
+)
+
+// Options configures the injected proxy.
+type Options struct {
+	// Image of the proxy (cmd/proxy). Required.
+	Image           string
+	ImagePullPolicy corev1.PullPolicy
+	// XDSAddress is the manager's xDS address, host:port. Required.
+	XDSAddress string
+	// XDSCA is the PEM CA bundle that verifies the xDS server. Required.
+	XDSCA []byte
+	// XDSAudience is the audience of the token the proxy authenticates to the manager with; it must be one of the
+	// manager's --xds-token-audiences. Empty is the API server's audience.
+	XDSAudience string
+	// OrdinalLabel is the pod label with the shard ordinal: the ShardingConfig's shardOrdinalLabel. Defaults to
+	// DefaultOrdinalLabel.
+	OrdinalLabel string
+	// ListenPort is the proxy's loopback port (5443); ProbePort serves /healthz, /readyz and /metrics on every
+	// interface of the pod (5444), for the kubelet and Prometheus.
+	ListenPort, ProbePort int32
+	// Resources of the proxy; defaults to requests of 50m CPU and 64Mi memory.
+	Resources corev1.ResourceRequirements
+	// TokenExpirationSeconds of the proxy's projected tokens; defaults to 3600.
+	TokenExpirationSeconds int64
+}
+
+func (o *Options) setDefaults() {
+	if o.ImagePullPolicy == "" {
+		o.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if o.OrdinalLabel == "" {
+		o.OrdinalLabel = DefaultOrdinalLabel
+	}
+	if o.ListenPort == 0 {
+		o.ListenPort = 5443
+	}
+	if o.ProbePort == 0 {
+		o.ProbePort = 5444
+	}
+	if o.Resources.Requests == nil && o.Resources.Limits == nil {
+		o.Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		}
+	}
+	if o.TokenExpirationSeconds == 0 {
+		o.TokenExpirationSeconds = 3600
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Image == "" {
+		errs = append(errs, errors.New("proxy image is required"))
+	}
+	if o.XDSAddress == "" {
+		errs = append(errs, errors.New("xDS address is required"))
+	}
+	if len(o.XDSCA) == 0 {
+		errs = append(errs, errors.New("xDS CA is required"))
+	}
+	return errors.Join(errs...)
+}
