@@ -31,6 +31,7 @@ type options struct {
 	xdsKeyFile   string
 	xdsInsecure  bool
 	xdsAudiences []string
+	webhooks     webhookOptions
 }
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
@@ -40,6 +41,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.xdsKeyFile, "xds-private-key-file", "", "Private key of --xds-cert-file.")
 	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Serve xDS without TLS (loopback tests only: tokens would travel in the clear).")
 	fs.StringSliceVar(&o.xdsAudiences, "xds-token-audiences", nil, "Audiences the proxies' service-account tokens must carry; empty means the API server's.")
+	o.webhooks.addFlags(fs)
 }
 
 func (o *options) Validate() error {
@@ -50,6 +52,7 @@ func (o *options) Validate() error {
 	if o.xdsInsecure == (o.xdsCertFile != "" && o.xdsKeyFile != "") {
 		errs = append(errs, errors.New("xDS needs --xds-cert-file and --xds-private-key-file, or --xds-insecure"))
 	}
+	errs = append(errs, o.webhooks.validate())
 	return errors.Join(errs...)
 }
 
@@ -86,11 +89,15 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return (&sharding.Reconciler{
+	err = (&sharding.Reconciler{
 		Client:    mgr.GetClient(),
 		Publisher: publisher{snap, callbacks},
 		Recorder:  mgr.GetEventRecorder("fedmesh-manager"),
 	}).SetupWithManager(mgr)
+	if err != nil {
+		return err
+	}
+	return o.webhooks.setup(mgr)
 }
 
 // publisher is the xDS server as the controller sees it: documents in, acknowledgements out.
@@ -105,5 +112,6 @@ func main() {
 		AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
 	}}
 	o.Setup = o.setup
+	o.Customize = o.webhooks.customize
 	cli.Main(cli.NewCommand("manager", "fedmesh mesh manager: shard assignment, proxy configuration, canaries", o))
 }

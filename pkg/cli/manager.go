@@ -51,20 +51,25 @@ func (f *ManagerFlags) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewManager builds a controller-runtime manager from the flags, with health and readiness probes installed.
-func (f *ManagerFlags) NewManager(scheme *runtime.Scheme) (ctrl.Manager, error) {
+// NewManager builds a controller-runtime manager from the flags, with health and readiness probes installed;
+// customize, if set, adjusts the options first (a webhook server, say).
+func (f *ManagerFlags) NewManager(scheme *runtime.Scheme, customize func(*ctrl.Options)) (ctrl.Manager, error) {
 	cfg, err := loadConfig(f.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: f.MetricsAddress},
 		HealthProbeBindAddress:  f.HealthProbeAddress,
 		LeaderElection:          f.LeaderElect,
 		LeaderElectionID:        f.LeaderElectionID,
 		LeaderElectionNamespace: f.LeaderElectionNamespace,
-	})
+	}
+	if customize != nil {
+		customize(&opts)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +88,8 @@ type ControllerOptions struct {
 	Manager          ManagerFlags
 	DefaultLeaseName string
 	AddToScheme      []func(*runtime.Scheme) error
+	// Customize, if set, adjusts the manager's options before it is built.
+	Customize func(*ctrl.Options)
 	// Setup adds the binary's controllers, webhooks and checks to the manager before it starts.
 	Setup func(ctrl.Manager) error
 }
@@ -101,7 +108,7 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	mgr, err := o.Manager.NewManager(scheme)
+	mgr, err := o.Manager.NewManager(scheme, o.Customize)
 	if err != nil {
 		return err
 	}

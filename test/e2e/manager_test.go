@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,17 +57,7 @@ func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	if err := apis.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(c.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := startMeshClient(t, c)
 	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{}}
 	m.startManager()
 	return m
@@ -514,3 +505,22 @@ func TestManagerRestartFinishesAHandover(t *testing.T) {
 		t.Errorf("after the restart: namespaces per shard %v, want every namespace owned and some on shard 2", perShard)
 	}
 }
+
+// startMeshClient is an admin controller-runtime client that knows fedmesh's APIs and the built-in types.
+func startMeshClient(t *testing.T, c *cluster.Cluster) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -1,0 +1,4 @@
+// Package labelmode keeps label mode working for every ShardingConfig that asks for it: the shard-label webhook's
+// registration lists exactly the resources those configs shard, and the backfill labels their objects the webhook
+// missed. The labeling itself lives in pkg/webhook/labels.
+package labelmode
