@@ -1,20 +1,17 @@
 package breaker
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmesh/fedmesh/pkg/internal/scripttest"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt scripts")
-
-// TestScripts replays testdata/*.txt. Each line is a command; what it prints follows " -> " on the same line.
-// With -rewrite the printed output replaces the expected one. Commands:
+// TestScripts replays testdata/*.txt with scripttest: each command is followed by what it printed ("> ...").
+// Commands:
 //
 //	rule KIND name=N [match: verbs= resources= namespaces= clusters=, comma-separated] [settings]
 //	    deny: code= message= | fault: delay= delaypct= abortcode= abortpct= |
@@ -31,40 +28,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	breakers               prints Engine.Breakers
 //	events                 prints what the Observer saw since the last events
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+	scripttest.Run(t, func(t *testing.T, _ string) scripttest.Runner {
+		s := newScript(t)
+		return func(line int, cmd string) []string {
+			if out := s.run(line, cmd); out != "" {
+				return []string{out}
 			}
-			s := newScript(t)
-			var out strings.Builder
-			for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-				cmd, want, _ := strings.Cut(line, " -> ")
-				if strings.TrimSpace(cmd) == "" || strings.HasPrefix(cmd, "#") {
-					out.WriteString(line + "\n")
-					continue
-				}
-				got := s.run(i+1, cmd)
-				if got != "" {
-					cmd += " -> " + got
-				}
-				out.WriteString(cmd + "\n")
-				if !*rewrite && got != want {
-					t.Errorf("%s:%d: %s\n got: %s\nwant: %s", file, i+1, strings.TrimSpace(cmd), got, want)
-				}
-			}
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+			return nil
+		}
+	})
 }
 
 type fakeClock struct{ now time.Time }

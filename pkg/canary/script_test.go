@@ -1,15 +1,14 @@
 package canary
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmesh/fedmesh/pkg/internal/scripttest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,10 +16,8 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt scripts")
-
-// TestScripts replays testdata/*.txt. Lines starting with "> " are what the command above them printed; with
-// -rewrite they are regenerated. Commands:
+// TestScripts replays testdata/*.txt with scripttest: each command is followed by what it printed ("> ...").
+// Commands:
 //
 //	plan [namespaces=a,b] [steps=10/5m,30,...] [max-error-rate=N] [max-trips=N] [max-restarts=N] [auto-promote]
 //	                 FromSpec of that spec (percent/pause per step), and a fresh rollout; prints ok or the error
@@ -35,40 +32,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // pure (a second call gives the same answer), that its State is a fixpoint (calling again with it records nothing
 // and changes nothing), and that the canary's set only grows until the rollout ends.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := &script{t: t, now: scriptStart}
-			var want, got strings.Builder
-			for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-				if strings.HasPrefix(line, ">") {
-					want.WriteString(line + "\n")
-					continue
-				}
-				want.WriteString(line + "\n")
-				got.WriteString(line + "\n")
-				if cmd := strings.TrimSpace(line); cmd != "" && !strings.HasPrefix(cmd, "#") {
-					for _, out := range s.run(file, i+1, cmd) {
-						got.WriteString("> " + out + "\n")
-					}
-				}
-			}
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(got.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			} else if got.String() != want.String() {
-				t.Errorf("%s: output differs (run with -rewrite and read the diff):\n%s", file, got.String())
-			}
-		})
-	}
+	scripttest.Run(t, func(t *testing.T, file string) scripttest.Runner {
+		s := &script{t: t, now: scriptStart}
+		return func(line int, cmd string) []string { return s.run(file, line, cmd) }
+	})
 }
 
 var scriptStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
