@@ -86,7 +86,7 @@ func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
 func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	var ports [3]int
 	for i := range ports {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return "", err
 		}
@@ -110,7 +110,7 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

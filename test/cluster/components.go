@@ -18,7 +18,7 @@ const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 // startControllerManager runs kube-controller-manager and waits until its service-account controllers have
 // made the default ServiceAccount, without which no Pod can be created.
 func (c *Cluster) startControllerManager(ctx context.Context) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 
 // startFakeNodes runs kube-scheduler and kwok, registers FakeNodes nodes and waits until they are Ready.
 func (c *Cluster) startFakeNodes(ctx context.Context) error {
-	schedPort, err := freePort()
+	schedPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (c *Cluster) startFakeNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kwokPort, err := freePort()
+	kwokPort, err := FreePort()
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,14 +95,14 @@ func TestBinariesCommandLine(t *testing.T) {
 	}
 }
 
+// freeAddr is a free loopback address for a process of the test to listen on (see cluster.FreePort).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := cluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // startBinary runs bin until the test ends and returns a function that reports its output so far.

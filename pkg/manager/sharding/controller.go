@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 	"github.com/fedmesh/fedmesh/pkg/xds"
@@ -40,12 +42,22 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Poll is how often a handover waiting for acknowledgements is looked at again; default 500ms.
 	Poll time.Duration
+	// Observer measures canary pods and proxies; nil means a default one.
+	Observer *mcanary.Observer
+
+	mu sync.Mutex
+	// written is the resourceVersion of each ShardingConfig's last status write: a cached object older than that
+	// is stale, and deciding from it would redo a canary transition.
+	written map[ktypes.NamespacedName]uint64
 }
 
 // SetupWithManager registers the controller: ShardingConfigs, and the pods that form their shards.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Poll == 0 {
 		r.Poll = 500 * time.Millisecond
+	}
+	if r.Observer == nil {
+		r.Observer = &mcanary.Observer{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&meshv1alpha1.ShardingConfig{}).
@@ -61,8 +73,15 @@ func (r *Reconciler) configsOfPod(ctx context.Context, obj client.Object) []reco
 	}
 	var out []reconcile.Request
 	for _, sc := range list.Items {
-		if sel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Selector); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sc)})
+		selectors := []metav1.LabelSelector{sc.Spec.Selector}
+		if sc.Spec.Canary != nil {
+			selectors = append(selectors, sc.Spec.Canary.Selector)
+		}
+		for _, ls := range selectors {
+			if sel, err := metav1.LabelSelectorAsSelector(&ls); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sc)})
+				break
+			}
 		}
 	}
 	return out
@@ -74,17 +93,61 @@ type member struct {
 	shard shard.ShardID
 }
 
+// shardPods are the live pods of the stable shards and of the canary.
+type shardPods struct {
+	stable, canary []corev1.Pod
+}
+
+// canaryShardOf is the canary's shard ID: the one after the stable shards. Its pods are those of
+// spec.canary.selector, whatever their ordinal label says; their proxies serve shard spec.shards.
+func canaryShardOf(sc *meshv1alpha1.ShardingConfig) shard.ShardID {
+	return shard.ShardID(sc.Spec.Shards)
+}
+
+// stale reports whether the cached sc is older than the last status this reconciler wrote for it.
+func (r *Reconciler) stale(sc *meshv1alpha1.ShardingConfig) bool {
+	rv, err := strconv.ParseUint(sc.ResourceVersion, 10, 64)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rv < r.written[client.ObjectKeyFromObject(sc)]
+}
+
+func (r *Reconciler) wrote(sc *meshv1alpha1.ShardingConfig) {
+	rv, err := strconv.ParseUint(sc.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = map[ktypes.NamespacedName]uint64{}
+	}
+	r.written[client.ObjectKeyFromObject(sc)] = rv
+}
+
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	var sc meshv1alpha1.ShardingConfig
 	if err := r.Client.Get(ctx, req.NamespacedName, &sc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.observer().Forget(req.String())
+			r.mu.Lock()
+			delete(r.written, req.NamespacedName)
+			r.mu.Unlock()
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.stale(&sc) {
+		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
 	shards := make([]shard.ShardID, sc.Spec.Shards)
 	for i := range shards {
 		shards[i] = shard.ShardID(i)
 	}
-	members, err := r.members(ctx, &sc)
+	members, pods, err := r.members(ctx, &sc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -98,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if pub.Epoch == 0 {
 		pub = Initial(namespaces, shards)
-		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false); err != nil {
+		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Assigned", "Assign", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
@@ -107,23 +170,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	pending := r.pendingAcks(&sc, pub, members)
-	next, done := Step(pub, Target(pub, shards, namespaces))
+	stable := stableTarget(&sc, pub, shards, namespaces)
+	ro := r.rollout(ctx, &sc, pub, len(pending) == 0, stable, pods, namespaces)
+	next, done := Step(pub, ro.target)
 	if len(pending) > 0 || done {
 		// Wait: a step is published only when every live proxy has the current one.
-		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, done && len(pending) == 0); err != nil {
+		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, done && len(pending) == 0, ro.status); err != nil {
 			return reconcile.Result{}, err
 		}
+		ro.record(r, &sc)
 		if len(pending) > 0 {
 			logger.V(1).Info("waiting for proxies to acknowledge", "epoch", pub.Epoch, "pending", pending)
 			return reconcile.Result{RequeueAfter: r.Poll}, nil
 		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: ro.requeue}, nil
 	}
 	// The status is the memory of the handover: write the step there first, then tell the proxies. A manager that
 	// dies in between publishes the same step from the status when it comes back.
-	if err := r.writeStatus(ctx, &sc, next, members, namespaces, false); err != nil {
+	if err := r.writeStatus(ctx, &sc, next, members, namespaces, false, ro.status); err != nil {
 		return reconcile.Result{}, err
 	}
+	ro.record(r, &sc)
 	phase := "Granted"
 	if next.Assignment.Owned().Fraction() < 1 {
 		phase = "Revoked"
@@ -136,32 +203,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: r.Poll}, nil
 }
 
-// members are the live pods of the shards: selected, with an ordinal, not terminating, not finished.
-func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig) ([]member, error) {
+// members are the live pods of the shards: selected, with an ordinal, not terminating, not finished; and the
+// live pods of the canary (spec.canary.selector, not matching spec.selector), members of the canary shard.
+func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig) ([]member, shardPods, error) {
+	var pods shardPods
 	sel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Selector)
 	if err != nil {
-		return nil, err
+		return nil, pods, err
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, err
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, pods, err
+	}
+	live := func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 	}
 	label := sc.Spec.ShardOrdinalLabel
 	if label == "" {
 		label = "apps.kubernetes.io/pod-index"
 	}
 	var out []member
-	for _, p := range pods.Items {
+	for _, p := range list.Items {
 		// A pod of a shard beyond spec.shards is still a member until it is gone: its proxy must acknowledge
 		// losing its ranges before anyone else gets them.
 		ordinal, err := strconv.Atoi(p.Labels[label])
-		if err != nil || ordinal < 0 || p.DeletionTimestamp != nil ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if err != nil || ordinal < 0 || !live(&p) {
 			continue
 		}
 		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
+		if ordinal < int(sc.Spec.Shards) {
+			pods.stable = append(pods.stable, p)
+		}
 	}
-	return out, nil
+	if sc.Spec.Canary == nil {
+		return out, pods, nil
+	}
+	csel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Canary.Selector)
+	if err != nil {
+		return nil, pods, err
+	}
+	list = corev1.PodList{}
+	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: csel}); err != nil {
+		return nil, pods, err
+	}
+	for _, p := range list.Items {
+		if !live(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
+			continue
+		}
+		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc)})
+		pods.canary = append(pods.canary, p)
+	}
+	return out, pods, nil
 }
 
 func (r *Reconciler) namespaces(ctx context.Context) ([]string, error) {
@@ -211,6 +303,9 @@ func shardsOf(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) 
 	ids := pub.Assignment.Shards()
 	for i := range sc.Spec.Shards {
 		ids = append(ids, shard.ShardID(i))
+	}
+	if sc.Spec.Canary != nil {
+		ids = append(ids, canaryShardOf(sc))
 	}
 	for _, m := range members {
 		ids = append(ids, m.shard)

@@ -3,4 +3,9 @@
 // proxy of the losing shard acknowledged, then grant — publishing each shard's ownership to its proxies over xDS.
 // The decisions are pure functions (plan.go); the controller reads the cluster, calls them, and writes the
 // result to the ShardingConfig's status, which is the only memory of a handover in progress.
+//
+// A canary (spec.canary) is one more shard, shard spec.shards, formed by the pods of spec.canary.selector. Each
+// reconcile runs one pkg/canary Step on what pkg/manager/canary observed of those pods and proxies, and the
+// assignment to reach is the stable shards' own assignment with the canary's set carved out
+// (canary.CanaryAssignment), reached through the same revoke, acknowledge, grant steps. See canary.go.
 package sharding

@@ -15,8 +15,14 @@ var (
 	handovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fedmesh_manager_handover_steps_total", Help: "Handover steps published, by phase (Revoked, Granted).",
 	}, []string{"shardingconfig", "phase"})
+	canaryStep = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fedmesh_manager_canary_step", Help: "The canary's current step (status.canary.currentStep: -1 while only named namespaces moved).",
+	}, []string{"shardingconfig"})
+	canaryRollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fedmesh_manager_canary_rollbacks_total", Help: "Canary rollbacks, by failed analysis or by action Rollback.",
+	}, []string{"shardingconfig"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(epochGauge, shardNamespaces, handovers)
+	metrics.Registry.MustRegister(epochGauge, shardNamespaces, handovers, canaryStep, canaryRollbacks)
 }

@@ -19,25 +19,62 @@ import (
 
 // published reads what the status says the proxies were told.
 func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
-	pub := Published{Epoch: st.Epoch, Assignment: shard.Assignment{}}
-	for _, sa := range st.Assignment {
-		var ranges []shard.Range
-		for _, hr := range sa.Ranges {
-			r, err := shard.ParseRange(hr.Start, hr.End)
-			if err != nil {
-				return Published{}, fmt.Errorf("shard %d: %w", sa.Shard, err)
-			}
-			ranges = append(ranges, r)
-		}
-		pub.Assignment[shard.ShardID(sa.Shard)] = shard.NewSet(ranges...)
+	a, err := parseAssignment(st.Assignment)
+	if err != nil {
+		return Published{}, err
 	}
-	return pub, nil
+	return Published{Epoch: st.Epoch, Assignment: a}, nil
 }
 
-// writeStatus records pub, the shards' namespaces, the proxies' acknowledgements and the conditions.
-func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, ready bool) error {
+// parseAssignment reads an assignment as the status writes it.
+func parseAssignment(sas []meshv1alpha1.ShardAssignment) (shard.Assignment, error) {
+	a := shard.Assignment{}
+	for _, sa := range sas {
+		set, err := parseSet(sa.Ranges)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: %w", sa.Shard, err)
+		}
+		a[shard.ShardID(sa.Shard)] = set
+	}
+	return a, nil
+}
+
+func parseSet(hrs []meshv1alpha1.HashRange) (shard.Set, error) {
+	var ranges []shard.Range
+	for _, hr := range hrs {
+		r, err := shard.ParseRange(hr.Start, hr.End)
+		if err != nil {
+			return shard.Set{}, err
+		}
+		ranges = append(ranges, r)
+	}
+	return shard.NewSet(ranges...), nil
+}
+
+func hashRanges(s shard.Set) []meshv1alpha1.HashRange {
+	var out []meshv1alpha1.HashRange
+	for _, rg := range s.Ranges() {
+		start, end := rg.Hex()
+		out = append(out, meshv1alpha1.HashRange{Start: start, End: end})
+	}
+	return out
+}
+
+// assignmentStatus writes an assignment as the status holds it (ranges only).
+func assignmentStatus(a shard.Assignment) []meshv1alpha1.ShardAssignment {
+	var out []meshv1alpha1.ShardAssignment
+	for _, id := range a.Shards() {
+		out = append(out, meshv1alpha1.ShardAssignment{Shard: int32(id), Ranges: hashRanges(a[id])})
+	}
+	return out
+}
+
+// writeStatus records pub, the shards' namespaces, the proxies' acknowledgements, the conditions and the canary's
+// progress.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, ready bool, canaryStatus *meshv1alpha1.CanaryStatus) error {
 	orig := sc.DeepCopy()
 	st := &sc.Status
+	st.Canary = canaryStatus
 	st.ObservedGeneration = sc.Generation
 	st.Epoch = pub.Epoch
 	perShard := map[shard.ShardID]int32{}
@@ -49,11 +86,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	st.Assignment = nil
 	for _, sid := range shardsOf(sc, pub, members) {
 		id := int32(sid)
-		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid]}
-		for _, rg := range pub.Assignment[sid].Ranges() {
-			start, end := rg.Hex()
-			sa.Ranges = append(sa.Ranges, meshv1alpha1.HashRange{Start: start, End: end})
-		}
+		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: hashRanges(pub.Assignment[sid]),
+			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc)}
 		st.Assignment = append(st.Assignment, sa)
 		shardNamespaces.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(perShard[shard.ShardID(id)]))
 	}
@@ -87,7 +121,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	meta.SetStatusCondition(&st.Conditions, progressing)
-	return r.Client.Status().Patch(ctx, sc, client.MergeFrom(orig))
+	if err := r.Client.Status().Patch(ctx, sc, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	r.wrote(sc)
+	return nil
 }
 
 // describe says which ranges change hands between two assignments.

@@ -8,7 +8,10 @@ import (
 // namespaces, then the percentages of the steps, checking health after each step. A failed analysis moves every
 // namespace back to the stable shards.
 type Canary struct {
-	// Selector selects the canary pods in this object's namespace. It must not match the stable shards' pods.
+	// Selector selects the canary pods in this object's namespace. It must not match the stable shards' pods (a pod
+	// that matches both is a stable pod). The canary pods form one extra shard, shard spec.shards: their proxies
+	// serve that shard and acknowledge its ownership like any shard's. Changing spec.shards during a rollout
+	// changes the canary's shard; finish or roll back the canary first.
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
@@ -107,6 +110,20 @@ type CanaryStatus struct {
 	// Message explains the phase, e.g. which analysis bound was crossed.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Ranges are the namespace-hash ranges the canary is to own at this point of the rollout. The canary shard's
+	// entry in status.assignment is what it owns now; while a handover is under way the two differ.
+	// +kubebuilder:validation:MaxItems=2048
+	// +listType=atomic
+	// +optional
+	Ranges []HashRange `json:"ranges,omitempty"`
+
+	// StableAssignment is the stable shards' own assignment, without the canary: what each stable shard owns once
+	// the canary owns nothing. The canary's namespaces return to these owners after a rollback or a promotion.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	StableAssignment []ShardAssignment `json:"stableAssignment,omitempty"`
 }
 
 // CanaryPhase is where a canary rollout is.

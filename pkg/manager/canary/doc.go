@@ -1,0 +1,21 @@
+// Package canary is the manager's side of a namespace canary: it observes the canary shard's pods and proxies
+// for pkg/canary's rollout core. The ShardingConfig controller (pkg/manager/sharding) runs the rollout; this
+// package only measures.
+//
+// What is measured, per canary pod:
+//   - API requests and errors (HTTP 5xx and 429, as spec.canary.analysis.maxErrorRatePercent defines them) from the
+//     pod's proxy's fedmesh_proxy_requests_total, and breaker trips: how often one of its
+//     fedmesh_proxy_breaker_state series was seen leaving "closed" (the proxy exports the state, not a count of
+//     trips, so a breaker that opens and closes between two observations is missed).
+//     The proxy's /metrics is found through the pod annotation fedmesh.io/proxy-metrics: "host:port" (the
+//     proxy's --probe-address, which must then listen where the manager can reach it, e.g. the pod IP; the
+//     default is loopback). A pod without the annotation contributes no metrics. Tests, whose pods have no IP and
+//     whose proxies run on the test's host, put 127.0.0.1:<port> there.
+//   - container restarts (status.containerStatuses[].restartCount, init containers included) and readiness (the
+//     pod's Ready condition), from the pod's status.
+//
+// Counters are deltas since the rollout step began (State.StepStart). The baseline of each pod is its first
+// observation in the step, or zero for a pod created after the step began. Baselines live in memory, keyed by the
+// ShardingConfig and the step's start: a restarted manager takes new baselines, so what happened between the
+// step's start and the restart is not counted. A counter that went down (a restarted proxy) counts from zero.
+package canary

@@ -1,0 +1,187 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/canary"
+	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// The canary, in the controller's terms:
+//   - The canary shard is shard spec.shards; its members are the pods of spec.canary.selector. Their proxies get
+//     an ownership document like any shard's and must acknowledge every step like any shard's.
+//   - The stable shards' own assignment (without the canary) is kept in status.canary.stableAssignment, so that
+//     the canary's namespaces return to the shards they came from; the assignment to publish is
+//     canary.CanaryAssignment of it, reached through the same revoke, acknowledge, grant steps as any handover.
+//   - The rollout's State is status.canary; the set the canary is to own is status.canary.ranges (during a
+//     handover the published assignment does not give it to the canary yet).
+//   - Changing spec.shards during a rollout changes the canary's shard ID; finish or roll back the canary first.
+
+// observer is the Reconciler's Observer, made on first use.
+func (r *Reconciler) observer() *mcanary.Observer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Observer == nil {
+		r.Observer = &mcanary.Observer{}
+	}
+	return r.Observer
+}
+
+// stableTarget is where the stable shards should end up: from their own assignment while a canary is recorded in
+// the status, else from the published one.
+func stableTarget(sc *meshv1alpha1.ShardingConfig, pub Published, shards []shard.ShardID, namespaces []string) shard.Assignment {
+	base := pub
+	if cs := sc.Status.Canary; cs != nil && len(cs.StableAssignment) > 0 {
+		if a, err := parseAssignment(cs.StableAssignment); err == nil {
+			base = Published{Epoch: pub.Epoch, Assignment: a}
+		}
+	}
+	return Target(base, shards, namespaces)
+}
+
+// rolloutResult is what one reconcile decided about the canary: the assignment to reach, the status to write, and
+// what to record once it is written.
+type rolloutResult struct {
+	target   shard.Assignment
+	status   *meshv1alpha1.CanaryStatus
+	events   []canary.Event
+	requeue  time.Duration
+	step     *int32 // the API's current step, for the metric
+	rollback bool
+}
+
+// record emits the events and metrics of a rollout step whose status was written.
+func (ro rolloutResult) record(r *Reconciler, sc *meshv1alpha1.ShardingConfig) {
+	key := sc.Namespace + "/" + sc.Name
+	for _, e := range ro.events {
+		r.Recorder.Eventf(sc, nil, e.Type, e.Reason, "Canary", "%s", e.Message)
+	}
+	if ro.step != nil {
+		canaryStep.WithLabelValues(key).Set(float64(*ro.step))
+	}
+	if ro.rollback {
+		canaryRollbacks.WithLabelValues(key).Inc()
+	}
+}
+
+// rollout runs one step of the canary rollout. acked says whether every live proxy acknowledged pub.
+func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, acked bool,
+	stable shard.Assignment, pods shardPods, namespaces []string) rolloutResult {
+	logger := log.FromContext(ctx)
+	key := client.ObjectKeyFromObject(sc).String()
+	canaryShard := canaryShardOf(sc)
+	if sc.Spec.Canary == nil {
+		// No canary (any more): every namespace goes to the stable shards; the record goes once none is left on the
+		// canary shard.
+		r.observer().Forget(key)
+		st := sc.Status.Canary.DeepCopy()
+		if st == nil || acked && pub.Assignment[canaryShard].Empty() {
+			return rolloutResult{target: stable}
+		}
+		st.Ranges, st.StableAssignment = nil, assignmentStatus(stable)
+		return rolloutResult{target: stable, status: st}
+	}
+
+	prev := sc.Status.Canary
+	var canarySet shard.Set
+	if prev != nil {
+		set, err := parseSet(prev.Ranges)
+		if err != nil {
+			logger.Error(err, "status.canary.ranges unreadable; the canary's set is what it owns")
+			set = pub.Assignment[canaryShard]
+		}
+		canarySet = set
+	}
+	plan, err := canary.FromSpec(sc.Spec.Canary)
+	if err != nil {
+		// Hold where the rollout is; the API's validation should not let this happen.
+		st := prev.DeepCopy()
+		if st == nil {
+			st = &meshv1alpha1.CanaryStatus{}
+		}
+		st.StableAssignment = assignmentStatus(stable)
+		ev := canary.Event{Type: canary.EventWarning, Reason: "InvalidCanary", Message: "spec.canary: " + err.Error() + "; the rollout holds"}
+		target := shard.Reassign(stable, canarySet, canaryShard)
+		if canarySet.Empty() {
+			target = stable
+		}
+		return rolloutResult{target: target, status: st, events: []canary.Event{ev}, requeue: canary.DefaultInterval}
+	}
+
+	state := plan.Restore(prev, canarySet)
+	owned := pub.Assignment[canaryShard]
+	if !acked {
+		// Not every proxy has the published assignment yet: any set other than the State's says "not handed over".
+		owned = state.Canary.Complement()
+	}
+	m, err := r.observer().Observe(ctx, key, state.StepStart, pods.canary)
+	if err != nil {
+		logger.Info("canary observation incomplete", "error", err.Error())
+	}
+	obs := canary.Observation{
+		Owned: owned, Requests: m.Requests, Errors: m.Errors, BreakerTrips: m.BreakerTrips, Restarts: m.Restarts,
+		Ready: m.Ready, Total: m.Total, Action: sc.Spec.Canary.Action,
+		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary),
+	}
+	next, res := canary.Step(plan, state, obs, time.Now())
+	// The status keeps the step's start to the second: keep the same time in memory, so that the baselines below
+	// are those the next reconcile finds.
+	next.StepStart = next.StepStart.Truncate(time.Second)
+	if !next.StepStart.IsZero() && !next.StepStart.Equal(state.StepStart) {
+		// A step's window begins: take the baselines now rather than at the next reconcile.
+		if _, err := r.observer().Observe(ctx, key, next.StepStart, pods.canary); err != nil {
+			logger.Info("canary baseline incomplete", "error", err.Error())
+		}
+	}
+
+	st := plan.Status(next)
+	st.Ranges = hashRanges(next.Canary)
+	st.StableAssignment = assignmentStatus(stable)
+	for _, ns := range namespaces {
+		if pub.Assignment[canaryShard].ContainsNamespace(ns) {
+			st.Namespaces++
+		}
+	}
+	ro := rolloutResult{
+		target:  canary.CanaryAssignment(stable, canaryShard, next),
+		status:  &st,
+		events:  res.Events,
+		requeue: res.RequeueAfter,
+		step:    &st.CurrentStep,
+	}
+	for _, e := range res.Events {
+		switch e.Reason {
+		case "AnalysisFailed", "RolledBack":
+			ro.rollback = true
+		case "Promoted":
+			ro.events = append(ro.events, canary.Event{Type: canary.EventNormal, Reason: "RollStableShards", Message: fmt.Sprintf(
+				"roll the stable shards' pods to the canary's images (%s), one shard at a time, non-leaders before the leader; "+
+					"the canary keeps its namespaces until every stable pod runs them", images(pods.canary))})
+		}
+	}
+	return ro
+}
+
+// images describes the canary pods' images, e.g. "op=operator:v2".
+func images(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return "no canary pod"
+	}
+	imgs := mcanary.Images(&pods[0])
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(imgs)) {
+		parts = append(parts, name+"="+imgs[name])
+	}
+	return strings.Join(parts, ", ")
+}
