@@ -43,6 +43,12 @@ type mesh struct {
 	relays   map[int]*relay // each proxy reaches the manager through a relay that can slow it down
 
 	killManager func()
+	metrics     string // the manager's /metrics address
+}
+
+// metric is the value of the first sample of the manager's /metrics whose line starts with prefix, or "".
+func (m *mesh) metric(prefix string) string {
+	return (&proxyInstance{probes: m.metrics}).metric(m.t, prefix)
 }
 
 const meshNamespace = "ops"
@@ -67,8 +73,9 @@ func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
 func (m *mesh) startManager() {
 	m.t.Helper()
 	probes := freeAddr(m.t)
+	m.metrics = freeAddr(m.t)
 	out, kill := startKillableBinary(m.t, fedmeshBinary(m.t, "manager"), "--kubeconfig", m.c.Kubeconfig(),
-		"--health-probe-bind-address", probes, "--metrics-bind-address", "0", "--leader-elect=false",
+		"--health-probe-bind-address", probes, "--metrics-bind-address", m.metrics, "--leader-elect=false",
 		"--xds-insecure", "--xds-bind-address", m.xds)
 	waitHTTP(m.t, "http://"+probes+"/readyz", out)
 	m.killManager = kill
@@ -287,6 +294,9 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 		t.Errorf("writes per shard %v: every shard should have written", shardsWriting)
 	}
 	t.Logf("%d writes audited; per shard %v; final epoch %d", len(writes), shardsWriting, final.Status.Epoch)
+	if got := m.metric(`fedmesh_manager_handover_gap_seconds_count{shardingconfig="ops/op"}`); got != "2" {
+		t.Errorf("handover gaps measured: %q, want 2 (one per handover)", got)
+	}
 }
 
 func patchShards(t *testing.T, m *mesh, n int32) {
@@ -416,6 +426,9 @@ func TestManagerReportsARefusedConfiguration(t *testing.T) {
 		}
 		return refused == 2 && !meta.IsStatusConditionTrue(sc.Status.Conditions, "Ready"), nil
 	})
+	if got := m.metric(`fedmesh_manager_proxy_nacks_total{shardingconfig="ops/op"}`); got != "2" {
+		t.Errorf("refusals counted: %q, want 2", got)
+	}
 	events, err := c.Clientset().EventsV1().Events(meshNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,25 @@ type Reconciler struct {
 	// written is the resourceVersion of each ShardingConfig's last status write: a cached object older than that
 	// is stale, and deciding from it would redo a canary transition.
 	written map[ktypes.NamespacedName]uint64
+	// revoked is when each ShardingConfig's current revoke was published, for the handover-gap metric.
+	revoked map[ktypes.NamespacedName]time.Time
+}
+
+// measureGap records the ownerless gap of a handover: from its revoke to its grant.
+func (r *Reconciler) measureGap(key ktypes.NamespacedName, phase string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.revoked == nil {
+		r.revoked = map[ktypes.NamespacedName]time.Time{}
+	}
+	if phase == "Revoked" {
+		r.revoked[key] = time.Now()
+		return
+	}
+	if at, ok := r.revoked[key]; ok {
+		handoverGap.WithLabelValues(key.String()).Observe(time.Since(at).Seconds())
+		delete(r.revoked, key)
+	}
 }
 
 // SetupWithManager registers the controller: ShardingConfigs, and the pods that form their shards.
@@ -197,6 +216,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Handover", phase, "epoch %d: %s", next.Epoch, describe(pub.Assignment, next.Assignment))
 	handovers.WithLabelValues(req.String(), phase).Inc()
+	r.measureGap(req.NamespacedName, phase)
 	if err := r.publish(ctx, &sc, next, members); err != nil {
 		return reconcile.Result{}, err
 	}

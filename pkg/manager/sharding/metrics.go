@@ -15,6 +15,14 @@ var (
 	handovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fedmesh_manager_handover_steps_total", Help: "Handover steps published, by phase (Revoked, Granted).",
 	}, []string{"shardingconfig", "phase"})
+	handoverGap = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fedmesh_manager_handover_gap_seconds",
+		Help:    "How long handed-over ranges had no owner: from the revoke to the grant (measured by this manager process).",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+	}, []string{"shardingconfig"})
+	nacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fedmesh_manager_proxy_nacks_total", Help: "Configurations refused by a proxy (each new refusal once).",
+	}, []string{"shardingconfig"})
 	canaryStep = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fedmesh_manager_canary_step", Help: "The canary's current step (status.canary.currentStep: -1 while only named namespaces moved).",
 	}, []string{"shardingconfig"})
@@ -24,5 +32,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(epochGauge, shardNamespaces, handovers, canaryStep, canaryRollbacks)
+	metrics.Registry.MustRegister(epochGauge, shardNamespaces, handovers, handoverGap, nacks, canaryStep, canaryRollbacks)
 }

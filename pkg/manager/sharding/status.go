@@ -103,7 +103,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		if ack.Acked == want {
 			st.ReadyProxies++
 		}
-		if ack.Error != "" && ack.Nacked != "" {
+		if ack.Error != "" && ack.Nacked != "" && ack.Error != previousNack(orig, m.pod) {
+			nacks.WithLabelValues(sc.Namespace + "/" + sc.Name).Inc()
 			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, "ProxyRefused", "Nack", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
 		}
 		st.Proxies = append(st.Proxies, ps)
@@ -138,4 +139,14 @@ func describe(from, to shard.Assignment) string {
 		return "no change"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// previousNack is the refusal the status already reports for pod, so each refusal is counted and told once.
+func previousNack(sc *meshv1alpha1.ShardingConfig, pod string) string {
+	for _, p := range sc.Status.Proxies {
+		if p.Pod == pod {
+			return p.NackReason
+		}
+	}
+	return ""
 }
