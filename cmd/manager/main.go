@@ -31,6 +31,8 @@ type options struct {
 	xdsKeyFile   string
 	xdsInsecure  bool
 	xdsAudiences []string
+	proxyLease   time.Duration
+	leaseMargin  time.Duration
 	webhooks     webhookOptions
 }
 
@@ -41,6 +43,8 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.xdsKeyFile, "xds-private-key-file", "", "Private key of --xds-cert-file.")
 	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Serve xDS without TLS (loopback tests only: tokens would travel in the clear).")
 	fs.StringSliceVar(&o.xdsAudiences, "xds-token-audiences", nil, "Audiences the proxies' service-account tokens must carry; empty means the API server's.")
+	fs.DurationVar(&o.proxyLease, "proxy-lease", 30*time.Second, "The proxies' --ownership-lease: a proxy out of contact longer (plus a margin) no longer holds up a handover; 0 waits for every live pod.")
+	fs.DurationVar(&o.leaseMargin, "proxy-lease-margin", 20*time.Second, "Added to --proxy-lease before a silent proxy is counted out: keepalives take up to ~15 s to notice a partition.")
 	o.webhooks.addFlags(fs)
 }
 
@@ -64,7 +68,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	}
 	snap := xds.NewSnapshotter(xds.SnapshotterOptions{VersionPrefix: fmt.Sprintf("m%d-", time.Now().UnixNano())})
 	callbacks := xds.NewCallbacks(xds.TokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), o.xdsAudiences))
-	var serverOpts []grpc.ServerOption
+	serverOpts := append([]grpc.ServerOption(nil), xds.ServerKeepalive...)
 	if !o.xdsInsecure {
 		creds, err := credentials.NewServerTLSFromFile(o.xdsCertFile, o.xdsKeyFile)
 		if err != nil {
@@ -90,9 +94,11 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	err = (&sharding.Reconciler{
-		Client:    mgr.GetClient(),
-		Publisher: publisher{snap, callbacks},
-		Recorder:  mgr.GetEventRecorder("fedmesh-manager"),
+		Client:      mgr.GetClient(),
+		Publisher:   publisher{snap, callbacks},
+		Recorder:    mgr.GetEventRecorder("fedmesh-manager"),
+		ProxyLease:  o.proxyLease,
+		LeaseMargin: o.leaseMargin,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type options struct {
 	stateDir           string
 
 	xdsAddress     string
+	ownershipLease time.Duration
 	xdsCAFile      string
 	xdsInsecure    bool
 	xdsTokenFile   string
@@ -59,6 +60,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.xdsCAFile, "xds-ca-file", "", "CA that signed the manager's xDS certificate.")
 	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Talk to the manager without TLS (loopback tests only).")
 	fs.StringVar(&o.xdsTokenFile, "xds-token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "Service-account token the proxy proves its pod with.")
+	fs.DurationVar(&o.ownershipLease, "ownership-lease", 30*time.Second, "With --xds-address: how long the proxy keeps its ranges without contact with the manager (match the manager's --proxy-lease).")
 	fs.Int32Var(&o.shard, "shard", -1, "This pod's shard ordinal (xDS node identity).")
 	fs.StringVar(&o.shardingConfig, "sharding-config", "", "namespace/name of the ShardingConfig this proxy serves (xDS node identity).")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name (xDS node identity).")
@@ -126,7 +128,11 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := proxy.New(proxy.Options{Host: upstream, Store: store, Registerer: reg, Log: log})
+	lease := time.Duration(0)
+	if o.xdsAddress != "" {
+		lease = o.ownershipLease
+	}
+	p, err := proxy.New(proxy.Options{Host: upstream, Store: store, Registerer: reg, Log: log, OwnershipLease: lease})
 	if err != nil {
 		return err
 	}
@@ -135,7 +141,7 @@ func (o *options) Run(ctx context.Context) error {
 	if o.configFile != "" {
 		g.Go(func() error { return watchFile(ctx, o.configFile, store, log.WithName("config")) })
 	} else {
-		g.Go(func() error { return o.runXDS(ctx, store, log.WithName("xds")) })
+		g.Go(func() error { return o.runXDS(ctx, store, p.Contact, log.WithName("xds")) })
 	}
 	probes := http.NewServeMux()
 	probes.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -156,10 +162,10 @@ func (o *options) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-func (o *options) runXDS(ctx context.Context, store *config.Store, log logr.Logger) error {
+func (o *options) runXDS(ctx context.Context, store *config.Store, onContact func(bool), log logr.Logger) error {
 	node, _ := o.node()
 	opts := xds.ClientOptions{Target: o.xdsAddress, Insecure: o.xdsInsecure, TokenFile: o.xdsTokenFile, Node: node,
-		Apply: proxy.XDSApply(store), Log: log}
+		Apply: proxy.XDSApply(store), Log: log, OnContact: onContact}
 	if !o.xdsInsecure {
 		tlsConfig, err := xds.TLSConfigFromCA(o.xdsCAFile, "")
 		if err != nil {

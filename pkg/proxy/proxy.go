@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Log receives the proxy's structured logs.
 	Log logr.Logger
+	// OwnershipLease is how long the ownership holds without contact with the manager (see Contact); 0 means
+	// forever, for a standalone configuration. With a lease the proxy starts owning nothing until its first
+	// contact: a configuration persisted before a restart may have been handed on meanwhile.
+	OwnershipLease time.Duration
 }
 
 // Proxy is the sidecar's request handling: classify, route to an upstream, enforce the shard's ownership and the
@@ -47,6 +52,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	members map[string]*upstream // by cluster name, rebuilt when the ownership's clusters change
+	lease   ownershipLease
 	// writeGate is held shared by each write from its ownership check until its response, and exclusively by an
 	// ownership change: so a revocation is acknowledged only after the writes begun under it are done.
 	writeGate sync.RWMutex
@@ -71,6 +77,7 @@ func New(opts Options) (*Proxy, error) {
 		metrics: newMetrics(reg),
 		log:     opts.Log,
 		members: map[string]*upstream{},
+		lease:   ownershipLease{duration: opts.OwnershipLease, expired: opts.OwnershipLease > 0},
 	}
 	cur := opts.Store.Current()
 	p.engine, err = breaker.New(cur.Traffic, breaker.Options{Observer: p.metrics.observer()})
@@ -84,7 +91,7 @@ func New(opts Options) (*Proxy, error) {
 }
 
 // Ready reports whether the proxy has an ownership to enforce; before that it owns nothing.
-func (p *Proxy) Ready() bool { return p.store.Current().Ownership != nil }
+func (p *Proxy) Ready() bool { return p.ownership() != nil }
 
 // ServeHTTP classifies the request once, then runs it through the traffic policy and the ownership rules.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {

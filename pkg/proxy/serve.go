@@ -32,7 +32,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.writeGate.RLock()
 		defer p.writeGate.RUnlock()
 	}
-	own := p.store.Current().Ownership // read after taking the gate: a write never runs under revoked ranges
+	own := p.ownership() // read after taking the gate: a write never runs under revoked ranges
 	if own != nil {
 		if rename, ok := leaseRenameFor(own, req); ok {
 			if err := rename.request(r, req); err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -35,6 +36,8 @@ type NodeState struct {
 	Metadata NodeMetadata
 	// Connected: the node has an open, authenticated stream.
 	Connected bool
+	// Since is when Connected last changed.
+	Since time.Time
 	// Resources it subscribed to, and what it did with them.
 	Resources map[ResourceKey]AckState
 }
@@ -177,7 +180,7 @@ func (c *Callbacks) disconnectLocked(nodeID string) {
 	if c.conns[nodeID] <= 0 {
 		delete(c.conns, nodeID)
 		if n := c.nodes[nodeID]; n != nil {
-			n.Connected = false
+			n.Connected, n.Since = false, time.Now()
 		}
 	}
 	c.notifyLocked()
@@ -254,6 +257,9 @@ func (c *Callbacks) admit(st *streamState, node *core.Node) error {
 	if n == nil || n.Metadata != meta {
 		n = &NodeState{Resources: map[ResourceKey]AckState{}}
 		c.nodes[st.nodeID] = n
+	}
+	if !n.Connected {
+		n.Since = time.Now()
 	}
 	n.Metadata, n.Connected = meta, true
 	c.conns[st.nodeID]++

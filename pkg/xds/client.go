@@ -51,6 +51,9 @@ type ClientOptions struct {
 	Log logr.Logger
 	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
 	DialOptions []grpc.DialOption
+	// OnContact, if set, hears true when a stream delivers its first response and false when that stream ends:
+	// whether the proxy is in contact with the manager, for its ownership lease.
+	OnContact func(inContact bool)
 
 	clock clock.Clock    // test hook; default the real clock
 	rand  func() float64 // test hook; default math/rand/v2
@@ -155,8 +158,8 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	conn, err := grpc.NewClient(c.opts.Target, append([]grpc.DialOption{grpc.WithTransportCredentials(c.creds)},
-		c.opts.DialOptions...)...)
+	conn, err := grpc.NewClient(c.opts.Target, append([]grpc.DialOption{grpc.WithTransportCredentials(c.creds),
+		grpc.WithKeepaliveParams(ClientKeepalive)}, c.opts.DialOptions...)...)
 	if err != nil {
 		return false, err
 	}
@@ -179,13 +182,22 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			return false, err
 		}
 	}
+	defer func() {
+		if got && c.opts.OnContact != nil {
+			c.opts.OnContact(false)
+		}
+	}()
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
 			return got, err
 		}
+		reply := c.handle(resp)
+		if !got && c.opts.OnContact != nil {
+			c.opts.OnContact(true)
+		}
 		got = true
-		if err := stream.Send(c.handle(resp)); err != nil {
+		if err := stream.Send(reply); err != nil {
 			return got, err
 		}
 	}

@@ -43,7 +43,9 @@ type mesh struct {
 	relays   map[int]*relay // each proxy reaches the manager through a relay that can slow it down
 
 	killManager func()
-	metrics     string // the manager's /metrics address
+	metrics     string   // the manager's /metrics address
+	managerArgs []string // extra flags of the manager and of the proxies
+	proxyArgs   []string
 }
 
 // metric is the value of the first sample of the manager's /metrics whose line starts with prefix, or "".
@@ -53,7 +55,10 @@ func (m *mesh) metric(prefix string) string {
 
 const meshNamespace = "ops"
 
-func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
+func startMesh(t *testing.T, c *cluster.Cluster) *mesh { return startMeshWith(t, c, nil, nil) }
+
+// startMeshWith starts a mesh whose manager and proxies get extra flags.
+func startMeshWith(t *testing.T, c *cluster.Cluster, managerArgs, proxyArgs []string) *mesh {
 	t.Helper()
 	ctx := context.Background()
 	if err := c.InstallCRDs(ctx, filepath.Join(sourceRoot(t), "charts/fedmesh/crds")); err != nil {
@@ -64,7 +69,8 @@ func startMesh(t *testing.T, c *cluster.Cluster) *mesh {
 		t.Fatal(err)
 	}
 	cl := startMeshClient(t, c)
-	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{}}
+	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{},
+		managerArgs: managerArgs, proxyArgs: proxyArgs}
 	m.startManager()
 	return m
 }
@@ -74,9 +80,9 @@ func (m *mesh) startManager() {
 	m.t.Helper()
 	probes := freeAddr(m.t)
 	m.metrics = freeAddr(m.t)
-	out, kill := startKillableBinary(m.t, fedmeshBinary(m.t, "manager"), "--kubeconfig", m.c.Kubeconfig(),
-		"--health-probe-bind-address", probes, "--metrics-bind-address", m.metrics, "--leader-elect=false",
-		"--xds-insecure", "--xds-bind-address", m.xds)
+	args := append([]string{"--kubeconfig", m.c.Kubeconfig(), "--health-probe-bind-address", probes,
+		"--metrics-bind-address", m.metrics, "--leader-elect=false", "--xds-insecure", "--xds-bind-address", m.xds}, m.managerArgs...)
+	out, kill := startKillableBinary(m.t, fedmeshBinary(m.t, "manager"), args...)
 	waitHTTP(m.t, "http://"+probes+"/readyz", out)
 	m.killManager = kill
 }
@@ -109,10 +115,12 @@ func (m *mesh) addShardPod(i int) {
 	}
 	p := &proxyInstance{addr: freeAddr(t), probes: freeAddr(t)}
 	m.relays[i] = startRelay(t, m.xds)
-	p.output = startBinary(t, fedmeshBinary(t, "proxy"), "--upstream-kubeconfig", m.c.Kubeconfig(),
+	args := append([]string{"--upstream-kubeconfig", m.c.Kubeconfig(),
 		"--listen-address", p.addr, "--probe-address", p.probes, "--state-dir", filepath.Join(dir, "state"),
 		"--xds-address", m.relays[i].addr, "--xds-insecure", "--xds-token-file", tokenFile,
-		"--sharding-config", meshNamespace+"/op", "--shard", strconv.Itoa(i), "--pod-name", pod.Name, "--pod-namespace", meshNamespace)
+		"--sharding-config", meshNamespace + "/op", "--shard", strconv.Itoa(i), "--pod-name", pod.Name,
+		"--pod-namespace", meshNamespace}, m.proxyArgs...)
+	p.output = startBinary(t, fedmeshBinary(t, "proxy"), args...)
 	m.proxies[i] = p
 }
 
@@ -143,8 +151,12 @@ func (m *mesh) waitReady(proxies int) *meshv1alpha1.ShardingConfig {
 	eventually(m.t, 60*time.Second, fmt.Sprintf("ShardingConfig Ready with %d proxies", proxies), func() (bool, error) {
 		sc = m.shardingConfig()
 		ready := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
-		return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == sc.Generation &&
-			int(sc.Status.ReadyProxies) == proxies && len(sc.Status.Assignment) >= int(sc.Spec.Shards), nil
+		if ready == nil {
+			return false, nil
+		}
+		summary := fmt.Errorf("epoch %d, %s %s: %s; proxies %+v", sc.Status.Epoch, ready.Status, ready.Reason, ready.Message, sc.Status.Proxies)
+		return ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == sc.Generation &&
+			int(sc.Status.ReadyProxies) == proxies && len(sc.Status.Assignment) >= int(sc.Spec.Shards), summary
 	})
 	return sc
 }
@@ -180,33 +192,8 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 	}
 	m.waitReady(2)
 
-	var mu sync.Mutex
-	var writes []write
-	uncertain := map[string]bool{}
-	writers := map[int]func(){}
-	startWriter := func(s int) {
-		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		cs := kubernetes.NewForConfigOrDie(m.proxies[s].config(m.identity))
-		go func() {
-			defer close(done)
-			for seq := 0; wctx.Err() == nil; seq++ {
-				ns := namespaces[seq%len(namespaces)]
-				name := fmt.Sprintf("w-%d-%d", s, seq)
-				start := time.Now()
-				_, err := cs.CoreV1().ConfigMaps(ns).Create(wctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-				mu.Lock()
-				switch {
-				case err == nil:
-					writes = append(writes, write{shard: s, ns: ns, name: name, start: start, end: time.Now()})
-				case wctx.Err() != nil:
-					uncertain[ns+"/"+name] = true // stopped mid-request: it may or may not have been stored
-				}
-				mu.Unlock()
-			}
-		}()
-		writers[s] = func() { cancel(); <-done }
-	}
+	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
+	startWriter := w.start
 	startWriter(0)
 	startWriter(1)
 	time.Sleep(time.Second)
@@ -224,42 +211,15 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 	// Scale down while shard 2's pod still runs and writes: its proxy must give its ranges up first.
 	patchShards(t, m, 2)
 	m.waitReady(3)
-	writers[2]()
+	w.stop[2]()
 	m.removeShardPod(2)
 	final := m.waitReady(2)
 	time.Sleep(time.Second)
-	writers[0]()
-	writers[1]()
+	w.stop[0]()
+	w.stop[1]()
+	writes, uncertain := w.writes, w.uncertain
 
-	// Audit: per namespace, writes of different shards never overlap in time, and owners do not alternate: each of
-	// the two handovers changes a namespace's writer at most once, so its writes switch shard at most twice.
-	byNS := map[string][]write{}
-	for _, w := range writes {
-		byNS[w.ns] = append(byNS[w.ns], w)
-	}
-	for ns, ws := range byNS {
-		sort.Slice(ws, func(i, j int) bool { return ws[i].start.Before(ws[j].start) })
-		switches := 0
-		for i := range ws {
-			if i > 0 && ws[i].shard != ws[i-1].shard {
-				switches++
-			}
-			for j := i + 1; j < len(ws) && ws[j].start.Before(ws[i].end); j++ {
-				if ws[i].shard != ws[j].shard {
-					t.Errorf("namespace %s written by shards %d (%s) and %d (%s) at the same time", ns, ws[i].shard, ws[i].name, ws[j].shard, ws[j].name)
-				}
-			}
-		}
-		if switches > 2 {
-			var seq []int
-			for _, w := range ws {
-				if len(seq) == 0 || seq[len(seq)-1] != w.shard {
-					seq = append(seq, w.shard)
-				}
-			}
-			t.Errorf("namespace %s changed writer %d times (%v): two shards owned it at once", ns, switches, seq)
-		}
-	}
+	auditOwnership(t, writes, 2)
 	// Every namespace has an owner at the end, and every accepted write is stored; nothing else is.
 	owned := 0
 	for _, sa := range final.Status.Assignment {
@@ -314,6 +274,7 @@ func patchShards(t *testing.T, m *mesh, n int32) {
 type relay struct {
 	addr   string
 	mu     sync.Mutex
+	cut    bool
 	delay  time.Duration
 	conns  []net.Conn
 	target string
@@ -334,6 +295,11 @@ func startRelay(t *testing.T, target string) *relay {
 				return
 			}
 			r.mu.Lock()
+			if r.cut {
+				r.mu.Unlock()
+				in.Close()
+				continue
+			}
 			out, err := net.Dial("tcp", target)
 			if err != nil {
 				r.mu.Unlock()
@@ -347,6 +313,23 @@ func startRelay(t *testing.T, target string) *relay {
 		}
 	}()
 	return r
+}
+
+// partition cuts every connection and refuses new ones until heal.
+func (r *relay) partition() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cut = true
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+}
+
+func (r *relay) heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cut = false
 }
 
 // slow delays everything target sends from now on by d (0 ends the delay), keeping its order.
@@ -537,3 +520,128 @@ func startMeshClient(t *testing.T, c *cluster.Cluster) client.Client {
 }
 
 func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+// auditOwnership checks the writes shards made through their proxies: per namespace, writes of different shards
+// never overlap in time, and the writer changes at most maxSwitches times (once per handover): two shards that
+// owned a namespace at once would alternate.
+func auditOwnership(t *testing.T, writes []write, maxSwitches int) {
+	t.Helper()
+	byNS := map[string][]write{}
+	for _, w := range writes {
+		byNS[w.ns] = append(byNS[w.ns], w)
+	}
+	for ns, ws := range byNS {
+		sort.Slice(ws, func(i, j int) bool { return ws[i].start.Before(ws[j].start) })
+		switches := 0
+		for i := range ws {
+			if i > 0 && ws[i].shard != ws[i-1].shard {
+				switches++
+			}
+			for j := i + 1; j < len(ws) && ws[j].start.Before(ws[i].end); j++ {
+				if ws[i].shard != ws[j].shard {
+					t.Errorf("namespace %s written by shards %d (%s) and %d (%s) at the same time", ns, ws[i].shard, ws[i].name, ws[j].shard, ws[j].name)
+				}
+			}
+		}
+		if switches > maxSwitches {
+			var seq []int
+			for _, w := range ws {
+				if len(seq) == 0 || seq[len(seq)-1] != w.shard {
+					seq = append(seq, w.shard)
+				}
+			}
+			t.Errorf("namespace %s changed writer %d times (%v): two shards owned it at once", ns, switches, seq)
+		}
+	}
+}
+
+// writers keep creating ConfigMaps through shards' proxies, cycling over namespaces, and record what was accepted.
+type writers struct {
+	m          *mesh
+	namespaces []string
+	stop       map[int]func()
+
+	mu        sync.Mutex
+	writes    []write
+	uncertain map[string]bool // stopped mid-request: may or may not have been stored
+}
+
+func (w *writers) start(s int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	cs := kubernetes.NewForConfigOrDie(w.m.proxies[s].config(w.m.identity))
+	go func() {
+		defer close(done)
+		for seq := 0; ctx.Err() == nil; seq++ {
+			ns := w.namespaces[seq%len(w.namespaces)]
+			name := fmt.Sprintf("w-%d-%d", s, seq)
+			start := time.Now()
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			w.mu.Lock()
+			switch {
+			case err == nil:
+				w.writes = append(w.writes, write{shard: s, ns: ns, name: name, start: start, end: time.Now()})
+			case ctx.Err() != nil:
+				w.uncertain[ns+"/"+name] = true
+			}
+			w.mu.Unlock()
+		}
+	}()
+	w.stop[s] = func() { cancel(); <-done }
+}
+
+// A proxy cut off from the manager gives its ranges up when its ownership lease lapses, and the manager, after
+// the lease and a margin, hands them on without it: the handover completes, still with one owner at a time.
+func TestManagerHandsOverPastAPartitionedProxy(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	namespaces := teamNamespaces(t, c.Clientset(), 30)
+	m := startMeshWith(t, c, []string{"--proxy-lease", "2s", "--proxy-lease-margin", "1s"}, []string{"--ownership-lease", "2s"})
+	m.addShardPod(0)
+	m.addShardPod(1)
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
+		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
+	}
+	if err := m.client.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	m.waitReady(2)
+	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
+	w.start(0)
+	w.start(1)
+	time.Sleep(time.Second)
+
+	m.relays[0].partition()
+	m.addShardPod(2)
+	patchShards(t, m, 3)
+	w.start(2)
+	// Shards 1 and 2 acknowledge; shard 0 cannot, and is counted out once its lease has lapsed.
+	done := m.waitReady(2)
+	if done.Spec.Shards != 3 {
+		t.Fatalf("ready with %d shards", done.Spec.Shards)
+	}
+	cut := time.Now()
+	time.Sleep(2 * time.Second)
+	cs := kubernetes.NewForConfigOrDie(m.proxies[0].config(m.identity))
+	if _, err := cs.CoreV1().ConfigMaps(namespaces[0]).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cut-off"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a write through the cut-off proxy %s after its lease: %v, want refused", time.Since(cut), err)
+	}
+	m.relays[0].heal()
+	m.waitReady(3)
+	time.Sleep(time.Second)
+	for s := range 3 {
+		w.stop[s]()
+	}
+	auditOwnership(t, w.writes, 1)
+	per := map[int]int{}
+	for _, wr := range w.writes {
+		if wr.start.After(cut) {
+			per[wr.shard]++
+		}
+	}
+	if per[2] == 0 || per[0] == 0 {
+		t.Errorf("writes after the cut per shard %v: shard 2 should have taken over, and shard 0 resumed after healing", per)
+	}
+}

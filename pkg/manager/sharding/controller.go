@@ -42,6 +42,12 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Poll is how often a handover waiting for acknowledgements is looked at again; default 500ms.
 	Poll time.Duration
+	// ProxyLease is the proxies' ownership lease (their --ownership-lease): a proxy out of contact that long owns
+	// nothing, and a handover stops waiting for it. 0 waits for every live pod's proxy, however long.
+	ProxyLease time.Duration
+	// LeaseMargin is added to ProxyLease: the two sides may notice a silent partition at different times (their
+	// keepalives take up to ~15 s), and clocks run at slightly different rates. Default 20 s.
+	LeaseMargin time.Duration
 	// Observer measures canary pods and proxies; nil means a default one.
 	Observer *mcanary.Observer
 
@@ -49,6 +55,7 @@ type Reconciler struct {
 	// written is the resourceVersion of each ShardingConfig's last status write: a cached object older than that
 	// is stale, and deciding from it would redo a canary transition.
 	written map[ktypes.NamespacedName]uint64
+	started time.Time
 	// revoked is when each ShardingConfig's current revoke was published, for the handover-gap metric.
 	revoked map[ktypes.NamespacedName]time.Time
 }
@@ -77,6 +84,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Observer == nil {
 		r.Observer = &mcanary.Observer{}
+	}
+	r.started = time.Now()
+	if r.LeaseMargin == 0 {
+		r.LeaseMargin = 20 * time.Second
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&meshv1alpha1.ShardingConfig{}).
@@ -202,7 +213,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			logger.V(1).Info("waiting for proxies to acknowledge", "epoch", pub.Epoch, "pending", pending)
 			return reconcile.Result{RequeueAfter: r.Poll}, nil
 		}
-		return reconcile.Result{RequeueAfter: ro.requeue}, nil
+		requeue := ro.requeue
+		if r.behind(&sc, pub, members) && (requeue == 0 || requeue > 4*r.Poll) {
+			// A proxy counted out (out of contact) may come back: notice its acknowledgement in the status.
+			requeue = 4 * r.Poll
+		}
+		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	// The status is the memory of the handover: write the step there first, then tell the proxies. A manager that
 	// dies in between publishes the same step from the status when it comes back.
@@ -372,13 +388,33 @@ func (r *Reconciler) traffic(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	return doc, fmt.Sprintf("%s.g%d", tp.UID, tp.Generation), err
 }
 
+// behind reports whether some member has not acknowledged pub, waited for or not.
+func (r *Reconciler) behind(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) bool {
+	acks := r.Publisher.Acks()
+	for _, m := range members {
+		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
+		if acks[sc.Namespace+"/"+m.pod].Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked != version(sc, pub) {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingAcks lists the live proxies that have not acknowledged pub.
+//
+// A proxy out of contact for longer than ProxyLease (and a margin for clocks and keepalives) has given up its
+// ranges by itself, so it is not waited for; nor is one this manager has never heard from once the manager has
+// run that long (were it alive, it would have connected).
 func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) []string {
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
+	lapsed := func(since time.Time) bool { return r.ProxyLease > 0 && time.Since(since) > r.ProxyLease+r.LeaseMargin }
 	var pending []string
 	for _, m := range members {
-		node := acks[sc.Namespace+"/"+m.pod]
+		node, known := acks[sc.Namespace+"/"+m.pod]
+		if (known && !node.Connected && lapsed(node.Since)) || (!known && lapsed(r.started)) {
+			continue
+		}
 		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
 		if node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked != want {
 			pending = append(pending, m.pod)

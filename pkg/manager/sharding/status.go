@@ -113,6 +113,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Assigned", ObservedGeneration: sc.Generation,
 		Message: fmt.Sprintf("epoch %d acknowledged by all %d proxies", pub.Epoch, len(members))}
+	if int(st.ReadyProxies) < len(members) {
+		cond.Message = fmt.Sprintf("epoch %d acknowledged by %d of %d proxies; the others are out of contact past their lease", pub.Epoch, st.ReadyProxies, len(members))
+	}
 	progressing := metav1.Condition{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "Steady", ObservedGeneration: sc.Generation,
 		Message: "every range has its owner"}
 	if !ready {
