@@ -3,14 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,7 +29,6 @@ const canaryShard = 2 // spec.shards of the canary tests' ShardingConfig
 func (m *mesh) addCanaryPod() *proxyInstance {
 	t := m.t
 	t.Helper()
-	ctx := context.Background()
 	cs := m.c.Clientset()
 	p := &proxyInstance{addr: freeAddr(t), probes: freeAddr(t)}
 	pod := &corev1.Pod{
@@ -42,26 +37,9 @@ func (m *mesh) addCanaryPod() *proxyInstance {
 			Annotations: map[string]string{mcanary.MetricsAnnotation: p.probes}},
 		Spec: corev1.PodSpec{ServiceAccountName: "op", Containers: []corev1.Container{{Name: "op", Image: "operator:v2"}}},
 	}
-	pod, err := cs.CoreV1().Pods(meshNamespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m.createPod(pod)
 	setPodStatus(t, cs, pod.Name, 0)
-	tr, err := cs.CoreV1().ServiceAccounts(meshNamespace).CreateToken(ctx, "op", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.output = startBinary(t, fedmeshBinary(t, "proxy"), "--upstream-kubeconfig", m.c.Kubeconfig(),
-		"--listen-address", p.addr, "--probe-address", p.probes, "--state-dir", filepath.Join(dir, "state"),
-		"--xds-address", m.xds, "--xds-insecure", "--xds-token-file", tokenFile,
-		"--sharding-config", meshNamespace+"/op", "--shard", strconv.Itoa(canaryShard), "--pod-name", pod.Name, "--pod-namespace", meshNamespace)
+	m.runProxy(pod, canaryShard, p)
 	return p
 }
 

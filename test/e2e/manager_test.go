@@ -89,20 +89,33 @@ func (m *mesh) startManager() {
 
 // addShardPod creates pod op-<i> and starts its proxy, configured by the manager over xDS.
 func (m *mesh) addShardPod(i int) {
-	t := m.t
-	t.Helper()
-	ctx := context.Background()
-	cs := m.c.Clientset()
+	m.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("op-%d", i), Namespace: meshNamespace,
 			Labels: map[string]string{"app": "op", "apps.kubernetes.io/pod-index": strconv.Itoa(i)}},
 		Spec: corev1.PodSpec{ServiceAccountName: "op", Containers: []corev1.Container{{Name: "op", Image: "operator:v1"}}},
 	}
-	pod, err := cs.CoreV1().Pods(meshNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	p := &proxyInstance{addr: freeAddr(m.t), probes: freeAddr(m.t)}
+	m.createPod(pod)
+	m.runProxy(pod, i, p)
+	m.proxies[i] = p
+}
+
+func (m *mesh) createPod(pod *corev1.Pod) {
+	m.t.Helper()
+	created, err := m.c.Clientset().CoreV1().Pods(meshNamespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		m.t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(meshNamespace).CreateToken(ctx, "op", &authenticationv1.TokenRequest{
+	*pod = *created
+}
+
+// runProxy starts pod's proxy as shard, at p's addresses, authenticated by a token bound to the pod and reaching
+// the manager through a relay of its own.
+func (m *mesh) runProxy(pod *corev1.Pod, shard int, p *proxyInstance) {
+	t := m.t
+	t.Helper()
+	tr, err := m.c.Clientset().CoreV1().ServiceAccounts(meshNamespace).CreateToken(context.Background(), "op", &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -113,15 +126,23 @@ func (m *mesh) addShardPod(i int) {
 	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proxyInstance{addr: freeAddr(t), probes: freeAddr(t)}
-	m.relays[i] = startRelay(t, m.xds)
+	m.relays[shard] = startRelay(t, m.xds)
 	args := append([]string{"--upstream-kubeconfig", m.c.Kubeconfig(),
 		"--listen-address", p.addr, "--probe-address", p.probes, "--state-dir", filepath.Join(dir, "state"),
-		"--xds-address", m.relays[i].addr, "--xds-insecure", "--xds-token-file", tokenFile,
-		"--sharding-config", meshNamespace + "/op", "--shard", strconv.Itoa(i), "--pod-name", pod.Name,
+		"--xds-address", m.relays[shard].addr, "--xds-insecure", "--xds-token-file", tokenFile,
+		"--sharding-config", meshNamespace + "/op", "--shard", strconv.Itoa(shard), "--pod-name", pod.Name,
 		"--pod-namespace", meshNamespace}, m.proxyArgs...)
 	p.output = startBinary(t, fedmeshBinary(t, "proxy"), args...)
-	m.proxies[i] = p
+}
+
+// createShardingConfig creates ShardingConfig ops/op, selecting the pods labelled app=op.
+func (m *mesh) createShardingConfig(spec meshv1alpha1.ShardingConfigSpec) {
+	m.t.Helper()
+	spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}
+	sc := &meshv1alpha1.ShardingConfig{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace}, Spec: spec}
+	if err := m.client.Create(context.Background(), sc); err != nil {
+		m.t.Fatal(err)
+	}
 }
 
 // removeShardPod deletes pod op-<i>; its proxy goes with it (its writes stop being accepted anywhere).
@@ -179,17 +200,7 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 	m := startMesh(t, c)
 	m.addShardPod(0)
 	m.addShardPod(1)
-	sc := &meshv1alpha1.ShardingConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
-		Spec: meshv1alpha1.ShardingConfigSpec{
-			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}},
-			Shards:    2,
-			Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}},
-		},
-	}
-	if err := m.client.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}})
 	m.waitReady(2)
 
 	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
@@ -379,13 +390,7 @@ func TestManagerReportsARefusedConfiguration(t *testing.T) {
 	m := startMesh(t, c)
 	m.addShardPod(0)
 	m.addShardPod(1)
-	sc := &meshv1alpha1.ShardingConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
-		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
-	}
-	if err := m.client.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2})
 	good := m.waitReady(2)
 	assignment := statusAssignment(t, good)
 	owner := map[string]shard.ShardID{}
@@ -459,18 +464,11 @@ func statusAssignment(t *testing.T, sc *meshv1alpha1.ShardingConfig) shard.Assig
 func TestManagerRestartFinishesAHandover(t *testing.T) {
 	t.Parallel()
 	c := cluster.New(t, cluster.Options{})
-	ctx := context.Background()
 	namespaces := teamNamespaces(t, c.Clientset(), 20)
 	m := startMesh(t, c)
 	m.addShardPod(0)
 	m.addShardPod(1)
-	sc := &meshv1alpha1.ShardingConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
-		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
-	}
-	if err := m.client.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2})
 	before := m.waitReady(2)
 	m.relays[0].slow(3 * time.Second)
 	m.relays[1].slow(3 * time.Second)
@@ -600,13 +598,7 @@ func TestManagerHandsOverPastAPartitionedProxy(t *testing.T) {
 	m := startMeshWith(t, c, []string{"--proxy-lease", "2s", "--proxy-lease-margin", "1s"}, []string{"--ownership-lease", "2s"})
 	m.addShardPod(0)
 	m.addShardPod(1)
-	sc := &meshv1alpha1.ShardingConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
-		Spec:       meshv1alpha1.ShardingConfigSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}}, Shards: 2},
-	}
-	if err := m.client.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2})
 	m.waitReady(2)
 	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
 	w.start(0)
