@@ -33,6 +33,7 @@ type options struct {
 	xdsAudiences []string
 	proxyLease   time.Duration
 	leaseMargin  time.Duration
+	countEvery   time.Duration
 	webhooks     webhookOptions
 }
 
@@ -45,6 +46,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.xdsAudiences, "xds-token-audiences", nil, "Audiences the proxies' service-account tokens must carry; empty means the API server's.")
 	fs.DurationVar(&o.proxyLease, "proxy-lease", 30*time.Second, "The proxies' --ownership-lease: a proxy out of contact longer (plus a margin) no longer holds up a handover; 0 waits for every live pod.")
 	fs.DurationVar(&o.leaseMargin, "proxy-lease-margin", 20*time.Second, "Added to --proxy-lease before a silent proxy is counted out: keepalives take up to ~15 s to notice a partition.")
+	fs.DurationVar(&o.countEvery, "object-count-interval", time.Minute, "How often the sharded objects of each shard are counted for the ShardingConfig status.")
 	o.webhooks.addFlags(fs)
 }
 
@@ -94,11 +96,12 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	err = (&sharding.Reconciler{
-		Client:      mgr.GetClient(),
-		Publisher:   publisher{snap, callbacks},
-		Recorder:    mgr.GetEventRecorder("fedmesh-manager"),
-		ProxyLease:  o.proxyLease,
-		LeaseMargin: o.leaseMargin,
+		Client:              mgr.GetClient(),
+		Publisher:           publisher{snap, callbacks},
+		Recorder:            mgr.GetEventRecorder("fedmesh-manager"),
+		ProxyLease:          o.proxyLease,
+		LeaseMargin:         o.leaseMargin,
+		ObjectCountInterval: o.countEvery,
 	}).SetupWithManager(mgr)
 	if err != nil {
 		return err

@@ -197,7 +197,7 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 	c := cluster.New(t, cluster.Options{})
 	ctx := context.Background()
 	namespaces := teamNamespaces(t, c.Clientset(), 60)
-	m := startMesh(t, c)
+	m := startMeshWith(t, c, []string{"--object-count-interval", "1s"}, nil)
 	m.addShardPod(0)
 	m.addShardPod(1)
 	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}})
@@ -238,6 +238,11 @@ func TestManagerScalesShardsWithoutTwoOwners(t *testing.T) {
 	}
 	if owned < len(namespaces) {
 		t.Errorf("the final assignment owns %d namespaces, want at least %d", owned, len(namespaces))
+	}
+	for _, sa := range final.Status.Assignment {
+		if sa.Namespaces > 0 && sa.Objects == 0 {
+			t.Errorf("shard %d owns %d namespaces full of ConfigMaps but its status counts no objects", sa.Shard, sa.Namespaces)
+		}
 	}
 	stored := map[string]bool{}
 	list, err := c.Clientset().CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})

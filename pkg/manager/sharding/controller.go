@@ -48,6 +48,9 @@ type Reconciler struct {
 	// LeaseMargin is added to ProxyLease: the two sides may notice a silent partition at different times (their
 	// keepalives take up to ~15 s), and clocks run at slightly different rates. Default 20 s.
 	LeaseMargin time.Duration
+	// ObjectCountInterval is how often the sharded objects per namespace are counted for the status; default 1m.
+	ObjectCountInterval time.Duration
+	objects             *objectCounter
 	// Observer measures canary pods and proxies; nil means a default one.
 	Observer *mcanary.Observer
 
@@ -86,6 +89,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Observer = &mcanary.Observer{}
 	}
 	r.started = time.Now()
+	if r.ObjectCountInterval == 0 {
+		r.ObjectCountInterval = time.Minute
+	}
+	r.objects = &objectCounter{reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interval: r.ObjectCountInterval}
 	if r.LeaseMargin == 0 {
 		r.LeaseMargin = 20 * time.Second
 	}

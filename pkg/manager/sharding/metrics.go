@@ -12,6 +12,9 @@ var (
 	shardNamespaces = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fedmesh_manager_shard_namespaces", Help: "Namespaces each shard owns (skew shows here).",
 	}, []string{"shardingconfig", "shard"})
+	shardObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fedmesh_manager_shard_objects", Help: "Sharded objects in each shard's namespaces, as last counted (the skew an operator's memory feels).",
+	}, []string{"shardingconfig", "shard"})
 	handovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fedmesh_manager_handover_steps_total", Help: "Handover steps published, by phase (Revoked, Granted).",
 	}, []string{"shardingconfig", "phase"})
@@ -32,5 +35,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(epochGauge, shardNamespaces, handovers, handoverGap, nacks, canaryStep, canaryRollbacks)
+	metrics.Registry.MustRegister(epochGauge, shardNamespaces, shardObjects, handovers, handoverGap, nacks, canaryStep, canaryRollbacks)
 }

@@ -83,11 +83,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 			perShard[owner]++
 		}
 	}
+	objects := map[shard.ShardID]int64{}
+	perNS, counted := r.objects.perNamespace(ctx, sc)
+	for ns, n := range perNS {
+		if owner, ok := pub.Assignment.NamespaceOwner(ns); ok {
+			objects[owner] += n
+		}
+	}
 	st.Assignment = nil
 	for _, sid := range shardsOf(sc, pub, members) {
 		id := int32(sid)
 		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: hashRanges(pub.Assignment[sid]),
-			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc)}
+			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc), Objects: objects[sid]}
+		if counted {
+			shardObjects.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(objects[sid]))
+		}
 		st.Assignment = append(st.Assignment, sa)
 		shardNamespaces.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(perShard[shard.ShardID(id)]))
 	}
