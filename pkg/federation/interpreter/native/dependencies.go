@@ -60,7 +60,13 @@ func podDependencies(obj *unstructured.Unstructured) ([]interpreter.DependentObj
 	if err != nil {
 		return nil, err
 	}
-	d := newDeps(obj.GetNamespace())
+	return PodDependencies(obj.GetNamespace(), spec), nil
+}
+
+// PodDependencies are the objects in namespace that a pod with spec needs, by the rules of podDependencies; the
+// Lua library's kube.getPodDependencies answers with it too.
+func PodDependencies(namespace string, spec *corev1.PodSpec) []interpreter.DependentObjectReference {
+	d := newDeps(namespace)
 	sa := spec.ServiceAccountName
 	if sa == "" {
 		sa = spec.DeprecatedServiceAccount
@@ -83,7 +89,7 @@ func podDependencies(obj *unstructured.Unstructured) ([]interpreter.DependentObj
 	for i := range spec.EphemeralContainers {
 		d.env(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom)
 	}
-	return d.sorted(), nil
+	return d.sorted()
 }
 
 func (d *deps) volume(v *corev1.Volume) {

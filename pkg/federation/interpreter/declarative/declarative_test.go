@@ -1,0 +1,287 @@
+package declarative
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+)
+
+const (
+	testAPIVersion = "example.io/v1"
+	testKind       = "Widget"
+)
+
+// health is a customization of Widget with only an InterpretHealth script.
+func health(name, script string) configv1alpha1.ResourceInterpreterCustomization {
+	c := configv1alpha1.ResourceInterpreterCustomization{}
+	c.Name = name
+	c.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	c.Spec.Customizations.HealthInterpretation = &configv1alpha1.HealthInterpretation{LuaScript: script}
+	return c
+}
+
+func status(name, script string) configv1alpha1.ResourceInterpreterCustomization {
+	c := configv1alpha1.ResourceInterpreterCustomization{}
+	c.Name = name
+	c.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	c.Spec.Customizations.StatusReflection = &configv1alpha1.StatusReflection{LuaScript: script}
+	return c
+}
+
+func widget(fields map[string]any) *unstructured.Unstructured {
+	obj := map[string]any{"apiVersion": testAPIVersion, "kind": testKind, "metadata": map[string]any{"name": "w"}}
+	for k, v := range fields {
+		obj[k] = v
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+func TestInfiniteLoopTimesOutAndTheNextCallWorks(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("loop", `
+function InterpretHealth(obj)
+  if obj.spec.loop then
+    while true do end
+  end
+  return true
+end`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WithTimeout(100 * time.Millisecond)
+
+	start := time.Now()
+	_, err = in.InterpretHealth(context.Background(), widget(map[string]any{"spec": map[string]any{"loop": true}}))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not finish within 100ms") {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the loop ran %s", d)
+	}
+	for range 3 {
+		ok, err := in.InterpretHealth(context.Background(), widget(map[string]any{"spec": map[string]any{}}))
+		if err != nil || !ok {
+			t.Fatalf("after the timeout: %v, %v", ok, err)
+		}
+	}
+}
+
+func TestCallerCancellationStopsTheScript(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("loop", "function InterpretHealth(obj) while true do end end")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := in.InterpretHealth(ctx, widget(nil)); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name, script, wantErr string
+	}{
+		{"valid", "function InterpretHealth(obj) return true end", ""},
+		{"syntax error reports its line", "function InterpretHealth(obj)\n  if obj.status then\n    return true\n  en\nend", "bad:healthInterpretation line:4(column:4) near 'en': syntax error"},
+		{"missing function", "function Healthy(obj) return true end", "does not define function InterpretHealth"},
+		{"error while loading", "local x = nil\nx.y = 1\nfunction InterpretHealth(obj) return true end", "bad:healthInterpretation:2"},
+		{"no loading of code", "local f = loadstring('return 1')\nfunction InterpretHealth(obj) return true end", "bad:healthInterpretation:1: attempt to call a non-function object"},
+		{"no io", "io.write('x')\nfunction InterpretHealth(obj) return true end", "io"},
+		{"no os.execute", "os.execute('true')\nfunction InterpretHealth(obj) return true end", "attempt to call a non-function object"},
+		{"only kube can be required", "local x = require('os')\nfunction InterpretHealth(obj) return true end", `module "os" is not available`},
+		{"endless loop while loading", "while true do end", "did not finish"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := health("bad", tt.script)
+			err := Validate(&c)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Validate = %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestValidateSetRefusesTwoScriptsForOneOperation(t *testing.T) {
+	a := health("a", "function InterpretHealth(obj) return true end")
+	b := health("b", "function InterpretHealth(obj) return false end")
+	err := ValidateSet([]configv1alpha1.ResourceInterpreterCustomization{a, b})
+	if err == nil || !strings.Contains(err.Error(), `customization "a" and customization "b" both define InterpretHealth`) {
+		t.Fatalf("ValidateSet = %v", err)
+	}
+	if _, err := New([]configv1alpha1.ResourceInterpreterCustomization{a, b}); err == nil {
+		t.Fatal("New accepted both")
+	}
+	// Different operations, or another kind, are fine.
+	s := status("s", "function ReflectStatus(obj) return obj.status end")
+	other := health("other", "function InterpretHealth(obj) return true end")
+	other.Spec.Target.Kind = "Gadget"
+	if err := ValidateSet([]configv1alpha1.ResourceInterpreterCustomization{a, s, other}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHandles(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", "function InterpretHealth(o) return true end")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := schema.GroupVersionKind{Group: "example.io", Version: "v1", Kind: testKind}
+	if !in.Handles(gvk, interpreter.InterpretHealth) || in.Handles(gvk, interpreter.Retain) {
+		t.Fatal("Handles is wrong for the customized kind")
+	}
+	gvk.Version = "v2"
+	if in.Handles(gvk, interpreter.InterpretHealth) {
+		t.Fatal("handles another version")
+	}
+	_, err = in.Retain(context.Background(), widget(nil), widget(nil))
+	if !errors.Is(err, interpreter.ErrUnsupported) {
+		t.Fatalf("Retain = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{status("id", "function ReflectStatus(obj) return obj.status end")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		status any
+		want   string
+	}{
+		{"integers stay integers", map[string]any{"replicas": int64(3), "big": int64(1) << 52}, `{"big":4503599627370496,"replicas":3}`},
+		{"whole floats become integers", map[string]any{"n": float64(2)}, `{"n":2}`},
+		{"fractions stay floats", map[string]any{"ratio": 0.5}, `{"ratio":0.5}`},
+		{"empty array stays an array", map[string]any{"conditions": []any{}}, `{"conditions":[]}`},
+		{"empty object stays an object", map[string]any{"labels": map[string]any{}}, `{"labels":{}}`},
+		{"nested arrays", map[string]any{"m": []any{[]any{}, []any{int64(1), "a", true}, map[string]any{}}}, `{"m":[[],[1,"a",true],{}]}`},
+		{"nulls in objects are dropped", map[string]any{"a": nil, "b": "x"}, `{"b":"x"}`},
+		{"strings", map[string]any{"s": "héllo\n"}, `{"s":"héllo\n"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := in.InterpretStatus(context.Background(), widget(map[string]any{"status": tt.status}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw.Raw) != tt.want {
+				t.Fatalf("got %s, want %s", raw.Raw, tt.want)
+			}
+		})
+	}
+	raw, err := in.InterpretStatus(context.Background(), widget(nil))
+	if err != nil || raw != nil {
+		t.Fatalf("no status: %v, %v", raw, err)
+	}
+}
+
+func TestOperationsLeaveInputsAlone(t *testing.T) {
+	c := health("h", "function InterpretHealth(o) return true end")
+	c.Spec.Customizations.Retention = &configv1alpha1.LocalValueRetention{LuaScript: `
+function Retain(desired, observed)
+  desired.spec.x = observed.spec.x
+  observed.spec.y = 1
+  return desired
+end`}
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired := widget(map[string]any{"spec": map[string]any{"x": int64(1)}})
+	observed := widget(map[string]any{"spec": map[string]any{"x": int64(2)}})
+	d0, o0 := desired.DeepCopy(), observed.DeepCopy()
+	got, err := in.Retain(context.Background(), desired, observed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(desired, d0) || !reflect.DeepEqual(observed, o0) {
+		t.Fatal("inputs changed")
+	}
+	if x, _, _ := unstructured.NestedInt64(got.Object, "spec", "x"); x != 2 {
+		t.Fatalf("spec.x = %d", x)
+	}
+}
+
+func TestScriptErrors(t *testing.T) {
+	tests := []struct {
+		name, script, wantErr string
+	}{
+		{"runtime error", "function InterpretHealth(o) return o.spec.x.y end", "h:healthInterpretation:1"},
+		{"wrong result type", "function InterpretHealth(o) return 'yes' end", "returned a string, want a boolean"},
+		{"huge string", "function InterpretHealth(o) local s = string.rep('x', 1e9) return true end", "larger than"},
+		{"deep recursion", "local function f(n) return f(n + 1) + 1 end\nfunction InterpretHealth(o) return f(0) end", "stack overflow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", tt.script)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = in.InterpretHealth(context.Background(), widget(map[string]any{"spec": map[string]any{}}))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+			if testing.Verbose() {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+func TestGlobalsDoNotLeakBetweenCalls(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", `
+function InterpretHealth(o)
+  local seen = counter ~= nil
+  counter = 1
+  return not seen
+end`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if ok, err := in.InterpretHealth(context.Background(), widget(nil)); err != nil || !ok {
+			t.Fatalf("a global survived a call: %v, %v", ok, err)
+		}
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{status("s", `
+function ReflectStatus(o)
+  local sum = 0
+  for i = 1, #o.status.items do sum = sum + o.status.items[i] end
+  return {sum = sum}
+end`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 50 {
+				n := int64(g*100 + k)
+				raw, err := in.InterpretStatus(context.Background(), widget(map[string]any{"status": map[string]any{"items": []any{n, int64(1)}}}))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want := fmt.Sprintf(`{"sum":%d}`, n+1); string(raw.Raw) != want {
+					t.Errorf("got %s, want %s", raw.Raw, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
