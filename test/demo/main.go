@@ -45,13 +45,23 @@ func run(members int, crds string) error {
 		return err
 	}
 	abs, _ := filepath.Abs(crds)
+	// The kubectl that hack/build-binaries.sh built works on a machine without one.
+	kubectl := "kubectl"
+	if path := filepath.Join(cluster.DefaultBinDir(), "kubectl"); fileExists(path) {
+		kubectl = path
+	}
 	fmt.Printf("ready in %s; fedmesh CRDs from %s installed on the host\n\n", time.Since(start).Round(time.Second), abs)
 	for _, c := range fed.All() {
-		fmt.Printf("  %-8s %s\n           kubectl --kubeconfig %s get ns\n", c.Name(), c.Host(), c.Kubeconfig())
+		fmt.Printf("  %-8s %s\n           %s --kubeconfig %s get ns\n", c.Name(), c.Host(), kubectl, c.Kubeconfig())
 	}
-	fmt.Printf("\n  try:     kubectl --kubeconfig %s api-resources --categories=fedmesh\n", fed.Host.Kubeconfig())
-	fmt.Printf("           kubectl --kubeconfig %s explain propagationpolicy.spec.placement\n", fed.Host.Kubeconfig())
+	fmt.Printf("\n  try:     %s --kubeconfig %s api-resources --categories=fedmesh\n", kubectl, fed.Host.Kubeconfig())
+	fmt.Printf("           %s --kubeconfig %s explain propagationpolicy.spec.placement\n", kubectl, fed.Host.Kubeconfig())
 	fmt.Println("\npress Ctrl-C to stop")
 	<-ctx.Done()
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
