@@ -131,13 +131,9 @@ func (*Interpreter) AggregateStatus(_ context.Context, obj *unstructured.Unstruc
 
 // InterpretStatus reflects the part of a member's object that is recorded as its status.
 func (*Interpreter) InterpretStatus(_ context.Context, obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
-	f, ok := reflectFuncs[obj.GroupVersionKind()]
-	if !ok {
-		return nil, interpreter.Unsupported(obj, interpreter.InterpretStatus)
-	}
-	status, err := f(obj)
+	status, err := call(reflectFuncs, interpreter.InterpretStatus, obj)
 	if err != nil {
-		return nil, wrap(obj, interpreter.InterpretStatus, err)
+		return nil, err
 	}
 	if status == nil {
 		return nil, nil
@@ -151,28 +147,27 @@ func (*Interpreter) InterpretStatus(_ context.Context, obj *unstructured.Unstruc
 
 // InterpretHealth judges a member's object.
 func (*Interpreter) InterpretHealth(_ context.Context, obj *unstructured.Unstructured) (bool, error) {
-	f, ok := healthFuncs[obj.GroupVersionKind()]
-	if !ok {
-		return false, interpreter.Unsupported(obj, interpreter.InterpretHealth)
-	}
-	healthy, err := f(obj)
-	if err != nil {
-		return false, wrap(obj, interpreter.InterpretHealth, err)
-	}
-	return healthy, nil
+	return call(healthFuncs, interpreter.InterpretHealth, obj)
 }
 
 // InterpretDependency lists the ConfigMaps, Secrets, ServiceAccounts and PersistentVolumeClaims obj refers to.
 func (*Interpreter) InterpretDependency(_ context.Context, obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error) {
-	f, ok := dependencyFuncs[obj.GroupVersionKind()]
+	return call(dependencyFuncs, interpreter.InterpretDependency, obj)
+}
+
+// call runs the function funcs holds for obj's kind, naming op and obj in its error, or reports the kind
+// unsupported for op.
+func call[T any, F ~func(*unstructured.Unstructured) (T, error)](funcs map[schema.GroupVersionKind]F, op interpreter.Operation, obj *unstructured.Unstructured) (T, error) {
+	var zero T
+	f, ok := funcs[obj.GroupVersionKind()]
 	if !ok {
-		return nil, interpreter.Unsupported(obj, interpreter.InterpretDependency)
+		return zero, interpreter.Unsupported(obj, op)
 	}
-	deps, err := f(obj)
+	out, err := f(obj)
 	if err != nil {
-		return nil, wrap(obj, interpreter.InterpretDependency, err)
+		return zero, wrap(obj, op, err)
 	}
-	return deps, nil
+	return out, nil
 }
 
 func wrap(obj *unstructured.Unstructured, op interpreter.Operation, err error) error {
