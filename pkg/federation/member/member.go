@@ -1,0 +1,156 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+)
+
+// Client is what the controllers need to talk to one member cluster.
+type Client struct {
+	// Name is the Cluster's name.
+	Name string
+	// Config reaches the member (directly, or through the proxy).
+	Config *rest.Config
+	// Dynamic and Kubernetes are clients built from Config.
+	Dynamic    dynamic.Interface
+	Kubernetes kubernetes.Interface
+	// Mapper maps kinds to resources in the member; it rediscovers when it meets a kind it does not know.
+	Mapper meta.ResettableRESTMapper
+}
+
+// Factory hands out member clients, cached by the Cluster's and Secret's resource versions.
+type Factory struct {
+	// Host reads Clusters and their Secrets.
+	Host client.Reader
+	// ProxyConfig, when set, routes member traffic through the fedmesh proxy: the member's requests go to
+	// ProxyConfig.Host + "/clusters/<name>", verified with ProxyConfig's TLS settings, carrying the member's own
+	// bearer token (the proxy passes credentials through and never adds its own).
+	ProxyConfig *rest.Config
+	// QPS and Burst of each member client; zero means client-go's defaults.
+	QPS   float32
+	Burst int
+
+	mu      sync.Mutex
+	clients map[string]cached
+}
+
+type cached struct {
+	version string
+	client  *Client
+}
+
+// Client returns a client for the named Cluster.
+func (f *Factory) Client(ctx context.Context, name string) (*Client, error) {
+	var c clusterv1alpha1.Cluster
+	if err := f.Host.Get(ctx, types.NamespacedName{Name: name}, &c); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	return f.ForCluster(ctx, &c)
+}
+
+// ForCluster returns a client for c.
+func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*Client, error) {
+	if c.Spec.SyncMode == clusterv1alpha1.Pull {
+		return nil, fmt.Errorf("cluster %s is in Pull mode: the federation does not reach it", c.Name)
+	}
+	var secret corev1.Secret
+	version := c.ResourceVersion
+	if ref := c.Spec.SecretRef; ref != nil {
+		if err := f.Host.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+			return nil, fmt.Errorf("cluster %s: credentials secret %s/%s: %w", c.Name, ref.Namespace, ref.Name, err)
+		}
+		version += "/" + secret.ResourceVersion
+	}
+	f.mu.Lock()
+	if hit, ok := f.clients[c.Name]; ok && hit.version == version {
+		f.mu.Unlock()
+		return hit.client, nil
+	}
+	f.mu.Unlock()
+
+	cfg, err := f.config(c, &secret)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := newClient(c.Name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.clients == nil {
+		f.clients = map[string]cached{}
+	}
+	f.clients[c.Name] = cached{version: version, client: mc}
+	return mc, nil
+}
+
+// Forget drops the cached client of a cluster, e.g. when the Cluster is deleted.
+func (f *Factory) Forget(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.clients, name)
+}
+
+func (f *Factory) config(c *clusterv1alpha1.Cluster, secret *corev1.Secret) (*rest.Config, error) {
+	if c.Spec.APIEndpoint == "" {
+		return nil, fmt.Errorf("cluster %s has no apiEndpoint", c.Name)
+	}
+	cfg := &rest.Config{
+		Host:        c.Spec.APIEndpoint,
+		BearerToken: strings.TrimSpace(string(secret.Data[clusterv1alpha1.SecretTokenKey])),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   secret.Data[clusterv1alpha1.SecretCADataKey],
+			Insecure: c.Spec.InsecureSkipTLSVerification,
+		},
+		QPS:   f.QPS,
+		Burst: f.Burst,
+	}
+	if c.Spec.ProxyURL != "" {
+		u, err := url.Parse(c.Spec.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: proxyURL: %w", c.Name, err)
+		}
+		cfg.Proxy = func(*http.Request) (*url.URL, error) { return u, nil }
+	}
+	if f.ProxyConfig != nil {
+		cfg.Host = strings.TrimRight(f.ProxyConfig.Host, "/") + "/clusters/" + c.Name
+		cfg.TLSClientConfig = *f.ProxyConfig.TLSClientConfig.DeepCopy()
+		cfg.Proxy = nil
+	}
+	return cfg, nil
+}
+
+func newClient(name string, cfg *rest.Config) (*Client, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return &Client{Name: name, Config: cfg, Dynamic: dyn, Kubernetes: kc, Mapper: mapper}, nil
+}

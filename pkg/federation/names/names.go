@@ -1,0 +1,75 @@
+package names
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// FieldManager is the server-side apply field manager of everything fedmesh writes to member clusters.
+const FieldManager = "fedmesh"
+
+// Labels and annotations on templates: which policy claimed them.
+const (
+	// PropagationPolicyLabel on a template names the PropagationPolicy (in the template's namespace) that claimed it.
+	PropagationPolicyLabel = "policy.fedmesh.io/propagationpolicy"
+	// ClusterPropagationPolicyLabel on a template names the ClusterPropagationPolicy that claimed it.
+	ClusterPropagationPolicyLabel = "policy.fedmesh.io/clusterpropagationpolicy"
+)
+
+// Labels on ResourceBindings and Works.
+const (
+	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
+	BindingLabel = "work.fedmesh.io/binding"
+	// ClusterLabel on a Work names its target member cluster; shards and status watches select by it.
+	ClusterLabel = "work.fedmesh.io/cluster"
+)
+
+// Labels and annotations on the objects fedmesh applies to member clusters.
+const (
+	// ManagedLabel, "true", marks an object fedmesh applied; member status watches select on it.
+	ManagedLabel = "work.fedmesh.io/managed"
+	// WorkNamespaceLabel and WorkNameLabel identify the Work an applied object came from.
+	WorkNamespaceLabel = "work.fedmesh.io/work-namespace"
+	WorkNameLabel      = "work.fedmesh.io/work-name"
+)
+
+// Finalizers.
+const (
+	// ExecutionFinalizer on a Work holds its deletion until its objects are removed from (or released in) the member.
+	ExecutionFinalizer = "work.fedmesh.io/execution"
+	// BindingFinalizer on a ResourceBinding holds its deletion until its Works are gone.
+	BindingFinalizer = "work.fedmesh.io/binding"
+)
+
+// SystemNamespace holds what belongs to no namespace: Cluster credentials Secrets and the bindings of
+// cluster-scoped templates.
+const SystemNamespace = "fedmesh-system"
+
+// Binding is the name of the ResourceBinding of the template kind/name (in the template's namespace).
+func Binding(kind, name string) string {
+	return join(name, strings.ToLower(kind))
+}
+
+// Work is the name of the Work of binding for cluster (in the binding's namespace).
+func Work(binding, cluster string) string {
+	return join(binding, cluster)
+}
+
+// join names a-b, or a shortened a, a hash and b when that is longer than a name may be: two different pairs never
+// share a name in practice, and the name stays readable.
+func join(a, b string) string {
+	n := a + "-" + b
+	if len(n) <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	h := fnv.New32a()
+	h.Write([]byte(n))
+	suffix := fmt.Sprintf("-%08x-%s", h.Sum32(), b)
+	if len(suffix) > validation.DNS1123SubdomainMaxLength/2 {
+		suffix = fmt.Sprintf("-%08x", h.Sum32())
+	}
+	return strings.TrimRight(a[:validation.DNS1123SubdomainMaxLength-len(suffix)], "-.") + suffix
+}

@@ -1,0 +1,146 @@
+package fedtest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedmesh/fedmesh/pkg/apis"
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// Options shape a test federation.
+type Options struct {
+	// Members is how many member clusters (member1, member2, ...); default 2.
+	Members int
+	// Workloads runs kube-controller-manager, kube-scheduler and kwok fake nodes in every member, so Deployments
+	// get pods that become Running and Ready.
+	Workloads bool
+	// Labels, Region, Zone and Provider of each member Cluster, by member name.
+	Labels   map[string]map[string]string
+	Region   map[string]string
+	Zone     map[string]string
+	Provider map[string]string
+}
+
+// Federation is a running host with registered members.
+type Federation struct {
+	*cluster.Federation
+	// Host is a controller-runtime client of the host with fedmesh's and the built-in types.
+	Host client.Client
+	// Scheme knows fedmesh's and the built-in types.
+	Scheme *k8sruntime.Scheme
+}
+
+// Scheme returns a scheme with the built-in and fedmesh types.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apis.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// CRDDir is the directory of fedmesh's generated CRDs.
+func CRDDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "charts", "fedmesh", "crds")
+}
+
+// Start starts a federation for t, registers its members and stops it when t ends.
+func Start(t testing.TB, opts Options) *Federation {
+	t.Helper()
+	if opts.Members == 0 {
+		opts.Members = 2
+	}
+	ctx := context.Background()
+	member := cluster.Options{}
+	if opts.Workloads {
+		member.ControllerManager = true
+		member.FakeNodes = 2
+	}
+	cf, err := cluster.StartFederation(ctx, cluster.FederationOptions{Members: opts.Members, Member: member})
+	if err != nil {
+		t.Fatalf("start federation: %v", err)
+	}
+	t.Cleanup(cf.Stop)
+	if err := cf.Host.InstallCRDs(ctx, CRDDir()); err != nil {
+		t.Fatalf("install CRDs: %v", err)
+	}
+	s := Scheme()
+	host, err := client.New(cf.Host.Config(), client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Federation{Federation: cf, Host: host, Scheme: s}
+	for _, m := range cf.Members {
+		if err := f.Register(ctx, m, opts); err != nil {
+			t.Fatalf("register %s: %v", m.Name(), err)
+		}
+	}
+	return f
+}
+
+// Register makes m a Cluster of the host: a service account with every right in m, its token and m's CA in a
+// Secret in the host's system namespace, and a Push-mode Cluster pointing at m.
+func (f *Federation) Register(ctx context.Context, m *cluster.Cluster, opts Options) error {
+	cfg, err := m.ServiceAccount(ctx, names.SystemNamespace, "fedmesh-federator",
+		[]rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}
+	if err := f.Host.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: m.Name()},
+		Data: map[string][]byte{
+			clusterv1alpha1.SecretTokenKey:  []byte(cfg.BearerToken),
+			clusterv1alpha1.SecretCADataKey: m.CAData(),
+		},
+	}
+	if err := f.Host.Create(ctx, secret); err != nil {
+		return fmt.Errorf("secret: %w", err)
+	}
+	c := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name(), Labels: opts.Labels[m.Name()]},
+		Spec: clusterv1alpha1.ClusterSpec{
+			SyncMode:    clusterv1alpha1.Push,
+			APIEndpoint: m.Host(),
+			SecretRef:   &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: m.Name()},
+			Region:      opts.Region[m.Name()],
+			Zone:        opts.Zone[m.Name()],
+			Provider:    opts.Provider[m.Name()],
+		},
+	}
+	if err := f.Host.Create(ctx, c); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// Member returns the member cluster called name.
+func (f *Federation) Member(name string) *cluster.Cluster {
+	for _, m := range f.Members {
+		if m.Name() == name {
+			return m
+		}
+	}
+	panic("no member " + name)
+}
