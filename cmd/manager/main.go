@@ -97,6 +97,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	}
 	err = (&sharding.Reconciler{
 		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
 		Publisher:           publisher{snap, callbacks},
 		Recorder:            mgr.GetEventRecorder("fedmesh-manager"),
 		ProxyLease:          o.proxyLease,

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
@@ -37,7 +38,9 @@ type Publisher interface {
 
 // Reconciler reconciles ShardingConfigs.
 type Reconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads what is not worth caching (the CA Secrets of member clusters); Client when nil.
+	APIReader client.Reader
 	Publisher Publisher
 	Recorder  events.EventRecorder
 	// Poll is how often a handover waiting for acknowledgements is looked at again; default 500ms.
@@ -99,6 +102,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&meshv1alpha1.ShardingConfig{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.configsOfPod)).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.configsOfCluster)).
 		Complete(r)
 }
 
@@ -203,6 +207,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Assigned", "Assign", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
 	}
+	if pub.Clusters, err = r.memberClusters(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.publish(ctx, &sc, pub, members); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -210,6 +217,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	stable := stableTarget(&sc, pub, shards, namespaces)
 	ro := r.rollout(ctx, &sc, pub, len(pending) == 0, stable, pods, namespaces)
 	next, done := Step(pub, ro.target)
+	next.Clusters = pub.Clusters
 	if len(pending) > 0 || done {
 		// Wait: a step is published only when every live proxy has the current one.
 		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, done && len(pending) == 0, ro.status); err != nil {
@@ -314,7 +322,7 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]string, error) {
 
 // version names one published state: the epoch and the spec it was made from.
 func version(sc *meshv1alpha1.ShardingConfig, pub Published) string {
-	return fmt.Sprintf("e%d.g%d", pub.Epoch, sc.Generation)
+	return fmt.Sprintf("e%d.g%d%s", pub.Epoch, sc.Generation, clustersVersion(pub.Clusters))
 }
 
 // publish hands every shard's proxies its ownership document: the shards of the spec, those that still own
@@ -363,6 +371,10 @@ func ownership(sc *meshv1alpha1.ShardingConfig, pub Published, id shard.ShardID)
 		Shard:      id,
 		Assignment: pub.Assignment,
 		FilterMode: sc.Spec.FilterMode,
+		Clusters:   pub.Clusters,
+	}
+	if sc.Spec.ClusterScoped != "" {
+		own.ClusterScoped = config.ClusterScopedPolicy(sc.Spec.ClusterScoped)
 	}
 	if sc.Spec.ClusterScopedShard != nil {
 		own.ClusterScopedShard = shard.ShardID(*sc.Spec.ClusterScopedShard)

@@ -3,6 +3,7 @@ package sharding
 import (
 	"slices"
 
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
@@ -11,6 +12,8 @@ import (
 type Published struct {
 	Epoch      int64
 	Assignment shard.Assignment
+	// Clusters are the member clusters the proxies front; read afresh each time, not part of the status.
+	Clusters []config.Cluster
 }
 
 // Initial is the first assignment of a ShardingConfig: the existing namespaces split evenly over the shards.
