@@ -68,6 +68,14 @@ type ShardingConfigSpec struct {
 	// +optional
 	ClusterScopedShard *int32 `json:"clusterScopedShard,omitempty"`
 
+	// ClusterScoped is how the other shards treat cluster-scoped objects: "designated" (they see empty lists and
+	// their writes are refused; reads of single objects pass) or "shared" (every shard lists, watches and writes
+	// them, for operators such as the federator whose every shard needs the cluster-wide objects, e.g. Clusters).
+	// +kubebuilder:validation:Enum=designated;shared
+	// +kubebuilder:default=designated
+	// +optional
+	ClusterScoped string `json:"clusterScoped,omitempty"`
+
 	// LeaderElection names the operator's leader-election Lease. The proxy renames it per shard
 	// (<leaseName>-shard-<ordinal>), so every shard elects its own leader. Unset means the operator does not elect.
 	// +optional
