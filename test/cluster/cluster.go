@@ -25,7 +25,7 @@ type Cluster struct {
 	creds      *credentials
 	host       string
 	kubeconfig string
-	procs      []*process // in start order; stopped in reverse
+	procs      []*Process // in start order; stopped in reverse
 	apiArgs    []string   // kube-apiserver's command line, to start it again
 	stopOnce   sync.Once
 }
@@ -74,8 +74,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
-	p, err := startProcess(name, c.dir, filepath.Join(c.opts.BinDir, bin), args...)
+func (c *Cluster) start(name, bin string, args ...string) (*Process, error) {
+	p, err := StartProcess(name, c.dir, filepath.Join(c.opts.BinDir, bin), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (c *Cluster) runAPIServer(ctx context.Context) error {
 func (c *Cluster) StopAPIServer() {
 	for _, p := range c.procs {
 		if p.name == "kube-apiserver" {
-			p.stop(15 * time.Second)
+			p.Stop(15 * time.Second)
 		}
 	}
 }
@@ -216,7 +216,7 @@ func (c *Cluster) Stop() {
 			if c.procs[i].name == "kube-apiserver" {
 				grace = 15 * time.Second
 			}
-			c.procs[i].stop(grace)
+			c.procs[i].Stop(grace)
 		}
 		_ = os.RemoveAll(c.dir)
 	})
@@ -226,16 +226,16 @@ func (c *Cluster) Stop() {
 func (c *Cluster) Logs(n int) string {
 	var b strings.Builder
 	for _, p := range c.procs {
-		fmt.Fprintf(&b, "----- %s/%s (last %d lines of %s) -----\n%s\n", c.opts.Name, p.name, n, p.logPath, p.tail(n))
+		fmt.Fprintf(&b, "----- %s/%s (last %d lines of %s) -----\n%s\n", c.opts.Name, p.name, n, p.logPath, p.Tail(n))
 	}
 	return b.String()
 }
 
 // waitFor polls ready until it succeeds, the context ends, or p exits.
-func waitFor(ctx context.Context, p *process, ready func(context.Context) error) error {
+func waitFor(ctx context.Context, p *Process, ready func(context.Context) error) error {
 	var last error
 	for {
-		if done, exitErr := p.exited(); done {
+		if done, exitErr := p.Exited(); done {
 			return fmt.Errorf("%s exited before it was ready: %v", p.name, exitErr)
 		}
 		if last = ready(ctx); last == nil {

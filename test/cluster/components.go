@@ -76,8 +76,8 @@ func (c *Cluster) startFakeNodes(ctx context.Context) error {
 			return fmt.Errorf("create fake node: %w", err)
 		}
 	}
-	for _, p := range []*process{sched, kwok} {
-		if done, err := p.exited(); done {
+	for _, p := range []*Process{sched, kwok} {
+		if done, err := p.Exited(); done {
 			return fmt.Errorf("%s exited: %v", p.name, err)
 		}
 	}

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// process is one control-plane component: its command, its log file, and whether it has exited.
-type process struct {
+// Process is one child process — a control-plane component, or a fedmesh binary a test or the demo runs: its
+// command, its log file, and whether it has exited.
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -22,8 +23,9 @@ type process struct {
 	err     error         // its exit status, once done is closed
 }
 
-// startProcess runs bin with args, logging stdout and stderr to dir/<name>.log.
-func startProcess(name, dir, bin string, args ...string) (*process, error) {
+// StartProcess runs bin with args, logging stdout and stderr to dir/<name>.log; the process dies with its
+// parent (see childProcAttr), so a killed test or demo leaves nothing running.
+func StartProcess(name, dir, bin string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -36,7 +38,7 @@ func startProcess(name, dir, bin string, args ...string) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -45,8 +47,8 @@ func startProcess(name, dir, bin string, args ...string) (*process, error) {
 	return p, nil
 }
 
-// exited reports whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
@@ -55,9 +57,9 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM, and SIGKILL if the process is still running after grace.
-func (p *process) stop(grace time.Duration) {
-	if done, _ := p.exited(); done {
+// Stop sends SIGTERM, and SIGKILL if the process is still running after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if done, _ := p.Exited(); done {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -69,8 +71,8 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// tail returns the last n lines of the process's log.
-func (p *process) tail(n int) string {
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return err.Error()
@@ -102,3 +104,6 @@ func newStateDir(name string) (string, error) {
 	}
 	return os.MkdirTemp(root, fmt.Sprintf("%d-%s-", os.Getpid(), name))
 }
+
+// LogPath is the file the process logs to.
+func (p *Process) LogPath() string { return p.logPath }

@@ -1,0 +1,261 @@
+package fedrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// Name is the federator's name everywhere: its service account, pods' app label, ShardingConfig and Lease.
+const Name = "fedmesh-federator"
+
+// Options say how to run the federator.
+type Options struct {
+	// Host is the host cluster, with fedmesh's CRDs installed.
+	Host *cluster.Cluster
+	// Client is an admin client of the host with fedmesh's types.
+	Client client.Client
+	// BinDir holds the manager, proxy and federator binaries (see Build).
+	BinDir string
+	// Shards is how many federator shards run behind proxies; 0 runs one federator straight on the host.
+	Shards int
+	// FederatorArgs are extra flags of every federator.
+	FederatorArgs []string
+}
+
+// Run is a running federator (and manager and proxies when sharded).
+type Run struct {
+	opts  Options
+	dir   string
+	procs []*cluster.Process
+	// Proxies are the shards' proxy addresses (host:port, plain HTTP on loopback), by shard.
+	Proxies []string
+}
+
+// Build builds the manager, proxy and federator into dir from the module at root.
+func Build(root, dir string) error {
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/proxy", "./cmd/manager", "./cmd/federator")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// SourceRoot is the module's root directory.
+func SourceRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Start runs the federator as opts says and returns when every process serves its readiness probe.
+func Start(ctx context.Context, opts Options) (r *Run, err error) {
+	dir, err := os.MkdirTemp("", "fedmesh-run-")
+	if err != nil {
+		return nil, err
+	}
+	r = &Run{opts: opts, dir: dir}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, r.Logs(40))
+			r.Stop()
+		}
+	}()
+	identity, err := opts.Host.ServiceAccount(ctx, names.SystemNamespace, Name,
+		[]rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}})
+	if err != nil {
+		return r, err
+	}
+	if opts.Shards == 0 {
+		kubeconfig, err := r.writeKubeconfig("federator", opts.Host.Host(), identity.BearerToken, opts.Host.CAData())
+		if err != nil {
+			return r, err
+		}
+		return r, r.startFederator("federator", kubeconfig, nil)
+	}
+	xds, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
+	if err := r.startManager(xds); err != nil {
+		return r, err
+	}
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: names.SystemNamespace},
+		Spec: meshv1alpha1.ShardingConfigSpec{
+			Selector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": Name}},
+			Shards:         int32(opts.Shards),
+			LeaderElection: &meshv1alpha1.LeaderElection{LeaseName: Name, LeaseNamespace: names.SystemNamespace},
+			// Every shard needs the cluster-wide objects: Clusters and ClusterPropagationPolicies.
+			ClusterScoped: "shared",
+		},
+	}
+	if err := opts.Client.Create(ctx, sc); err != nil {
+		return r, fmt.Errorf("ShardingConfig: %w", err)
+	}
+	for i := range opts.Shards {
+		if err := r.startShard(ctx, i, xds); err != nil {
+			return r, fmt.Errorf("shard %d: %w", i, err)
+		}
+	}
+	return r, nil
+}
+
+func (r *Run) startManager(xds string) error {
+	probes, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	p, err := cluster.StartProcess("manager", r.dir, filepath.Join(r.opts.BinDir, "manager"),
+		"--kubeconfig", r.opts.Host.Kubeconfig(), "--leader-elect=false", "--health-probe-bind-address", probes,
+		"--metrics-bind-address", "0", "--xds-insecure", "--xds-bind-address", xds)
+	if err != nil {
+		return err
+	}
+	r.procs = append(r.procs, p)
+	return waitReady(p, "http://"+probes+"/readyz")
+}
+
+// startShard makes shard i's pod (an API object: its identity, the manager's view of the shard) and runs its
+// proxy and its federator, the federator sending all its traffic to the proxy.
+func (r *Run) startShard(ctx context.Context, i int, xds string) error {
+	cs := r.opts.Host.Clientset()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", Name, i), Namespace: names.SystemNamespace,
+			Labels: map[string]string{"app": Name, "apps.kubernetes.io/pod-index": strconv.Itoa(i)}},
+		Spec: corev1.PodSpec{ServiceAccountName: Name, Containers: []corev1.Container{{Name: "federator", Image: "fedmesh/federator"}}},
+	}
+	pod, err := cs.CoreV1().Pods(names.SystemNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(names.SystemNamespace).CreateToken(ctx, Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	tokenFile := filepath.Join(r.dir, pod.Name+".token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	probes, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	p, err := cluster.StartProcess(fmt.Sprintf("proxy-%d", i), r.dir, filepath.Join(r.opts.BinDir, "proxy"),
+		"--upstream-kubeconfig", r.opts.Host.Kubeconfig(), "--listen-address", addr, "--probe-address", probes,
+		"--state-dir", filepath.Join(r.dir, pod.Name+"-state"), "--xds-address", xds, "--xds-insecure",
+		"--xds-token-file", tokenFile, "--sharding-config", names.SystemNamespace+"/"+Name, "--shard", strconv.Itoa(i),
+		"--pod-name", pod.Name, "--pod-namespace", names.SystemNamespace)
+	if err != nil {
+		return err
+	}
+	r.procs = append(r.procs, p)
+	if err := waitReady(p, "http://"+probes+"/readyz"); err != nil {
+		return err
+	}
+	r.Proxies = append(r.Proxies, addr)
+	kubeconfig, err := r.writeKubeconfig(pod.Name, "http://"+addr, tr.Status.Token, nil)
+	if err != nil {
+		return err
+	}
+	return r.startFederator(pod.Name, kubeconfig, []string{"--member-through-proxy"})
+}
+
+func (r *Run) startFederator(name, kubeconfig string, extra []string) error {
+	probes, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-id", Name,
+		"--leader-election-namespace", names.SystemNamespace, "--health-probe-bind-address", probes,
+		"--metrics-bind-address", "0"}, extra...)
+	p, err := cluster.StartProcess(name, r.dir, filepath.Join(r.opts.BinDir, "federator"), append(args, r.opts.FederatorArgs...)...)
+	if err != nil {
+		return err
+	}
+	r.procs = append(r.procs, p)
+	return waitReady(p, "http://"+probes+"/readyz")
+}
+
+func (r *Run) writeKubeconfig(name, server, token string, ca []byte) (string, error) {
+	path := filepath.Join(r.dir, name+".kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// ProxyConfig is cfg (credentials) pointed at shard i's proxy.
+func (r *Run) ProxyConfig(cfg *rest.Config, i int) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Host = "http://" + r.Proxies[i]
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return cfg
+}
+
+// Logs are the last n lines of every process's log.
+func (r *Run) Logs(n int) string {
+	var out string
+	for _, p := range r.procs {
+		out += fmt.Sprintf("----- %s -----\n%s\n", filepath.Base(p.LogPath()), p.Tail(n))
+	}
+	return out
+}
+
+// Stop stops every process, the federators first, and removes the run's files.
+func (r *Run) Stop() {
+	for i := len(r.procs) - 1; i >= 0; i-- {
+		r.procs[i].Stop(10 * time.Second)
+	}
+	os.RemoveAll(r.dir)
+}
+
+func waitReady(p *cluster.Process, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited (%v):\n%s", filepath.Base(p.LogPath()), err, p.Tail(30))
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return errors.New(url + " never answered 200")
+}
+
+func freeAddr() (string, error) {
+	port, err := cluster.FreePort()
+	return fmt.Sprintf("127.0.0.1:%d", port), err
+}
