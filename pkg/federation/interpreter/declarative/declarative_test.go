@@ -285,3 +285,29 @@ end`)})
 	}
 	wg.Wait()
 }
+
+func TestConflicts(t *testing.T) {
+	a := health("a", "function InterpretHealth(o) return true end")
+	b := health("b", "function InterpretHealth(o) return false end")
+	s := status("s", "function ReflectStatus(o) return o.status end")
+	other := health("other", "function InterpretHealth(o) return true end")
+	other.Spec.Target.Kind = "Gadget"
+	aNew := health("a", "function InterpretHealth(o) return false end")
+
+	if err := Conflicts(&b, []configv1alpha1.ResourceInterpreterCustomization{a, s, other}); err == nil ||
+		!strings.Contains(err.Error(), `InterpretHealth (healthInterpretation) for example.io/v1, Widget is already defined by customization "a"`) {
+		t.Errorf("b against a: %v", err)
+	}
+	for name, others := range map[string][]configv1alpha1.ResourceInterpreterCustomization{
+		"another operation":   {s},
+		"another kind":        {other},
+		"its own old version": {aNew},
+	} {
+		if err := Conflicts(&a, others); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if got := Operations(&a); !reflect.DeepEqual(got, []interpreter.Operation{interpreter.InterpretHealth}) {
+		t.Errorf("Operations = %v", got)
+	}
+}

@@ -22,7 +22,7 @@ import (
 type Interpreter struct {
 	scripts map[key]*script
 	vms     pool
-	timeout time.Duration
+	limits  limits
 }
 
 var _ interpreter.Interpreter = &Interpreter{}
@@ -38,7 +38,7 @@ func New(customizations []configv1alpha1.ResourceInterpreterCustomization) (*Int
 	if err := ValidateSet(customizations); err != nil {
 		return nil, err
 	}
-	in := &Interpreter{scripts: map[key]*script{}, timeout: DefaultTimeout}
+	in := &Interpreter{scripts: map[key]*script{}, limits: limits{timeout: DefaultTimeout, memory: DefaultMemoryLimit}}
 	for i := range customizations {
 		c := &customizations[i]
 		for _, r := range rules(c) {
@@ -54,7 +54,14 @@ func New(customizations []configv1alpha1.ResourceInterpreterCustomization) (*Int
 
 // WithTimeout sets the time one call of a script may take (DefaultTimeout unless set) and returns i.
 func (i *Interpreter) WithTimeout(d time.Duration) *Interpreter {
-	i.timeout = d
+	i.limits.timeout = d
+	return i
+}
+
+// WithMemoryLimit sets the memory, in bytes, that one call of a script may hold (DefaultMemoryLimit unless set;
+// 0 for no limit) and returns i. A call over the limit fails with a *MemoryLimitError.
+func (i *Interpreter) WithMemoryLimit(bytes uint64) *Interpreter {
+	i.limits.memory = bytes
 	return i
 }
 
@@ -81,7 +88,7 @@ func (i *Interpreter) run(ctx context.Context, obj *unstructured.Unstructured, o
 	if err != nil {
 		return nil, nil, err
 	}
-	return i.vms.call(ctx, i.timeout, s, nret, func(L *lua.LState, arrays shapes) []lua.LValue {
+	return i.vms.call(ctx, i.limits, s, nret, func(L *lua.LState, arrays shapes) []lua.LValue {
 		out := make([]lua.LValue, len(args))
 		for k, a := range args {
 			out[k] = toLua(L, a, arrays)

@@ -83,13 +83,15 @@ func defines(s *script) error {
 	defer cancel()
 	L := newSandbox()
 	defer L.Close()
-	L.SetContext(ctx)
 	env := newEnv(L)
+	m := newMeter(ctx, L, env, DefaultMemoryLimit)
+	defer m.stop()
+	L.SetContext(m)
 	chunk := L.NewFunctionFromProto(s.proto)
 	chunk.Env = env
 	L.Push(chunk)
 	if err := L.PCall(0, 0, nil); err != nil {
-		return callError(ctx, s, DefaultTimeout, err)
+		return callError(m, s, DefaultTimeout, err)
 	}
 	if _, ok := env.RawGetString(s.fn).(*lua.LFunction); !ok {
 		return fmt.Errorf("%s: the script does not define function %s", s.name, s.fn)
@@ -124,4 +126,36 @@ func describe(c *configv1alpha1.ResourceInterpreterCustomization) string {
 		return fmt.Sprintf("customization %q", c.Name)
 	}
 	return fmt.Sprintf("customization of %s", strings.TrimPrefix(c.Spec.Target.APIVersion+"/"+c.Spec.Target.Kind, "/"))
+}
+
+// Operations lists the operations c has a script for, in the order of interpreter.Operations.
+func Operations(c *configv1alpha1.ResourceInterpreterCustomization) []interpreter.Operation {
+	var ops []interpreter.Operation
+	for _, r := range rules(c) {
+		ops = append(ops, r.op)
+	}
+	return ops
+}
+
+// Conflicts reports the operations c defines for its target that one of others, a customization with another name,
+// already defines for the same target; nil when there are none.
+func Conflicts(c *configv1alpha1.ResourceInterpreterCustomization, others []configv1alpha1.ResourceInterpreterCustomization) error {
+	mine := map[interpreter.Operation]string{}
+	for _, r := range rules(c) {
+		mine[r.op] = r.field
+	}
+	var errs []error
+	for i := range others {
+		o := &others[i]
+		if o.Name == c.Name || o.Spec.Target != c.Spec.Target {
+			continue
+		}
+		for _, r := range rules(o) {
+			if field, ok := mine[r.op]; ok {
+				errs = append(errs, fmt.Errorf("%s (%s) for %s, %s is already defined by %s", r.op, field,
+					c.Spec.Target.APIVersion, c.Spec.Target.Kind, describe(o)))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

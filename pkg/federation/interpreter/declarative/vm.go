@@ -12,7 +12,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 )
 
-// Limits of one VM. A script that needs more fails its call; the VM is then discarded.
+// Limits of one VM. A script that needs more fails its call; the VM is then discarded. See also memory.go.
 const (
 	// DefaultTimeout bounds one call of a script.
 	DefaultTimeout = time.Second
@@ -132,11 +132,15 @@ func stringRep(L *lua.LState) int {
 
 // call runs s's function on args in a pooled VM, within timeout, and returns nret results. args builds the
 // arguments in the VM; the shapes it records let results keep empty arrays.
-func (p *pool) call(ctx context.Context, timeout time.Duration, s *script, nret int, args func(L *lua.LState, arrays shapes) []lua.LValue) ([]lua.LValue, shapes, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (p *pool) call(ctx context.Context, lim limits, s *script, nret int, args func(L *lua.LState, arrays shapes) []lua.LValue) ([]lua.LValue, shapes, error) {
+	ctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
 	L := p.get()
-	L.SetContext(ctx)
+	// Each call runs the chunk in a fresh environment, so globals one script sets are not seen by the next.
+	env := newEnv(L)
+	m := newMeter(ctx, L, env, lim.memory)
+	defer m.stop()
+	L.SetContext(m)
 	ok := false
 	defer func() {
 		L.RemoveContext()
@@ -147,13 +151,11 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, s *script, nret 
 		}
 	}()
 
-	// Each call runs the chunk in a fresh environment, so globals one script sets are not seen by the next.
-	env := newEnv(L)
 	chunk := L.NewFunctionFromProto(s.proto)
 	chunk.Env = env
 	L.Push(chunk)
 	if err := L.PCall(0, 0, nil); err != nil {
-		return nil, nil, callError(ctx, s, timeout, err)
+		return nil, nil, callError(m, s, lim.timeout, err)
 	}
 	fn, isFn := env.RawGetString(s.fn).(*lua.LFunction)
 	if !isFn {
@@ -166,7 +168,7 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, s *script, nret 
 		L.Push(a)
 	}
 	if err := L.PCall(len(in), nret, nil); err != nil {
-		return nil, nil, callError(ctx, s, timeout, err)
+		return nil, nil, callError(m, s, lim.timeout, err)
 	}
 	out := make([]lua.LValue, nret)
 	for i := range out {
@@ -177,7 +179,17 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, s *script, nret 
 	return out, arrays, nil
 }
 
+// limits bound one call of a script.
+type limits struct {
+	timeout time.Duration
+	memory  uint64 // bytes; 0 is no limit
+}
+
 func callError(ctx context.Context, s *script, timeout time.Duration, err error) error {
+	var memErr *MemoryLimitError
+	if errors.As(context.Cause(ctx), &memErr) {
+		return fmt.Errorf("%s: %s: %w", s.name, s.fn, memErr)
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %s did not finish within %s (an endless loop?): %w", s.name, s.fn, timeout, context.DeadlineExceeded)
 	}

@@ -1,0 +1,59 @@
+// Command kubectl-fedmesh is fedmesh's kubectl plugin. Its interpret subcommand runs a resource interpreter
+// operation offline, on objects in files, so that users can test ResourceInterpreterCustomizations before
+// applying them:
+//
+//	kubectl-fedmesh interpret -f CUSTOMIZATION.yaml --operation OP [--desired-file F] [--observed-file F]
+//	    [--status-file F] [--desired-replica N] [-o json|yaml]
+//	kubectl-fedmesh interpret -f CUSTOMIZATION.yaml --check
+//
+// Without -f, the interpreters built into fedmesh (bundled customizations, then native) answer.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedmesh/fedmesh/pkg/version"
+)
+
+// exitFailure is the exit code of every error, usage errors included, as the interpret subcommand specifies.
+const exitFailure = 1
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line args and returns the exit code; errors are written to stderr.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+		return exitFailure
+	}
+	return 0
+}
+
+func newRootCommand(stdin io.Reader) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubectl-fedmesh",
+		Short:         "fedmesh kubectl plugin",
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.AddCommand(newInterpretCommand(stdin))
+	return root
+}

@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+)
+
+// Event reasons on ResourceInterpreterWebhookConfigurations.
+const (
+	// ReasonRefused: a webhook of the configuration's current version cannot be called.
+	ReasonRefused = "WebhookConfigurationRefused"
+	// ReasonServing: the configuration's current version serves.
+	ReasonServing = "WebhookConfigurationServing"
+)
+
+var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "resourceinterpreterwebhookconfigurations"}}
+
+// Reconciler rebuilds Layer's webhooks from every ResourceInterpreterWebhookConfiguration of the host when one
+// changes. A configuration with a webhook that cannot be called (bad CA bundle, URL, or context versions) is
+// refused with an Event, and its last good version keeps serving. Configurations are cluster-scoped and every
+// shard needs all of them, so its manager must watch them unsharded.
+type Reconciler struct {
+	// Client lists the configurations.
+	Client client.Reader
+	// Layer receives each new set.
+	Layer *Layer
+	// Recorder records refusals on the configurations; the manager's when nil.
+	Recorder record.EventRecorder
+
+	mu    sync.Mutex
+	built map[string]builtConfig // the last good version of each configuration, by name
+}
+
+type builtConfig struct {
+	generation int64
+	in         *Interpreter
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor("fedmesh-interpreter-webhook") //nolint:staticcheck // the federation stages share record.EventRecorder
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("interpreter-webhook").
+		Watches(&configv1alpha1.ResourceInterpreterWebhookConfiguration{},
+			handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+				return []reconcile.Request{setRequest}
+			})).
+		Complete(r)
+}
+
+// Reconcile builds each configuration whose generation changed, keeps the last good version of those that fail,
+// and hands the whole set, in name order, to the layer.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return reconcile.Result{}, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.built == nil {
+		r.built = map[string]builtConfig{}
+	}
+	var parts []*Interpreter
+	seen := map[string]bool{}
+	for i := range list.Items {
+		c := &list.Items[i]
+		seen[c.Name] = true
+		prev, hasPrev := r.built[c.Name]
+		if hasPrev && prev.generation == c.Generation {
+			parts = append(parts, prev.in)
+			continue
+		}
+		in, err := New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{*c})
+		if err != nil {
+			msg := err.Error()
+			if hasPrev {
+				msg += "; its previous version keeps serving"
+				parts = append(parts, prev.in)
+			}
+			logger.Error(err, "refused a resource interpreter webhook configuration", "configuration", c.Name,
+				"generation", c.Generation, "previousVersionServes", hasPrev)
+			r.Recorder.Event(c, corev1.EventTypeWarning, ReasonRefused, msg)
+			// Remember the refusal as this generation's, so it is reported once; the previous version stays.
+			if hasPrev {
+				r.built[c.Name] = builtConfig{generation: c.Generation, in: prev.in}
+			} else {
+				r.built[c.Name] = builtConfig{generation: c.Generation, in: &Interpreter{}}
+			}
+			continue
+		}
+		r.built[c.Name] = builtConfig{generation: c.Generation, in: in}
+		parts = append(parts, in)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "serving %d webhooks", len(in.hooks))
+	}
+	for name := range r.built {
+		if !seen[name] {
+			delete(r.built, name)
+		}
+	}
+	r.Layer.Set(Merge(parts...))
+	return reconcile.Result{}, nil
+}
