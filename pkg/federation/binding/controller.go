@@ -1,0 +1,362 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/override"
+)
+
+// EventRecorder records events on bindings (k8s.io/client-go/tools/events.EventRecorder, as the manager's
+// GetEventRecorder returns it, satisfies it).
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler renders ResourceBindings into Works.
+type Reconciler struct {
+	// Client reads and writes bindings, Works, override policies and Clusters.
+	Client client.Client
+	// Templates reads templates and their dependencies as unstructured objects; nil means Client. (The manager's
+	// client reads unstructured objects from the API server, not a cache, unless told otherwise.)
+	Templates client.Reader
+	// Interpreter revises replicas and finds dependencies; the lead passes the full chain.
+	Interpreter Interpreter
+	// Recorder records events on bindings; nil records none.
+	Recorder EventRecorder
+}
+
+// SetupWithManager watches bindings, the Works they own, the override policies (a change re-renders the bindings
+// it may select, before and after the change) and the Clusters' labels and spec (override rules target by them).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Templates == nil {
+		r.Templates = r.Client
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("binding").
+		For(&workv1alpha1.ResourceBinding{}).
+		Owns(&workv1alpha1.Work{}).
+		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfCluster),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Complete(r)
+}
+
+// Reconcile brings the binding's Works and its FullyApplied condition up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var b workv1alpha1.ResourceBinding
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &b)
+	}
+	if controllerutil.AddFinalizer(&b, names.BindingFinalizer) {
+		if err := r.Client.Update(ctx, &b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	works, err := r.works(ctx, &b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	o := outcome{works: map[string]*workv1alpha1.Work{}, renderErrors: map[string]error{}}
+	targeted := map[string]bool{}
+	for _, tc := range b.Spec.Clusters {
+		targeted[tc.Name] = true
+	}
+	for i := range works {
+		w := &works[i]
+		if targeted[w.Spec.ClusterName] {
+			o.works[w.Spec.ClusterName] = w
+			continue
+		}
+		if w.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+			logger.Info("deleted Work of a cluster no longer targeted", "work", w.Name, "cluster", w.Spec.ClusterName)
+			r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "Delete", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
+		}
+	}
+	if len(b.Spec.Clusters) > 0 {
+		if err := r.renderAll(ctx, &b, &o); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.setFullyApplied(ctx, &b, o)
+}
+
+// renderAll renders and writes the Work of every target cluster, recording in o what went wrong for which cluster.
+// A cluster whose Work cannot be rendered keeps its previous Work: a bad policy must not take a workload away.
+func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBinding, o *outcome) error {
+	template, err := r.template(ctx, b)
+	if apierrors.IsNotFound(err) {
+		o.templateMissing = err.Error()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	in := rendering{binding: b, template: template}
+	if b.Spec.PropagateDeps {
+		if in.deps, o.missingDeps, err = r.dependencies(ctx, template); err != nil {
+			return err
+		}
+	}
+	if in.policies, err = r.policies(ctx, b.Namespace); err != nil {
+		return err
+	}
+	var written []string
+	for _, tc := range b.Spec.Clusters {
+		var cluster clusterv1alpha1.Cluster
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, &cluster); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			o.renderErrors[tc.Name] = fmt.Errorf("cluster %s does not exist", tc.Name)
+			continue
+		}
+		desired, err := render(ctx, in, r.Interpreter, tc, &cluster)
+		if err != nil {
+			o.renderErrors[tc.Name] = err
+			continue
+		}
+		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired)
+		if err != nil {
+			return fmt.Errorf("write Work %s: %w", desired.Name, err)
+		}
+		o.works[tc.Name] = w
+		if changed {
+			written = append(written, tc.Name)
+		}
+	}
+	if len(written) > 0 {
+		log.FromContext(ctx).Info("rendered Works", "clusters", written)
+		r.event(b, corev1.EventTypeNormal, "WorksRendered", "Render", "rendered the Works of %s", strings.Join(written, ", "))
+	}
+	return nil
+}
+
+// write creates desired, or updates existing to it when something differs. It returns the Work as written (or
+// existing, when nothing differed) and whether it wrote.
+func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding, existing, desired *workv1alpha1.Work) (*workv1alpha1.Work, bool, error) {
+	if existing == nil {
+		if err := controllerutil.SetControllerReference(b, desired, r.Client.Scheme()); err != nil {
+			return nil, false, err
+		}
+		if err := r.Client.Create(ctx, desired); err != nil {
+			return nil, false, err
+		}
+		return desired, true, nil
+	}
+	w := existing.DeepCopy()
+	changed, err := merge(w, desired)
+	if err != nil {
+		return nil, false, err
+	}
+	if !metav1.IsControlledBy(w, b) {
+		if err := controllerutil.SetControllerReference(b, w, r.Client.Scheme()); err != nil {
+			return nil, false, err
+		}
+		changed = true
+	}
+	if !changed {
+		return existing, false, nil
+	}
+	if err := r.Client.Update(ctx, w); err != nil {
+		return nil, false, err
+	}
+	return w, true, nil
+}
+
+// finalize deletes the binding's Works and, once they are gone (the execution controller's finalizer holds each
+// until its objects left the member), lets the binding go.
+func (r *Reconciler) finalize(ctx context.Context, b *workv1alpha1.ResourceBinding) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, names.BindingFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	works, err := r.works(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range works {
+		if works[i].DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, &works[i]); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(works) > 0 {
+		// The Works' deletion events bring the binding back; the requeue is a backstop.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	controllerutil.RemoveFinalizer(b, names.BindingFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, b))
+}
+
+// works lists the binding's Works.
+func (r *Reconciler) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
+	var list workv1alpha1.WorkList
+	err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: b.Name})
+	return list.Items, err
+}
+
+// template reads the binding's template, stripped of server fields. A template replaced by another of the same
+// name (another UID) counts as not found: this binding is about the old one.
+func (r *Reconciler) template(ctx context.Context, b *workv1alpha1.ResourceBinding) (*unstructured.Unstructured, error) {
+	ref := b.Spec.Resource
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(ref.APIVersion)
+	obj.SetKind(ref.Kind)
+	if err := r.Templates.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, fmt.Errorf("template %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	if ref.UID != "" && obj.GetUID() != ref.UID {
+		gr := obj.GroupVersionKind().GroupVersion().WithResource(strings.ToLower(ref.Kind)).GroupResource()
+		return nil, fmt.Errorf("template %s %s/%s was replaced: %w", ref.Kind, ref.Namespace, ref.Name, apierrors.NewNotFound(gr, ref.Name))
+	}
+	return stripServerFields(obj), nil
+}
+
+// policies lists the override policies that may apply in namespace, leaving out those being deleted.
+func (r *Reconciler) policies(ctx context.Context, namespace string) (override.Policies, error) {
+	var cops policyv1alpha1.ClusterOverridePolicyList
+	if err := r.Client.List(ctx, &cops); err != nil {
+		return override.Policies{}, err
+	}
+	var ops policyv1alpha1.OverridePolicyList
+	if err := r.Client.List(ctx, &ops, client.InNamespace(namespace)); err != nil {
+		return override.Policies{}, err
+	}
+	var ps override.Policies
+	for _, p := range cops.Items {
+		if p.DeletionTimestamp.IsZero() {
+			ps.Cluster = append(ps.Cluster, p)
+		}
+	}
+	for _, p := range ops.Items {
+		if p.DeletionTimestamp.IsZero() {
+			ps.Namespaced = append(ps.Namespaced, p)
+		}
+	}
+	return ps, nil
+}
+
+// setFullyApplied writes the binding's FullyApplied condition when it changed, on the latest binding, leaving the
+// rest of the status to its other writers. A change to a failure is also an event.
+func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.ResourceBinding, o outcome) error {
+	cond := fullyApplied(b, o)
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur workv1alpha1.ResourceBinding
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), &cur); err != nil {
+			return err
+		}
+		if changed = meta.SetStatusCondition(&cur.Status.Conditions, cond); !changed {
+			return nil
+		}
+		return r.Client.Status().Update(ctx, &cur)
+	})
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if changed && cond.Status != metav1.ConditionTrue && cond.Reason != ReasonNotFullyApplied {
+		r.event(b, corev1.EventTypeWarning, cond.Reason, "Render", "%s", cond.Message)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, nil, eventType, reason, action, note, args...)
+	}
+}
+
+// bindingsOfPolicy enqueues the bindings an override policy may select: those in its namespace (any, for a
+// ClusterOverridePolicy) whose template's kind (and name, where the selector names one) it selects. Label
+// selectors are not checked here: the template's labels are not on the binding, so such bindings are all enqueued.
+func (r *Reconciler) bindingsOfPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
+	var spec *policyv1alpha1.OverrideSpec
+	switch p := obj.(type) {
+	case *policyv1alpha1.OverridePolicy:
+		spec = &p.Spec
+	case *policyv1alpha1.ClusterOverridePolicy:
+		spec = &p.Spec
+	default:
+		return nil
+	}
+	var list workv1alpha1.ResourceBindingList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "list bindings for an override policy", "policy", obj.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		if mayBeSelected(spec.ResourceSelectors, obj.GetNamespace(), b.Spec.Resource) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}
+
+// mayBeSelected reports whether selectors could pick the template ref, judging by what the binding knows of it.
+func mayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace string, ref workv1alpha1.ObjectReference) bool {
+	if len(selectors) == 0 {
+		return true
+	}
+	for _, s := range selectors {
+		ns := s.Namespace
+		if ns == "" {
+			ns = policyNamespace
+		}
+		if s.APIVersion == ref.APIVersion && s.Kind == ref.Kind && (ns == "" || ns == ref.Namespace) && (s.Name == "" || s.Name == ref.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindingsOfCluster enqueues the bindings that target a cluster.
+func (r *Reconciler) bindingsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list workv1alpha1.ResourceBindingList
+	if err := r.Client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "list bindings for a cluster", "cluster", obj.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		for _, tc := range b.Spec.Clusters {
+			if tc.Name == obj.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,10 @@
+// Package binding is the binding controller: it turns each ResourceBinding into one Work per target cluster, in
+// the binding's namespace. A Work holds the template as that cluster should get it (its share of the replicas,
+// the override policies for that cluster applied) followed, when the binding propagates dependencies, by the
+// ConfigMaps, Secrets, ServiceAccounts and claims the template refers to. It deletes the Works of clusters no
+// longer targeted, and of a binding being deleted, and reports in the binding's FullyApplied condition whether
+// every Work was applied.
+//
+// render.go and status.go are the pure core (what the Works should be, what the condition says); controller.go
+// reads and writes the API.
+package binding

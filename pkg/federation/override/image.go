@@ -1,0 +1,79 @@
+package override
+
+import (
+	"fmt"
+	"strings"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+)
+
+// imageRef is an image reference split into [registry/]repository[:tag][@digest]. ref keeps its separators
+// (":1.27", "@sha256:...", or both), so an image is rebuilt exactly as it was when nothing changes.
+type imageRef struct {
+	registry, repository, ref string
+}
+
+// parseImage splits an image reference. The first path segment is a registry only when it looks like a host (it
+// has a dot or a port, or is localhost), as container runtimes decide: "nginx" and "library/nginx" have none.
+func parseImage(s string) imageRef {
+	var img imageRef
+	if at := strings.Index(s, "@"); at >= 0 {
+		img.ref, s = s[at:], s[:at]
+	}
+	if colon := strings.LastIndex(s, ":"); colon > strings.LastIndex(s, "/") {
+		img.ref, s = s[colon:]+img.ref, s[:colon]
+	}
+	if slash := strings.Index(s, "/"); slash >= 0 {
+		if first := s[:slash]; strings.ContainsAny(first, ".:") || first == "localhost" {
+			img.registry, s = first, s[slash+1:]
+		}
+	}
+	img.repository = s
+	return img
+}
+
+func (img imageRef) String() string {
+	s := img.repository + img.ref
+	if img.registry != "" {
+		s = img.registry + "/" + s
+	}
+	return s
+}
+
+// overrideImage changes one component of image. add sets the component only where the image has none (so images
+// that name a registry keep it), replace sets it in any case, remove drops it. A tag value starting with "@" is a
+// digest. The repository cannot be removed: an image without one is no image.
+func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error) {
+	img := parseImage(image)
+	var field *string
+	value := o.Value
+	switch o.Component {
+	case policyv1alpha1.Registry:
+		field = &img.registry
+	case policyv1alpha1.Repository:
+		field = &img.repository
+		if o.Operator == policyv1alpha1.OverriderOpRemove {
+			return "", fmt.Errorf("the repository of image %q cannot be removed", image)
+		}
+	case policyv1alpha1.Tag:
+		field = &img.ref
+		if value != "" && !strings.HasPrefix(value, "@") {
+			value = ":" + value
+		}
+	default:
+		return "", fmt.Errorf("unknown image component %q", o.Component)
+	}
+	switch o.Operator {
+	case policyv1alpha1.OverriderOpAdd:
+		if *field == "" {
+			*field = value
+		}
+	case policyv1alpha1.OverriderOpReplace:
+		*field = value
+	case policyv1alpha1.OverriderOpRemove:
+		*field = ""
+	default:
+		return "", fmt.Errorf("unknown operator %q", o.Operator)
+	}
+	return img.String(), nil
+}

@@ -1,0 +1,236 @@
+package override
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+)
+
+const deployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: demo
+  labels: {app: web, tier: front}
+  annotations: {note: keep}
+spec:
+  replicas: 3
+  template:
+    spec:
+      initContainers:
+      - name: init
+        image: busybox
+      containers:
+      - name: web
+        image: nginx:1.27
+        command: [nginx, -g, daemon off;]
+        args: [--a, --b]
+      - name: sidecar
+        image: reg.example/team/proxy:v1
+`
+
+const configMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: conf, namespace: demo}
+data:
+  app.json: '{"db":{"host":"db","port":5432}}'
+  app.yaml: |
+    db:
+      host: db
+      port: 5432
+`
+
+func object(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(j); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+func js(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+var member1 = &clusterv1alpha1.Cluster{
+	ObjectMeta: metav1.ObjectMeta{Name: "member1", Labels: map[string]string{"env": "prod"}},
+	Spec:       clusterv1alpha1.ClusterSpec{Provider: "aws", Region: "eu", Zones: []string{"eu-1a", "eu-1b"}},
+}
+
+var member2 = &clusterv1alpha1.Cluster{
+	ObjectMeta: metav1.ObjectMeta{Name: "member2", Labels: map[string]string{"env": "dev"}},
+	Spec:       clusterv1alpha1.ClusterSpec{Provider: "gcp", Region: "us", Zone: "us-1a"},
+}
+
+func namespaced(name string, rules ...policyv1alpha1.RuleWithCluster) policyv1alpha1.OverridePolicy {
+	return policyv1alpha1.OverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
+		Spec:       policyv1alpha1.OverrideSpec{OverrideRules: rules},
+	}
+}
+
+func clusterWide(name string, rules ...policyv1alpha1.RuleWithCluster) policyv1alpha1.ClusterOverridePolicy {
+	return policyv1alpha1.ClusterOverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       policyv1alpha1.OverrideSpec{OverrideRules: rules},
+	}
+}
+
+func rule(o policyv1alpha1.Overriders) policyv1alpha1.RuleWithCluster {
+	return policyv1alpha1.RuleWithCluster{Overriders: o}
+}
+
+// TestOverriders checks each overrider on its own: the wanted object is the input with the given edits.
+func TestOverriders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  string
+		o    policyv1alpha1.Overriders
+		want func(obj map[string]any)
+		err  string
+	}{{
+		name: "image without predicate: every container and init container",
+		obj:  deployment,
+		o:    policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "add", "mirror.example")}},
+		want: func(o map[string]any) {
+			setContainer(o, "initContainers", 0, "image", "mirror.example/busybox")
+			setContainer(o, "containers", 0, "image", "mirror.example/nginx:1.27")
+		},
+	}, {
+		name: "image with predicate: only that field",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{{
+			Predicate: &policyv1alpha1.ImagePredicate{Path: "/spec/template/spec/containers/1/image"},
+			Component: "Tag", Operator: "replace", Value: "v2",
+		}}},
+		want: func(o map[string]any) { setContainer(o, "containers", 1, "image", "reg.example/team/proxy:v2") },
+	}, {
+		name: "image predicate on a missing field",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{{
+			Predicate: &policyv1alpha1.ImagePredicate{Path: "/spec/template/spec/containers/5/image"},
+			Component: "Tag", Operator: "replace", Value: "v2",
+		}}},
+		err: "imageOverrider[0]: /spec/template/spec/containers/5: index 5 is out of range",
+	}, {
+		name: "command add and args remove, by container name",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{
+			CommandOverrider: []policyv1alpha1.CommandArgsOverrider{{ContainerName: "web", Operator: "add", Value: []string{"-T"}}},
+			ArgsOverrider: []policyv1alpha1.CommandArgsOverrider{
+				{ContainerName: "web", Operator: "remove", Value: []string{"--a"}},
+				{ContainerName: "sidecar", Operator: "add", Value: []string{"--verbose"}},
+				{ContainerName: "absent", Operator: "add", Value: []string{"--ignored"}},
+			},
+		},
+		want: func(o map[string]any) {
+			setContainer(o, "containers", 0, "command", []any{"nginx", "-g", "daemon off;", "-T"})
+			setContainer(o, "containers", 0, "args", []any{"--b"})
+			setContainer(o, "containers", 1, "args", []any{"--verbose"})
+		},
+	}, {
+		name: "labels: add keeps present keys, replace skips absent keys, remove deletes",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+			{Operator: "add", Value: map[string]string{"app": "ignored", "region": "eu"}},
+			{Operator: "replace", Value: map[string]string{"tier": "back", "absent": "ignored"}},
+			{Operator: "remove", Value: map[string]string{"region": ""}},
+		}},
+		want: func(o map[string]any) {
+			_ = unstructured.SetNestedStringMap(o, map[string]string{"app": "web", "tier": "back"}, "metadata", "labels")
+		},
+	}, {
+		name: "annotations: removing the last key drops the field",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{AnnotationsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+			{Operator: "remove", Value: map[string]string{"note": ""}},
+		}},
+		want: func(o map[string]any) { unstructured.RemoveNestedField(o, "metadata", "annotations") },
+	}, {
+		name: "field overrider on JSON and YAML documents",
+		obj:  configMap,
+		o: policyv1alpha1.Overriders{FieldOverrider: []policyv1alpha1.FieldOverrider{
+			{FieldPath: "/data/app.json", JSON: []policyv1alpha1.PatchOperation{{SubPath: "/db/host", Operator: "replace", Value: js(`"db.eu"`)}}},
+			{FieldPath: "/data/app.yaml", YAML: []policyv1alpha1.PatchOperation{
+				{SubPath: "/db/port", Operator: "remove"},
+				{SubPath: "/db/tls", Operator: "add", Value: js(`true`)},
+			}},
+		}},
+		want: func(o map[string]any) {
+			_ = unstructured.SetNestedField(o, `{"db":{"host":"db.eu","port":5432}}`, "data", "app.json")
+			_ = unstructured.SetNestedField(o, "db:\n  host: db\n  tls: true\n", "data", "app.yaml")
+		},
+	}, {
+		name: "field overrider on a field that is not a document",
+		obj:  configMap,
+		o: policyv1alpha1.Overriders{FieldOverrider: []policyv1alpha1.FieldOverrider{
+			{FieldPath: "/metadata", JSON: []policyv1alpha1.PatchOperation{{SubPath: "/x", Operator: "remove"}}},
+		}},
+		err: "fieldOverrider[0]: /metadata is a map[string]interface {}, not a string",
+	}, {
+		name: "plaintext add, replace and remove",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/spec/paused", Operator: "add", Value: js(`true`)},
+			{Path: "/spec/replicas", Operator: "replace", Value: js(`7`)},
+			{Path: "/metadata/annotations/note", Operator: "remove"},
+		}},
+		want: func(o map[string]any) {
+			_ = unstructured.SetNestedField(o, true, "spec", "paused")
+			_ = unstructured.SetNestedField(o, int64(7), "spec", "replicas")
+			_ = unstructured.SetNestedStringMap(o, map[string]string{}, "metadata", "annotations")
+		},
+	}, {
+		name: "plaintext replace of a missing field",
+		obj:  deployment,
+		o:    policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/nope", Operator: "replace", Value: js(`1`)}}},
+		err:  "plaintext[0]: /spec/nope: not found",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := object(t, tc.obj)
+			p := namespaced("p", rule(tc.o))
+			got, applied, err := Apply(in, member1, Policies{Namespaced: []policyv1alpha1.OverridePolicy{p}})
+			if tc.err != "" {
+				var pe *PolicyError
+				if !errors.As(err, &pe) || pe.Invalid || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want a PolicyError containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := object(t, tc.obj)
+			tc.want(want.Object)
+			if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(object(t, tc.obj).Object, in.Object); diff != "" {
+				t.Errorf("Apply changed its input:\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"OverridePolicy/p"}, applied); diff != "" {
+				t.Errorf("applied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func setContainer(o map[string]any, list string, i int, field string, v any) {
+	cs, _, _ := unstructured.NestedSlice(o, "spec", "template", "spec", list)
+	cs[i].(map[string]any)[field] = v
+	_ = unstructured.SetNestedSlice(o, cs, "spec", "template", "spec", list)
+}
