@@ -1,0 +1,242 @@
+package detector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+var metav1GetOptions = metav1.GetOptions{}
+
+// claimLabels are the claim labels for p: p's label names it and the other is removed (a nil value).
+func claimLabels(p Policy) map[string]any {
+	l := map[string]any{names.PropagationPolicyLabel: nil, names.ClusterPropagationPolicyLabel: nil}
+	l[p.ClaimLabel()] = p.Name
+	return l
+}
+
+// noClaimLabels removes both claim labels.
+var noClaimLabels = map[string]any{names.PropagationPolicyLabel: nil, names.ClusterPropagationPolicyLabel: nil}
+
+// hasLabels reports whether obj's labels already are as patch would make them.
+func hasLabels(obj metav1.Object, patch map[string]any) bool {
+	l := obj.GetLabels()
+	for k, v := range patch {
+		cur, ok := l[k]
+		if v == nil && ok || v != nil && (!ok || cur != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// claim labels obj with p, patching only the labels, and returns the template as patched.
+func (r *Reconciler) claim(ctx context.Context, obj *unstructured.Unstructured, p Policy) (*unstructured.Unstructured, error) {
+	patch := claimLabels(p)
+	if hasLabels(obj, patch) {
+		return obj, nil
+	}
+	out, err := r.patchLabels(ctx, obj, patch)
+	if err != nil {
+		return nil, err
+	}
+	logf.FromContext(ctx).Info("claimed", "policy", p.Key())
+	r.Recorder.Eventf(out, corev1.EventTypeNormal, ReasonClaimed, "claimed by %s", p)
+	return out, nil
+}
+
+// release removes obj's claim and deletes its binding. The propagated copies stay in the member clusters: losing
+// its policy does not delete a workload, only its template's deletion does.
+func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured) error {
+	if !hasLabels(obj, noClaimLabels) {
+		out, err := r.patchLabels(ctx, obj, noClaimLabels)
+		if err != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("released: no policy selects it")
+		r.Recorder.Eventf(out, corev1.EventTypeNormal, ReasonReleased, "no policy selects it any more")
+	}
+	return r.deleteBinding(ctx, keyOf(obj), true)
+}
+
+func (r *Reconciler) patchLabels(ctx context.Context, obj *unstructured.Unstructured, labels map[string]any) (*unstructured.Unstructured, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.resource(keyOf(obj))
+	if err != nil {
+		return nil, err
+	}
+	out, err := res.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out.SetGroupVersionKind(obj.GroupVersionKind())
+	return out, nil
+}
+
+// errBindingTerminating: the binding is still being deleted (its finalizer waits for its Works); a new one is
+// made once it is gone.
+var errBindingTerminating = errors.New("binding is being deleted")
+
+// writeBinding creates or updates obj's binding with desired, claimed by p.
+func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstructured, p Policy, desired workv1alpha1.ResourceBindingSpec) (reconcile.Result, error) {
+	key := bindingKey(obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := newBinding(obj.GetNamespace())
+		err := r.Client.Get(ctx, key, b)
+		if apierrors.IsNotFound(err) {
+			b = newBinding(obj.GetNamespace())
+			b.SetNamespace(key.Namespace)
+			b.SetName(key.Name)
+			setBindingMeta(b, obj, p)
+			SetDesired(bindingSpec(b), desired)
+			if err := r.Client.Create(ctx, b); err != nil {
+				return err
+			}
+			logf.FromContext(ctx).Info("created binding", "binding", key, "replicas", desired.Replicas)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !sameTemplate(bindingSpec(b), obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonBindingNameTaken,
+				"binding %s already belongs to another template", key)
+			return nil
+		}
+		if b.GetDeletionTimestamp() != nil {
+			return errBindingTerminating
+		}
+		if HeldBack(bindingSpec(b), b.GetLabels(), desired, p) {
+			return nil
+		}
+		metaChanged := setBindingMeta(b, obj, p)
+		if !SetDesired(bindingSpec(b), desired) && !metaChanged {
+			return nil
+		}
+		if err := r.Client.Update(ctx, b); err != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("updated binding", "binding", key, "replicas", desired.Replicas)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errBindingTerminating):
+		return reconcile.Result{RequeueAfter: terminatingBindingRecheck}, nil
+	case apierrors.IsAlreadyExists(err):
+		// The cache has not seen the binding made by the previous pass yet.
+		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// deleteBinding deletes the binding of the template key names, if it has one. With preserve, the binding is first
+// told to leave the propagated copies in the members.
+func (r *Reconciler) deleteBinding(ctx context.Context, key templateKey, preserve bool) error {
+	bkey := bindingKey(key.GVK.Kind, key.Namespace, key.Name)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := newBinding(key.Namespace)
+		if err := r.Client.Get(ctx, bkey, b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		spec := bindingSpec(b)
+		if !sameTemplate(spec, key.GVK, key.Namespace, key.Name) || b.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		if preserve && (spec.PreserveResourcesOnDeletion == nil || !*spec.PreserveResourcesOnDeletion) {
+			keep := true
+			spec.PreserveResourcesOnDeletion = &keep
+			if err := r.Client.Update(ctx, b); err != nil {
+				return err
+			}
+		}
+		uid := b.GetUID()
+		err := r.Client.Delete(ctx, b, client.Preconditions{UID: &uid})
+		if err == nil {
+			logf.FromContext(ctx).Info("deleted binding", "binding", bkey, "preserveResources", preserve)
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
+// bindingKey is where the binding of a template is: a ResourceBinding beside a namespaced template, a
+// ClusterResourceBinding for a cluster-scoped one.
+func bindingKey(kind, namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: names.Binding(kind, name)}
+}
+
+func newBinding(namespace string) client.Object {
+	if namespace == "" {
+		return &workv1alpha1.ClusterResourceBinding{}
+	}
+	return &workv1alpha1.ResourceBinding{}
+}
+
+func bindingSpec(obj client.Object) *workv1alpha1.ResourceBindingSpec {
+	switch b := obj.(type) {
+	case *workv1alpha1.ResourceBinding:
+		return &b.Spec
+	case *workv1alpha1.ClusterResourceBinding:
+		return &b.Spec
+	}
+	return nil
+}
+
+// sameTemplate reports whether spec's template is the one of kind gvk called namespace/name (in any version).
+func sameTemplate(spec *workv1alpha1.ResourceBindingSpec, gvk schema.GroupVersionKind, namespace, name string) bool {
+	gv, err := schema.ParseGroupVersion(spec.Resource.APIVersion)
+	return err == nil && gv.Group == gvk.Group && spec.Resource.Kind == gvk.Kind &&
+		spec.Resource.Namespace == namespace && spec.Resource.Name == name
+}
+
+// setBindingMeta labels b with its claim, like the template, so a policy finds its bindings, and makes b owned
+// (not controlled) by the template. It reports whether b changed.
+func setBindingMeta(b client.Object, obj *unstructured.Unstructured, p Policy) bool {
+	changed := false
+	if !hasLabels(b, claimLabels(p)) {
+		l := b.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		delete(l, names.PropagationPolicyLabel)
+		delete(l, names.ClusterPropagationPolicyLabel)
+		l[p.ClaimLabel()] = p.Name
+		b.SetLabels(l)
+		changed = true
+	}
+	owner := metav1.OwnerReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID()}
+	var refs []metav1.OwnerReference
+	found := false
+	for _, ref := range b.GetOwnerReferences() {
+		switch {
+		case ref.UID == owner.UID:
+			found = true
+		case ref.Kind == owner.Kind && ref.Name == owner.Name:
+			changed = true // a former template of the same name: this binding is the new one's now
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	if !found {
+		refs = append(refs, owner)
+		changed = true
+	}
+	b.SetOwnerReferences(refs)
+	return changed
+}

@@ -1,0 +1,276 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+)
+
+// ReplicaInterpreter finds a template's replicas and what each replica needs.
+type ReplicaInterpreter interface {
+	Handles(gvk schema.GroupVersionKind, op interpreter.Operation) bool
+	InterpretReplica(ctx context.Context, obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error)
+}
+
+// Event reasons.
+const (
+	ReasonClaimed          = "Claimed"
+	ReasonReleased         = "Released"
+	ReasonInterpretFailed  = "InterpretReplicaFailed"
+	ReasonBindingNameTaken = "BindingNameTaken"
+	ReasonUnknownKind      = "UnknownKind"
+	ReasonIgnoredKind      = "IgnoredKind"
+)
+
+const (
+	policiesControllerName  = "detector-policies"
+	templatesControllerName = "detector-templates"
+	defaultUnknownKindRetry = 30 * time.Second
+	// terminatingBindingRecheck is how soon a template whose binding is still being deleted is looked at again.
+	terminatingBindingRecheck = time.Second
+	// staleCacheRecheck is how soon a template is looked at again when the cache lags behind a write.
+	staleCacheRecheck = 100 * time.Millisecond
+)
+
+// Reconciler claims templates for their policies and keeps their bindings. It runs two controllers: one per
+// policy, which keeps an informer running for every selected kind and requeues the templates a policy change may
+// move, and one per template, which claims it and writes its binding.
+type Reconciler struct {
+	// Client reads policies and bindings (cached) and writes bindings on the host.
+	Client client.Client
+	// Dynamic reads and patches templates; made from the manager's config when nil.
+	Dynamic dynamic.Interface
+	// Mapper resolves the selected kinds to resources; the manager's when nil.
+	Mapper meta.RESTMapper
+	// Interpreter finds replicas and replica requirements.
+	Interpreter ReplicaInterpreter
+	// Recorder records events on templates and policies; the manager's when nil.
+	Recorder record.EventRecorder
+	// UnknownKindRetry is how soon a policy selecting a kind the API server does not serve is looked at again
+	// (its CRD may be installed later); default 30s.
+	UnknownKindRetry time.Duration
+
+	informers *kindInformers
+	templates *templateQueue
+}
+
+// SetupWithManager registers the reconciler's controllers and informers with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Interpreter == nil {
+		return errors.New("detector: Interpreter is required")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Mapper == nil {
+		r.Mapper = mgr.GetRESTMapper()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor("fedmesh-detector") //nolint:staticcheck // the federation stages share record.EventRecorder
+	}
+	if r.UnknownKindRetry == 0 {
+		r.UnknownKindRetry = defaultUnknownKindRetry
+	}
+	if r.Dynamic == nil {
+		d, err := dynamic.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.Dynamic = d
+	}
+	r.templates = &templateQueue{}
+	r.informers = newKindInformers(r.Dynamic, r.templates.add)
+	if err := mgr.Add(r.informers); err != nil {
+		return err
+	}
+	err := ctrl.NewControllerManagedBy(mgr).Named(policiesControllerName).
+		For(&policyv1alpha1.PropagationPolicy{}).
+		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, &handler.EnqueueRequestForObject{}).
+		Complete(reconcile.Func(r.reconcilePolicy))
+	if err != nil {
+		return err
+	}
+	// A binding deleted behind the detector's back is made again; other binding changes are other stages' work.
+	onlyDeletes := builder.WithPredicates(predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	})
+	log := mgr.GetLogger().WithValues("controller", templatesControllerName)
+	return builder.TypedControllerManagedBy[templateKey](mgr).Named(templatesControllerName).
+		WatchesRawSource(r.templates).
+		Watches(&workv1alpha1.ResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
+		Watches(&workv1alpha1.ClusterResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
+		WithLogConstructor(func(k *templateKey) logr.Logger {
+			if k == nil {
+				return log
+			}
+			return log.WithValues("kind", k.GVK.Kind, "namespace", k.Namespace, "name", k.Name)
+		}).
+		Complete(reconcile.TypedFunc[templateKey](r.reconcileTemplate))
+}
+
+// WatchedKinds lists the template kinds the detector runs an informer for: those some policy selects.
+func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
+	return r.informers.Kinds()
+}
+
+// reconcileTemplate claims the template for the policy that wins it and writes its binding, or releases it and
+// deletes its binding when no policy selects it or it is gone.
+func (r *Reconciler) reconcileTemplate(ctx context.Context, key templateKey) (reconcile.Result, error) {
+	obj, err := r.template(ctx, key)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if obj == nil || obj.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, r.deleteBinding(ctx, key, false)
+	}
+	candidates, err := r.candidates(ctx, obj.GetNamespace())
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	policy, ok := Choose(obj, candidates)
+	if !ok {
+		return reconcile.Result{}, r.release(ctx, obj)
+	}
+	if obj, err = r.claim(ctx, obj, policy); err != nil {
+		return reconcile.Result{}, err
+	}
+	var replicas int32
+	var req *workv1alpha1.ReplicaRequirements
+	if r.Interpreter.Handles(key.GVK, interpreter.InterpretReplica) {
+		if replicas, req, err = r.Interpreter.InterpretReplica(ctx, obj); err != nil {
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInterpretFailed, "finding the replicas: %v", err)
+			return reconcile.Result{}, err
+		}
+	}
+	return r.writeBinding(ctx, obj, policy, DesiredSpec(obj, policy, replicas, req))
+}
+
+// template returns the template from its kind's informer, or from the API server when no informer runs for the
+// kind (any more); nil when it does not exist.
+func (r *Reconciler) template(ctx context.Context, key templateKey) (*unstructured.Unstructured, error) {
+	obj, running, err := r.informers.get(key)
+	if running || err != nil {
+		return obj, err
+	}
+	res, err := r.resource(key)
+	if meta.IsNoMatchError(err) {
+		return nil, nil // the kind is gone, and its templates with it
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, err = res.Get(ctx, key.Name, metav1GetOptions)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+func (r *Reconciler) resource(key templateKey) (dynamic.ResourceInterface, error) {
+	m, err := r.Mapper.RESTMapping(key.GVK.GroupKind(), key.GVK.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return r.Dynamic.Resource(m.Resource).Namespace(key.Namespace), nil
+	}
+	return r.Dynamic.Resource(m.Resource), nil
+}
+
+// candidates are the live policies that may select a template of namespace: the PropagationPolicies of that
+// namespace and every ClusterPropagationPolicy.
+func (r *Reconciler) candidates(ctx context.Context, namespace string) ([]Policy, error) {
+	var out []Policy
+	if namespace != "" {
+		var pps policyv1alpha1.PropagationPolicyList
+		if err := r.Client.List(ctx, &pps, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for i := range pps.Items {
+			if pps.Items[i].DeletionTimestamp == nil {
+				out = append(out, FromPropagationPolicy(&pps.Items[i]))
+			}
+		}
+	}
+	var cpps policyv1alpha1.ClusterPropagationPolicyList
+	if err := r.Client.List(ctx, &cpps); err != nil {
+		return nil, err
+	}
+	for i := range cpps.Items {
+		if cpps.Items[i].DeletionTimestamp == nil {
+			out = append(out, FromClusterPropagationPolicy(&cpps.Items[i]))
+		}
+	}
+	return out, nil
+}
+
+// templateQueue is the template controller's source: informers and the policy controller add template keys to
+// it, and it hands them to the controller's queue once that starts.
+type templateQueue struct {
+	mu      sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[templateKey]
+	pending []templateKey
+}
+
+// Start hands the keys added so far, and every key added later, to queue.
+func (t *templateQueue) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[templateKey]) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queue = queue
+	for _, k := range t.pending {
+		queue.Add(k)
+	}
+	t.pending = nil
+	return nil
+}
+
+func (t *templateQueue) add(k templateKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.queue == nil {
+		t.pending = append(t.pending, k)
+		return
+	}
+	t.queue.Add(k)
+}
+
+func (t *templateQueue) String() string { return "detector templates" }
+
+// bindingTemplate is the template a binding was made for.
+func bindingTemplate(_ context.Context, obj client.Object) []templateKey {
+	spec := bindingSpec(obj)
+	if spec == nil {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(spec.Resource.APIVersion)
+	if err != nil {
+		return nil
+	}
+	k := templateKey{GVK: gv.WithKind(spec.Resource.Kind)}
+	k.Namespace, k.Name = spec.Resource.Namespace, spec.Resource.Name
+	return []templateKey{k}
+}

@@ -1,0 +1,417 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+var (
+	deploymentKind = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	configMapKind  = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+)
+
+// TestDetector runs the detector against a real host API server, one step after the other.
+func TestDetector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(objs ...client.Object) {
+		t.Helper()
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	}
+	create(namespace("a"), namespace("b"),
+		webDeployment("a", "web", 6), webDeployment("b", "api", 2),
+		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("web"), PropagateDeps: true}},
+		&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "all-deployments"},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byKind(), Priority: ptr.To[int32](10)}},
+	)
+
+	events := &eventLog{}
+	r := startDetector(ctx, t, host, events)
+
+	t.Run("the namespaced policy claims its template and writes the binding", func(t *testing.T) {
+		rb := waitBinding(t, c, "a", "web-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.Spec.Replicas != 6 {
+				return fmt.Errorf("replicas %d", rb.Spec.Replicas)
+			}
+			return nil
+		})
+		if cpu := rb.Spec.ReplicaRequirements.ResourceRequest.Cpu(); cpu.Cmp(resource.MustParse("250m")) != 0 {
+			t.Errorf("cpu request %s, want 250m", cpu)
+		}
+		if rb.Spec.Resource.Name != "web" || rb.Spec.Resource.UID == "" || !rb.Spec.PropagateDeps ||
+			rb.Labels[names.PropagationPolicyLabel] != "web" {
+			t.Errorf("binding %+v %v", rb.Spec, rb.Labels)
+		}
+		waitLabels(t, c, "a", "web", map[string]string{names.PropagationPolicyLabel: "web"})
+	})
+
+	t.Run("the cluster policy claims the template of another namespace", func(t *testing.T) {
+		waitLabels(t, c, "b", "api", map[string]string{names.ClusterPropagationPolicyLabel: "all-deployments"})
+		waitBinding(t, c, "b", "api-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.Spec.Replicas != 2 || rb.Labels[names.ClusterPropagationPolicyLabel] != "all-deployments" {
+				return fmt.Errorf("replicas %d, labels %v", rb.Spec.Replicas, rb.Labels)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a binding deleted behind the detector's back is made again", func(t *testing.T) {
+		old := waitBinding(t, c, "b", "api-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+		if err := c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		waitBinding(t, c, "b", "api-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.UID == old.UID {
+				return fmt.Errorf("still the old binding")
+			}
+			return nil
+		})
+	})
+
+	t.Run("scaling the template updates the binding", func(t *testing.T) {
+		patch := []byte(`{"spec":{"replicas":8}}`)
+		if err := c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}},
+			client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		waitBinding(t, c, "a", "web-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.Spec.Replicas != 8 {
+				return fmt.Errorf("replicas %d", rb.Spec.Replicas)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a kind selected later gets an informer and bindings without replicas", func(t *testing.T) {
+		if slices.Contains(r.WatchedKinds(), configMapKind) {
+			t.Fatal("ConfigMaps watched before any policy selects them")
+		}
+		create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "settings"}, Data: map[string]string{"k": "v"}},
+			&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "settings"},
+				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
+					{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}}}})
+		rb := waitBinding(t, c, "a", "settings-configmap", func(*workv1alpha1.ResourceBinding) error { return nil })
+		if rb.Spec.Replicas != 0 || rb.Spec.ReplicaRequirements != nil {
+			t.Errorf("replicas %d, requirements %+v", rb.Spec.Replicas, rb.Spec.ReplicaRequirements)
+		}
+		if kinds := r.WatchedKinds(); !slices.Contains(kinds, configMapKind) || !slices.Contains(kinds, deploymentKind) {
+			t.Errorf("watched kinds %v", kinds)
+		}
+	})
+
+	t.Run("deleting the policy releases the template, deletes its binding and stops the informer", func(t *testing.T) {
+		// Stand in for the binding controller's finalizer, to see the binding told to keep the members' copies.
+		key := client.ObjectKey{Namespace: "a", Name: "settings-configmap"}
+		rb := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, key, rb); err != nil {
+			t.Fatal(err)
+		}
+		rb.Finalizers = []string{names.BindingFinalizer}
+		if err := c.Update(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "settings"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitLabels(t, c, "a", "settings", nil)
+		eventually(t, func() error {
+			if err := c.Get(ctx, key, rb); err != nil {
+				return err
+			}
+			if rb.DeletionTimestamp == nil {
+				return fmt.Errorf("binding not deleted")
+			}
+			return nil
+		})
+		if p := rb.Spec.PreserveResourcesOnDeletion; p == nil || !*p {
+			t.Errorf("a binding deleted because its policy went does not preserve the members' copies")
+		}
+		rb.Finalizers = nil
+		if err := c.Update(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, key, &workv1alpha1.ResourceBinding{})
+		eventually(t, func() error {
+			if kinds := r.WatchedKinds(); slices.Contains(kinds, configMapKind) || !slices.Contains(kinds, deploymentKind) {
+				return fmt.Errorf("watched kinds %v", kinds)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a template whose policy goes is claimed by the next one", func(t *testing.T) {
+		if err := c.Delete(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitLabels(t, c, "a", "web", map[string]string{names.ClusterPropagationPolicyLabel: "all-deployments"})
+		waitBinding(t, c, "a", "web-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.Labels[names.ClusterPropagationPolicyLabel] != "all-deployments" || rb.Labels[names.PropagationPolicyLabel] != "" {
+				return fmt.Errorf("labels %v", rb.Labels)
+			}
+			if rb.Spec.PropagateDeps || rb.Spec.Replicas != 8 {
+				return fmt.Errorf("spec %+v", rb.Spec)
+			}
+			return nil
+		})
+	})
+
+	t.Run("deleting the template deletes its binding", func(t *testing.T) {
+		if err := c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, client.ObjectKey{Namespace: "a", Name: "web-deployment"}, &workv1alpha1.ResourceBinding{})
+	})
+
+	t.Run("a cluster-scoped template gets a ClusterResourceBinding", func(t *testing.T) {
+		create(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}},
+			&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roles"},
+				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
+					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "viewer"}}}})
+		key := client.ObjectKey{Name: "viewer-clusterrole"}
+		eventually(t, func() error { return c.Get(ctx, key, &workv1alpha1.ClusterResourceBinding{}) })
+		if err := c.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, key, &workv1alpha1.ClusterResourceBinding{})
+	})
+
+	t.Run("a lazy policy's change waits for the template's next change", func(t *testing.T) {
+		placement := func(cluster string) policyv1alpha1.Placement {
+			return policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{cluster}}}
+		}
+		onCluster := func(cluster string) func(*workv1alpha1.ResourceBinding) error {
+			return func(rb *workv1alpha1.ResourceBinding) error {
+				if p := rb.Spec.Placement; p == nil || p.ClusterAffinity == nil || p.ClusterAffinity.ClusterNames[0] != cluster {
+					return fmt.Errorf("placement %+v, want cluster %s", p, cluster)
+				}
+				return nil
+			}
+		}
+		policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "lazy"},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("lazy"), Placement: placement("m1"),
+				ActivationPreference: policyv1alpha1.LazyActivation}}
+		create(policy, webDeployment("b", "lazy", 1))
+		waitBinding(t, c, "b", "lazy-deployment", onCluster("m1"))
+		policy.Spec.Placement = placement("m2")
+		if err := c.Update(ctx, policy); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // time enough for an eager detector to move the binding
+		waitBinding(t, c, "b", "lazy-deployment", onCluster("m1"))
+		if err := c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "lazy"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))); err != nil {
+			t.Fatal(err)
+		}
+		waitBinding(t, c, "b", "lazy-deployment", onCluster("m2"))
+	})
+
+	t.Run("a policy selecting an unknown kind gets an event", func(t *testing.T) {
+		create(&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "widgets"},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
+				{APIVersion: "example.com/v1", Kind: "Widget"}}}})
+		eventually(t, func() error {
+			if !events.has(ReasonUnknownKind, "example.com/v1 Widget") {
+				return fmt.Errorf("no UnknownKind event among %v", events.all())
+			}
+			return nil
+		})
+		// The detector still works.
+		create(webDeployment("b", "late", 1))
+		waitBinding(t, c, "b", "late-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+	})
+}
+
+func startDetector(ctx context.Context, t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {
+	t.Helper()
+	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
+		Scheme:                 fedtest.Scheme(),
+		Logger:                 testr.New(t),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{
+		Interpreter:      interpreter.Layers{Native: native.New()}.Chain(),
+		Recorder:         events,
+		UnknownKindRetry: time.Second,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	mctx, stop := context.WithCancel(ctx)
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	return r
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func webDeployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "nginx",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("250m")}},
+				}}},
+			},
+		},
+	}
+}
+
+func eventually(t *testing.T, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitBinding(t *testing.T, c client.Client, ns, name string, check func(*workv1alpha1.ResourceBinding) error) *workv1alpha1.ResourceBinding {
+	t.Helper()
+	rb := &workv1alpha1.ResourceBinding{}
+	eventually(t, func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rb); err != nil {
+			return err
+		}
+		return check(rb)
+	})
+	return rb
+}
+
+func waitGone(t *testing.T, c client.Client, key client.ObjectKey, obj client.Object) {
+	t.Helper()
+	eventually(t, func() error {
+		err := c.Get(context.Background(), key, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("%s still there (%v)", key, err)
+	})
+}
+
+// waitLabels waits until the template ns/name (a Deployment or ConfigMap) carries exactly the claim labels want.
+func waitLabels(t *testing.T, c client.Client, ns, name string, want map[string]string) {
+	t.Helper()
+	eventually(t, func() error {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(deploymentKind)
+		if name == "settings" {
+			obj.SetGroupVersionKind(configMapKind)
+		}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for _, k := range []string{names.PropagationPolicyLabel, names.ClusterPropagationPolicyLabel} {
+			if v, ok := obj.Labels[k]; ok {
+				got[k] = v
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			return fmt.Errorf("claim labels %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+// eventLog is a record.EventRecorder keeping what it is told.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *eventLog) Event(_ runtime.Object, eventtype, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, eventtype+" "+reason+" "+message)
+}
+
+func (e *eventLog) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	e.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (e *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	e.Eventf(obj, eventtype, reason, format, args...)
+}
+
+func (e *eventLog) has(reason, text string) bool {
+	for _, ev := range e.all() {
+		if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, text) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *eventLog) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.events)
+}

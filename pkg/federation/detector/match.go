@@ -1,0 +1,214 @@
+package detector
+
+import (
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// Policy is a PropagationPolicy or a ClusterPropagationPolicy as the matcher sees it.
+type Policy struct {
+	// Namespace of a PropagationPolicy; empty for a ClusterPropagationPolicy.
+	Namespace string
+	// Name of the policy.
+	Name string
+	// Spec of the policy.
+	Spec *policyv1alpha1.PropagationSpec
+}
+
+// FromPropagationPolicy is the matcher's view of p.
+func FromPropagationPolicy(p *policyv1alpha1.PropagationPolicy) Policy {
+	return Policy{Namespace: p.Namespace, Name: p.Name, Spec: &p.Spec}
+}
+
+// FromClusterPropagationPolicy is the matcher's view of p.
+func FromClusterPropagationPolicy(p *policyv1alpha1.ClusterPropagationPolicy) Policy {
+	return Policy{Name: p.Name, Spec: &p.Spec}
+}
+
+// IsCluster reports whether p is a ClusterPropagationPolicy.
+func (p Policy) IsCluster() bool { return p.Namespace == "" }
+
+// Key identifies p; the namespace is empty for a ClusterPropagationPolicy.
+func (p Policy) Key() types.NamespacedName {
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+}
+
+// ClaimLabel is the label that names p on the templates it claims.
+func (p Policy) ClaimLabel() string {
+	if p.IsCluster() {
+		return names.ClusterPropagationPolicyLabel
+	}
+	return names.PropagationPolicyLabel
+}
+
+// String names p with its kind, for events and logs.
+func (p Policy) String() string {
+	if p.IsCluster() {
+		return "ClusterPropagationPolicy " + p.Name
+	}
+	return "PropagationPolicy " + p.Namespace + "/" + p.Name
+}
+
+func (p Policy) priority() int32 {
+	if p.Spec.Priority == nil {
+		return 0
+	}
+	return *p.Spec.Priority
+}
+
+// Precision is how closely a resource selector names a template; a more precise match wins a tie in priority.
+type Precision int
+
+// The precisions, least precise first.
+const (
+	NoMatch Precision = iota
+	KindMatch
+	LabelMatch
+	NameMatch
+)
+
+// Match is the precision of p's best selector for obj; NoMatch when none selects it. A PropagationPolicy only
+// selects templates of its own namespace, and no policy selects fedmesh's own kinds or system namespaces.
+func (p Policy) Match(obj *unstructured.Unstructured) Precision {
+	if Ignored(obj.GroupVersionKind(), obj.GetNamespace()) {
+		return NoMatch
+	}
+	if !p.IsCluster() && obj.GetNamespace() != p.Namespace {
+		return NoMatch
+	}
+	best := NoMatch
+	for i := range p.Spec.ResourceSelectors {
+		best = max(best, selectorMatch(&p.Spec.ResourceSelectors[i], obj))
+	}
+	return best
+}
+
+func selectorMatch(sel *policyv1alpha1.ResourceSelector, obj *unstructured.Unstructured) Precision {
+	if sel.APIVersion != obj.GetAPIVersion() || sel.Kind != obj.GetKind() {
+		return NoMatch
+	}
+	// For a PropagationPolicy the caller has already required the policy's namespace; a selector naming another
+	// one then fails here too.
+	if sel.Namespace != "" && sel.Namespace != obj.GetNamespace() {
+		return NoMatch
+	}
+	switch {
+	case sel.Name != "":
+		if sel.Name == obj.GetName() {
+			return NameMatch
+		}
+		return NoMatch
+	case sel.LabelSelector != nil:
+		s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+		if err != nil || !s.Matches(labels.Set(obj.GetLabels())) {
+			return NoMatch
+		}
+		return LabelMatch
+	default:
+		return KindMatch
+	}
+}
+
+// ignoredNamespaces hold the cluster's and fedmesh's own machinery; nothing in them is ever propagated.
+var ignoredNamespaces = map[string]bool{
+	metav1.NamespaceSystem: true,
+	metav1.NamespacePublic: true,
+	"kube-node-lease":      true,
+	names.SystemNamespace:  true,
+}
+
+// Ignored reports whether templates of kind gvk in namespace are out of every policy's reach: fedmesh's own kinds
+// (*.fedmesh.io) and the system namespaces.
+func Ignored(gvk schema.GroupVersionKind, namespace string) bool {
+	return IgnoredGroup(gvk.Group) || ignoredNamespaces[namespace]
+}
+
+// IgnoredGroup reports whether group is one of fedmesh's own API groups.
+func IgnoredGroup(group string) bool {
+	return group == "fedmesh.io" || strings.HasSuffix(group, ".fedmesh.io")
+}
+
+// ClaimedBy is the policy obj's claim label names, if any; the namespace is empty for a ClusterPropagationPolicy.
+func ClaimedBy(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
+	l := obj.GetLabels()
+	if n := l[names.PropagationPolicyLabel]; n != "" && obj.GetNamespace() != "" {
+		return types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}, true
+	}
+	if n := l[names.ClusterPropagationPolicyLabel]; n != "" {
+		return types.NamespacedName{Name: n}, true
+	}
+	return types.NamespacedName{}, false
+}
+
+// Choose picks the policy that claims obj among candidates, or false when none selects it.
+//
+// Policies are ranked: a PropagationPolicy before any ClusterPropagationPolicy, then higher priority, then the
+// more precise selector, then the name that sorts first. The top one claims an unclaimed template. A template
+// already claimed by a policy that still selects it stays with that policy, unless a policy ranked above it may
+// preempt it (see CanPreempt): a claim is not taken away behind the owner's back just because a rival appeared.
+func Choose(obj *unstructured.Unstructured, candidates []Policy) (Policy, bool) {
+	type match struct {
+		policy    Policy
+		precision Precision
+	}
+	var matches []match
+	for _, p := range candidates {
+		if prec := p.Match(obj); prec != NoMatch {
+			matches = append(matches, match{p, prec})
+		}
+	}
+	if len(matches) == 0 {
+		return Policy{}, false
+	}
+	sort.Slice(matches, func(i, j int) bool {
+		a, b := matches[i], matches[j]
+		if a.policy.IsCluster() != b.policy.IsCluster() {
+			return !a.policy.IsCluster()
+		}
+		if a.policy.priority() != b.policy.priority() {
+			return a.policy.priority() > b.policy.priority()
+		}
+		if a.precision != b.precision {
+			return a.precision > b.precision
+		}
+		return a.policy.Name < b.policy.Name
+	})
+	claim, claimed := ClaimedBy(obj)
+	var current *Policy
+	for i := range matches {
+		if claimed && matches[i].policy.Key() == claim {
+			current = &matches[i].policy
+		}
+	}
+	if current == nil {
+		return matches[0].policy, true
+	}
+	for _, m := range matches {
+		if m.policy.Key() == current.Key() || CanPreempt(m.policy, *current) {
+			return m.policy, true
+		}
+	}
+	return *current, true // unreachable: current is among the matches
+}
+
+// CanPreempt reports whether p may take a template claimed by holder: p must ask for preemption, and be a
+// PropagationPolicy taking from a ClusterPropagationPolicy, or of the same kind as holder with a higher priority.
+// A ClusterPropagationPolicy never takes a template from a PropagationPolicy.
+func CanPreempt(p, holder Policy) bool {
+	if p.Spec.Preemption != policyv1alpha1.PreemptAlways || p.Key() == holder.Key() {
+		return false
+	}
+	if p.IsCluster() != holder.IsCluster() {
+		return !p.IsCluster()
+	}
+	return p.priority() > holder.priority()
+}

@@ -1,0 +1,195 @@
+package detector
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+func template(apiVersion, kind, namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
+
+func deployment(namespace, name string, labels map[string]string) *unstructured.Unstructured {
+	return template("apps/v1", "Deployment", namespace, name, labels)
+}
+
+// pp and cpp build policies; opts adjust the spec.
+func pp(namespace, name string, sels []policyv1alpha1.ResourceSelector, opts ...func(*policyv1alpha1.PropagationSpec)) Policy {
+	s := &policyv1alpha1.PropagationSpec{ResourceSelectors: sels}
+	for _, o := range opts {
+		o(s)
+	}
+	return Policy{Namespace: namespace, Name: name, Spec: s}
+}
+
+func cpp(name string, sels []policyv1alpha1.ResourceSelector, opts ...func(*policyv1alpha1.PropagationSpec)) Policy {
+	return pp("", name, sels, opts...)
+}
+
+func priority(n int32) func(*policyv1alpha1.PropagationSpec) {
+	return func(s *policyv1alpha1.PropagationSpec) { s.Priority = ptr.To(n) }
+}
+
+func preempt(s *policyv1alpha1.PropagationSpec) { s.Preemption = policyv1alpha1.PreemptAlways }
+
+func byName(name string) []policyv1alpha1.ResourceSelector {
+	return []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: name}}
+}
+
+func byLabel(k, v string) []policyv1alpha1.ResourceSelector {
+	return []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}}}
+}
+
+func byKind() []policyv1alpha1.ResourceSelector {
+	return []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}
+}
+
+func TestMatch(t *testing.T) {
+	web := deployment("a", "web", map[string]string{"app": "web"})
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		obj    *unstructured.Unstructured
+		want   Precision
+	}{
+		{"name", pp("a", "p", byName("web")), web, NameMatch},
+		{"other name", pp("a", "p", byName("db")), web, NoMatch},
+		{"name wins over a non-matching label selector", pp("a", "p", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}), web, NameMatch},
+		{"label", pp("a", "p", byLabel("app", "web")), web, LabelMatch},
+		{"other label", pp("a", "p", byLabel("app", "db")), web, NoMatch},
+		{"kind", pp("a", "p", byKind()), web, KindMatch},
+		{"best of several selectors", pp("a", "p", append(byKind(), byName("web")...)), web, NameMatch},
+		{"other version", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta1", Kind: "Deployment"}}), web, NoMatch},
+		{"other kind", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "StatefulSet"}}), web, NoMatch},
+		{"propagation policy of another namespace", pp("b", "p", byKind()), web, NoMatch},
+		{"propagation policy naming another namespace", pp("a", "p", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, NoMatch},
+		{"cluster policy, any namespace", cpp("c", byKind()), web, KindMatch},
+		{"cluster policy, its namespace", cpp("c", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a"}}), web, KindMatch},
+		{"cluster policy, another namespace", cpp("c", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, NoMatch},
+		{"propagation policy, cluster-scoped template", pp("a", "p", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}}),
+			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), NoMatch},
+		{"cluster policy, cluster-scoped template", cpp("c", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}}),
+			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), KindMatch},
+		{"system namespace", cpp("c", byKind()), deployment("kube-system", "dns", nil), NoMatch},
+		{"fedmesh system namespace", cpp("c", byKind()), deployment(names.SystemNamespace, "x", nil), NoMatch},
+		{"fedmesh kind", cpp("c", []policyv1alpha1.ResourceSelector{{
+			APIVersion: "policy.fedmesh.io/v1alpha1", Kind: "PropagationPolicy"}}),
+			template("policy.fedmesh.io/v1alpha1", "PropagationPolicy", "a", "p", nil), NoMatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.policy.Match(tc.obj); got != tc.want {
+				t.Errorf("Match = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestChoose(t *testing.T) {
+	claimedBy := func(label, name string) map[string]string { return map[string]string{"app": "web", label: name} }
+	unclaimed := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		candidates []Policy
+		want       string // policy.String(); "" for none
+	}{
+		{"none", unclaimed, nil, ""},
+		{"none selects it", unclaimed, []Policy{pp("a", "p", byName("db"))}, ""},
+		{"propagation policy beats cluster policy of higher priority", unclaimed, []Policy{
+			cpp("c", byName("web"), priority(100)), pp("a", "p", byKind())}, "PropagationPolicy a/p"},
+		{"higher priority first", unclaimed, []Policy{
+			pp("a", "low", byName("web"), priority(1)), pp("a", "high", byKind(), priority(2))}, "PropagationPolicy a/high"},
+		{"name beats label", unclaimed, []Policy{pp("a", "l", byLabel("app", "web")), pp("a", "n", byName("web"))}, "PropagationPolicy a/n"},
+		{"label beats kind", unclaimed, []Policy{pp("a", "k", byKind()), pp("a", "l", byLabel("app", "web"))}, "PropagationPolicy a/l"},
+		{"name order last", unclaimed, []Policy{pp("a", "b", byKind()), pp("a", "a", byKind())}, "PropagationPolicy a/a"},
+		{"cluster policies rank among themselves", unclaimed, []Policy{
+			cpp("k", byKind(), priority(5)), cpp("n", byName("web"))}, "ClusterPropagationPolicy k"},
+		{"claim kept against a better policy without preemption", claimedBy(names.PropagationPolicyLabel, "low"), []Policy{
+			pp("a", "low", byKind()), pp("a", "high", byName("web"), priority(10))}, "PropagationPolicy a/low"},
+		{"higher priority preempts", claimedBy(names.PropagationPolicyLabel, "low"), []Policy{
+			pp("a", "low", byKind()), pp("a", "high", byKind(), priority(10), preempt)}, "PropagationPolicy a/high"},
+		{"preemption needs a higher priority, not just a better selector", claimedBy(names.PropagationPolicyLabel, "low"), []Policy{
+			pp("a", "low", byKind()), pp("a", "exact", byName("web"), preempt)}, "PropagationPolicy a/low"},
+		{"propagation policy preempts a cluster policy whatever the priorities", claimedBy(names.ClusterPropagationPolicyLabel, "c"), []Policy{
+			cpp("c", byKind(), priority(100)), pp("a", "p", byKind(), preempt)}, "PropagationPolicy a/p"},
+		{"propagation policy without preemption leaves a cluster policy's claim", claimedBy(names.ClusterPropagationPolicyLabel, "c"), []Policy{
+			cpp("c", byKind()), pp("a", "p", byName("web"))}, "ClusterPropagationPolicy c"},
+		{"cluster policy never preempts a propagation policy", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{
+			pp("a", "p", byKind()), cpp("c", byName("web"), priority(100), preempt)}, "PropagationPolicy a/p"},
+		{"the best preempting policy wins, not the best overall", claimedBy(names.PropagationPolicyLabel, "low"), []Policy{
+			pp("a", "low", byKind(), priority(1)), pp("a", "top", byKind(), priority(9)),
+			pp("a", "mid", byKind(), priority(5), preempt)}, "PropagationPolicy a/mid"},
+		{"claimer gone: the best takes it", claimedBy(names.PropagationPolicyLabel, "gone"), []Policy{
+			pp("a", "k", byKind()), pp("a", "n", byName("web"))}, "PropagationPolicy a/n"},
+		{"claimer no longer selects it: the best takes it", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{
+			pp("a", "p", byName("db")), cpp("c", byKind())}, "ClusterPropagationPolicy c"},
+		{"claimer no longer selects it and nothing else does", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{
+			pp("a", "p", byName("db"))}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Choose(deployment("a", "web", tc.labels), tc.candidates)
+			if !ok {
+				if tc.want != "" {
+					t.Fatalf("chose none, want %s", tc.want)
+				}
+				return
+			}
+			if got.String() != tc.want {
+				t.Errorf("chose %s, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaimedBy(t *testing.T) {
+	obj := deployment("a", "web", map[string]string{names.PropagationPolicyLabel: "p"})
+	if got, ok := ClaimedBy(obj); !ok || got.Namespace != "a" || got.Name != "p" {
+		t.Errorf("ClaimedBy = %v %v, want a/p", got, ok)
+	}
+	obj = deployment("a", "web", map[string]string{names.ClusterPropagationPolicyLabel: "c"})
+	if got, ok := ClaimedBy(obj); !ok || got.Namespace != "" || got.Name != "c" {
+		t.Errorf("ClaimedBy = %v %v, want c", got, ok)
+	}
+	if _, ok := ClaimedBy(deployment("a", "web", nil)); ok {
+		t.Error("an unlabelled template is claimed")
+	}
+}
+
+func TestIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		gvk       schema.GroupVersionKind
+		namespace string
+		want      bool
+	}{
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "a", false},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-public", true},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-node-lease", true},
+		{schema.GroupVersionKind{Group: "work.fedmesh.io", Version: "v1alpha1", Kind: "Work"}, "a", true},
+		{schema.GroupVersionKind{Group: "notfedmesh.io", Version: "v1", Kind: "X"}, "a", false},
+	} {
+		if got := Ignored(tc.gvk, tc.namespace); got != tc.want {
+			t.Errorf("Ignored(%s, %q) = %v, want %v", tc.gvk, tc.namespace, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package detector
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// reconcilePolicy handles a change of the policy req names (a ClusterPropagationPolicy when the namespace is
+// empty): it requeues the templates the policy claims or selects, then runs informers for exactly the kinds the
+// live policies select.
+func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	policy, obj, err := r.policy(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Before any informer stops, so the templates of a kind no policy selects any more are released too.
+	if err := r.requeueTemplates(ctx, req.NamespacedName, policy); err != nil {
+		return reconcile.Result{}, err
+	}
+	all, err := r.candidatesEverywhere(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	wanted := map[schema.GroupVersionKind]*meta.RESTMapping{}
+	var unknown, ignored []string
+	for _, p := range all {
+		mine := p.Key() == req.NamespacedName
+		for _, sel := range p.Spec.ResourceSelectors {
+			gvk := schema.FromAPIVersionAndKind(sel.APIVersion, sel.Kind)
+			if IgnoredGroup(gvk.Group) {
+				if mine {
+					ignored = append(ignored, sel.APIVersion+" "+sel.Kind)
+				}
+				continue
+			}
+			if wanted[gvk] != nil {
+				continue
+			}
+			m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if meta.IsNoMatchError(err) {
+				if mine {
+					unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
+				}
+				continue
+			}
+			if err != nil {
+				return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
+			}
+			wanted[gvk] = m
+		}
+	}
+	r.informers.sync(wanted)
+	if obj == nil {
+		return reconcile.Result{}, nil
+	}
+	if len(ignored) > 0 {
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonIgnoredKind,
+			"fedmesh's own kinds are never propagated: %s", strings.Join(ignored, ", "))
+	}
+	if len(unknown) > 0 {
+		logf.FromContext(ctx).Info("policy selects kinds the API server does not serve", "kinds", unknown)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownKind,
+			"the API server does not serve %s; looking again in %s", strings.Join(unknown, ", "), r.UnknownKindRetry)
+		return reconcile.Result{RequeueAfter: r.UnknownKindRetry}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// policy returns the live policy key names and its object; the object is nil when the policy is gone or going.
+func (r *Reconciler) policy(ctx context.Context, key types.NamespacedName) (Policy, client.Object, error) {
+	var obj client.Object
+	var p Policy
+	if key.Namespace == "" {
+		cpp := &policyv1alpha1.ClusterPropagationPolicy{}
+		obj, p = cpp, Policy{Name: key.Name, Spec: &cpp.Spec}
+	} else {
+		pp := &policyv1alpha1.PropagationPolicy{}
+		obj, p = pp, Policy{Namespace: key.Namespace, Name: key.Name, Spec: &pp.Spec}
+	}
+	err := r.Client.Get(ctx, key, obj)
+	if err != nil || obj.GetDeletionTimestamp() != nil {
+		return Policy{Namespace: key.Namespace, Name: key.Name, Spec: &policyv1alpha1.PropagationSpec{}}, nil, client.IgnoreNotFound(err)
+	}
+	return p, obj, nil
+}
+
+// candidatesEverywhere are all live policies.
+func (r *Reconciler) candidatesEverywhere(ctx context.Context) ([]Policy, error) {
+	var pps policyv1alpha1.PropagationPolicyList
+	if err := r.Client.List(ctx, &pps); err != nil {
+		return nil, err
+	}
+	var out []Policy
+	for i := range pps.Items {
+		if pps.Items[i].DeletionTimestamp == nil {
+			out = append(out, FromPropagationPolicy(&pps.Items[i]))
+		}
+	}
+	cpps, err := r.candidates(ctx, "")
+	return append(out, cpps...), err
+}
+
+// requeueTemplates queues the templates whose claim a change of policy p (key) may change: those it selects
+// (none when it is gone: p then has no selectors) and those it has claimed, found both through the informers and
+// through the bindings labelled with it (for kinds that have no informer any more).
+func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedName, p Policy) error {
+	concerned := func(u *unstructured.Unstructured) bool {
+		if c, ok := ClaimedBy(u); ok && c == key {
+			return true
+		}
+		return p.Match(u) != NoMatch
+	}
+	for _, k := range r.informers.keys(concerned) {
+		r.templates.add(k)
+	}
+	label := client.MatchingLabels{p.ClaimLabel(): p.Name}
+	var rbs workv1alpha1.ResourceBindingList
+	if err := r.Client.List(ctx, &rbs, label, client.InNamespace(p.Namespace)); err != nil {
+		return err
+	}
+	for i := range rbs.Items {
+		for _, k := range bindingTemplate(ctx, &rbs.Items[i]) {
+			r.templates.add(k)
+		}
+	}
+	if !p.IsCluster() {
+		return nil
+	}
+	var crbs workv1alpha1.ClusterResourceBindingList
+	if err := r.Client.List(ctx, &crbs, label); err != nil {
+		return err
+	}
+	for i := range crbs.Items {
+		for _, k := range bindingTemplate(ctx, &crbs.Items[i]) {
+			r.templates.add(k)
+		}
+	}
+	return nil
+}
