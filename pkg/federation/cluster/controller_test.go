@@ -1,0 +1,216 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestClusterHealthFollowsTheMembersAPIServer runs the controller against a real host and member: the member
+// becomes Ready with its nodes summed up, is tainted when its API server goes away, and recovers when it is back.
+func TestClusterHealthFollowsTheMembersAPIServer(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 1, Workloads: true})
+	t.Logf("%s federation started", time.Now().Format("15:04:05.000"))
+	m := f.Members[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// A pod asking for 100m cpu: the summary counts it as allocated once scheduled onto a fake node.
+	workload := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sized"},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("100m")},
+			}}},
+		},
+	}
+	if _, err := m.Clientset().CoreV1().Pods("default").Create(ctx, workload, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
+		Scheme:     f.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	interval := 500 * time.Millisecond
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Members:  &member.Factory{Host: mgr.GetAPIReader()},
+		Recorder: mgr.GetEventRecorder("fedmesh-cluster-test"),
+		Options:  Options{ProbeInterval: interval, ProbeTimeout: 2 * time.Second, FailureThreshold: 2},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	// Ready, with the two fake nodes (32 cpu each) summed up.
+	c := waitFor(t, f.Host, m.Name(), 30*time.Second, "Ready with a node summary", func(c *clusterv1alpha1.Cluster) error {
+		if !IsReady(c) {
+			return fmt.Errorf("not ready: %v", c.Status.Conditions)
+		}
+		if c.Status.NodeSummary == nil || c.Status.NodeSummary.TotalNum != 2 || c.Status.NodeSummary.ReadyNum != 2 {
+			return fmt.Errorf("node summary %+v", c.Status.NodeSummary)
+		}
+		if s := c.Status.ResourceSummary; s == nil || s.Allocated.Cpu().Cmp(*resourceQuantity("100m")) != 0 || s.Allocated.Pods().Value() != 1 {
+			return fmt.Errorf("resource summary %+v, want the pod allocated", s)
+		}
+		return nil
+	})
+	if cpu := c.Status.ResourceSummary.Allocatable[corev1.ResourceCPU]; cpu.Cmp(resource64) != 0 {
+		t.Errorf("allocatable cpu %s, want 64", cpu.String())
+	}
+	if c.Status.KubernetesVersion == "" || !servesDeployments(c) {
+		t.Errorf("version %q, apiEnablements %d group versions: want a version and apps/v1 deployments", c.Status.KubernetesVersion, len(c.Status.APIEnablements))
+	}
+	if len(c.Spec.Taints) != 0 {
+		t.Errorf("ready cluster has taints %v", c.Spec.Taints)
+	}
+	if g := gaugeValue(t, m.Name()); g != 1 {
+		t.Errorf("ready gauge %v, want 1", g)
+	}
+	// Probes that find nothing new write nothing.
+	time.Sleep(2 * interval)
+	var before, after clusterv1alpha1.Cluster
+	if err := f.Host.Get(ctx, client.ObjectKey{Name: m.Name()}, &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * interval)
+	if err := f.Host.Get(ctx, client.ObjectKey{Name: m.Name()}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if before.ResourceVersion != after.ResourceVersion {
+		t.Errorf("the Cluster was written while nothing changed: %+v\nthen %+v", before.Status, after.Status)
+	}
+	readySince := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady).LastTransitionTime
+
+	// The member's API server goes away: NotReachable, both taints.
+	m.StopAPIServer()
+	t.Logf("%s API server stopped", time.Now().Format("15:04:05.000"))
+	c = waitFor(t, f.Host, m.Name(), 20*time.Second, "unreachable and tainted", func(c *clusterv1alpha1.Cluster) error {
+		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+		if cond.Status != metav1.ConditionFalse || cond.Reason != ReasonNotReachable {
+			return fmt.Errorf("ready condition %s/%s", cond.Status, cond.Reason)
+		}
+		if !hasTaint(c, TaintNotReady, corev1.TaintEffectNoSchedule) || !hasTaint(c, TaintUnreachable, corev1.TaintEffectNoExecute) {
+			return fmt.Errorf("taints %v", c.Spec.Taints)
+		}
+		return nil
+	})
+	if since, ok := NotReadySince(c); !ok || since.Before(readySince.Time) {
+		t.Errorf("NotReadySince %v %v, want after %v", since, ok, readySince)
+	}
+	if g := gaugeValue(t, m.Name()); g != 0 {
+		t.Errorf("ready gauge %v, want 0", g)
+	}
+	if c.Status.NodeSummary == nil || c.Status.NodeSummary.TotalNum != 2 {
+		t.Errorf("an unreachable cluster lost its last node summary: %+v", c.Status.NodeSummary)
+	}
+
+	waitForEvent(t, f.Host, m.Name(), ReasonNotReachable)
+
+	// Back again: Ready, no taints.
+	if err := m.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f.Host, m.Name(), 20*time.Second, "Ready and untainted", func(c *clusterv1alpha1.Cluster) error {
+		if !IsReady(c) {
+			return fmt.Errorf("not ready: %v", c.Status.Conditions)
+		}
+		if len(c.Spec.Taints) != 0 {
+			return fmt.Errorf("taints %v", c.Spec.Taints)
+		}
+		return nil
+	})
+}
+
+func waitForEvent(t *testing.T, host client.Client, cluster, reason string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var list eventsv1.EventList
+		if err := host.List(context.Background(), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Cluster" && e.Regarding.Name == cluster && e.Reason == reason {
+				return
+			}
+		}
+	}
+	t.Errorf("no %s event for cluster %s", reason, cluster)
+}
+
+var resource64 = *resourceQuantity("64")
+
+func waitFor(t *testing.T, host client.Client, name string, timeout time.Duration, what string, ok func(*clusterv1alpha1.Cluster) error) *clusterv1alpha1.Cluster {
+	t.Helper()
+	var last error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var c clusterv1alpha1.Cluster
+		if last = host.Get(context.Background(), client.ObjectKey{Name: name}, &c); last != nil {
+			continue
+		}
+		if last = ok(&c); last == nil {
+			t.Logf("%s cluster %s %s", time.Now().Format("15:04:05.000"), name, what)
+			return &c
+		}
+	}
+	t.Fatalf("cluster %s not %s within %s: %v", name, what, timeout, last)
+	return nil
+}
+
+func hasTaint(c *clusterv1alpha1.Cluster, key string, effect corev1.TaintEffect) bool {
+	for _, t := range c.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return effect != corev1.TaintEffectNoExecute || t.TimeAdded != nil
+		}
+	}
+	return false
+}
+
+func servesDeployments(c *clusterv1alpha1.Cluster) bool {
+	for _, e := range c.Status.APIEnablements {
+		if e.GroupVersion != "apps/v1" {
+			continue
+		}
+		for _, r := range e.Resources {
+			if r.Name == "deployments" && r.Kind == "Deployment" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func gaugeValue(t *testing.T, cluster string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := readyGauge.WithLabelValues(cluster).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}

@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+)
+
+// maxMessage bounds the probe's message in the condition: /readyz bodies list every check.
+const maxMessage = 512
+
+// probe GETs the member's /readyz within timeout.
+func probe(ctx context.Context, kc kubernetes.Interface, timeout time.Duration) ProbeResult {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var code int
+	body, err := kc.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code).Raw()
+	switch {
+	case code == 0 && err != nil:
+		// No HTTP answer: refused, timed out, TLS failed.
+		return ProbeResult{Outcome: Unreachable, Message: trim(err.Error())}
+	case code != http.StatusOK:
+		msg := fmt.Sprintf("/readyz answered %d", code)
+		if err != nil {
+			msg += ": " + err.Error()
+		} else if len(body) > 0 {
+			msg += ": " + string(body)
+		}
+		return ProbeResult{Outcome: Unhealthy, Message: trim(msg)}
+	}
+	return ProbeResult{Outcome: Healthy}
+}
+
+func trim(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxMessage {
+		s = s[:maxMessage] + "..."
+	}
+	return s
+}
+
+// observed is what the controller read from a healthy member for the Cluster's status.
+type observed struct {
+	version   string
+	apis      []clusterv1alpha1.APIEnablement
+	nodes     *clusterv1alpha1.NodeSummary
+	resources *clusterv1alpha1.ResourceSummary
+}
+
+// observe reads the member's version, served APIs, nodes and unfinished pods. Lists are served from the API
+// server's watch cache (resourceVersion "0"): a little stale at most, and cheap. kc must bound each request in
+// time itself (rest.Config.Timeout): discovery takes no context.
+func observe(ctx context.Context, kc kubernetes.Interface) (*observed, error) {
+	v, err := kc.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("version: %w", err)
+	}
+	_, lists, err := kc.Discovery().ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		// A failed group (e.g. an aggregated API that is down) still leaves the others worth reporting.
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	unfinished := fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	)
+	pods, err := kc.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: unfinished.String()})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	return &observed{
+		version:   v.GitVersion,
+		apis:      apiEnablements(lists),
+		nodes:     nodeSummary(nodes.Items),
+		resources: resourceSummary(nodes.Items, pods.Items),
+	}, nil
+}
