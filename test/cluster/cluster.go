@@ -157,7 +157,8 @@ func (c *Cluster) runAPIServer(ctx context.Context) error {
 func (c *Cluster) StopAPIServer() {
 	for _, p := range c.procs {
 		if p.name == "kube-apiserver" {
-			p.Stop(15 * time.Second)
+			// An outage need not be graceful, and kube-apiserver drains for far longer than tests want to wait.
+			p.Stop(time.Second)
 		}
 	}
 }
