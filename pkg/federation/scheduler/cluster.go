@@ -1,0 +1,125 @@
+package scheduler
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// Cluster is what the scheduler knows of a member cluster.
+type Cluster struct {
+	Name     string
+	Labels   map[string]string
+	Provider string
+	Region   string
+	// Zones are the cluster's zones: spec.zone and spec.zones together.
+	Zones  []string
+	Taints []corev1.Taint
+	// Ready is the status of the Cluster's Ready condition; empty when it has none yet.
+	Ready metav1.ConditionStatus
+	// ReadyChanged is when Ready last changed; failover tolerations count from it.
+	ReadyChanged time.Time
+	// Available is how many more replicas of the binding fit, when AvailableKnown.
+	Available int32
+	// AvailableKnown is false when the cluster reported no resource summary, or the replicas need nothing it
+	// reports: capacity is then not a reason to leave the cluster out.
+	AvailableKnown bool
+}
+
+// NewCluster describes c for scheduling replicas that each need req (nil: nothing known).
+func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirements) Cluster {
+	out := Cluster{
+		Name:     c.Name,
+		Labels:   c.Labels,
+		Provider: c.Spec.Provider,
+		Region:   c.Spec.Region,
+		Taints:   c.Spec.Taints,
+	}
+	if c.Spec.Zone != "" {
+		out.Zones = append(out.Zones, c.Spec.Zone)
+	}
+	for _, z := range c.Spec.Zones {
+		if !slices.Contains(out.Zones, z) {
+			out.Zones = append(out.Zones, z)
+		}
+	}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil {
+		out.Ready = cond.Status
+		out.ReadyChanged = cond.LastTransitionTime.Time
+	}
+	out.Available, out.AvailableKnown = availableReplicas(c.Status.ResourceSummary, req)
+	return out
+}
+
+// availableReplicas estimates how many replicas needing req fit in what summary says is free: for each resource a
+// replica requests (and one pod each, when the cluster counts pods), free / request, the smallest of them.
+func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alpha1.ReplicaRequirements) (int32, bool) {
+	if summary == nil || summary.Allocatable == nil {
+		return 0, false
+	}
+	requests := corev1.ResourceList{}
+	if req != nil {
+		for name, q := range req.ResourceRequest {
+			if !q.IsZero() {
+				requests[name] = q
+			}
+		}
+	}
+	if _, counted := summary.Allocatable[corev1.ResourcePods]; counted {
+		if _, ok := requests[corev1.ResourcePods]; !ok {
+			requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+		}
+	}
+	fits := int64(math.MaxInt32)
+	known := false
+	for name, per := range requests {
+		allocatable, ok := summary.Allocatable[name]
+		if !ok {
+			continue // the cluster does not report it; it constrains nothing we can see
+		}
+		free := allocatable.DeepCopy()
+		if q, ok := summary.Allocated[name]; ok {
+			free.Sub(q)
+		}
+		if q, ok := summary.Allocating[name]; ok {
+			free.Sub(q)
+		}
+		n := int64(0)
+		if free.Sign() > 0 {
+			n = free.MilliValue() / per.MilliValue()
+		}
+		fits = min(fits, n)
+		known = true
+	}
+	if !known {
+		return 0, false
+	}
+	return int32(fits), true
+}
+
+// ready reports whether the cluster is Ready.
+func (c *Cluster) ready() bool { return c.Ready == metav1.ConditionTrue }
+
+// field is the cluster's value of a placement field (provider, region, zone; "cluster" is its name); ok is false
+// when it has none.
+func (c *Cluster) field(name string) ([]string, bool) {
+	switch name {
+	case "cluster":
+		return []string{c.Name}, true
+	case "provider":
+		return []string{c.Provider}, c.Provider != ""
+	case "region":
+		return []string{c.Region}, c.Region != ""
+	case "zone":
+		return c.Zones, len(c.Zones) > 0
+	}
+	return nil, false
+}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+)
+
+// matchAffinity says why c does not match a, or "" when it does. A nil affinity matches every cluster.
+func matchAffinity(a *policyv1alpha1.ClusterAffinity, c *Cluster) string {
+	if a == nil {
+		return ""
+	}
+	if slices.Contains(a.ExcludeClusters, c.Name) {
+		return "excluded by name"
+	}
+	if len(a.ClusterNames) > 0 && !slices.Contains(a.ClusterNames, c.Name) {
+		return "not in clusterNames"
+	}
+	if a.LabelSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(a.LabelSelector)
+		if err != nil {
+			return fmt.Sprintf("invalid labelSelector: %v", err)
+		}
+		if !sel.Matches(labels.Set(c.Labels)) {
+			return "labels do not match labelSelector"
+		}
+	}
+	if a.FieldSelector != nil {
+		for _, e := range a.FieldSelector.MatchExpressions {
+			if !matchField(e, c) {
+				return fmt.Sprintf("fieldSelector %s %s %v does not match", e.Key, e.Operator, e.Values)
+			}
+		}
+	}
+	return ""
+}
+
+// matchField evaluates one fieldSelector expression. A cluster with several zones is In when any of them is, and
+// NotIn when none is.
+func matchField(e corev1.NodeSelectorRequirement, c *Cluster) bool {
+	values, _ := c.field(e.Key)
+	in := false
+	for _, v := range values {
+		if v != "" && slices.Contains(e.Values, v) {
+			in = true
+		}
+	}
+	switch e.Operator {
+	case corev1.NodeSelectorOpIn:
+		return in
+	case corev1.NodeSelectorOpNotIn:
+		return !in
+	}
+	return false
+}
+
+// untolerated is the first taint of c with one of effects that no toleration tolerates at now, or nil. A NoExecute
+// toleration with tolerationSeconds stops tolerating that long after the taint was added.
+func untolerated(c *Cluster, tolerations []corev1.Toleration, now time.Time, effects ...corev1.TaintEffect) *corev1.Taint {
+	for i := range c.Taints {
+		t := &c.Taints[i]
+		if !slices.Contains(effects, t.Effect) {
+			continue
+		}
+		if _, tolerated := tolerationOf(t, tolerations); !tolerated || expired(t, tolerations, now) {
+			return t
+		}
+	}
+	return nil
+}
+
+// tolerationOf says how long tolerations tolerate t: ok is false when none does; seconds is nil when one
+// tolerates it forever (any toleration does, for effects other than NoExecute), else the longest
+// tolerationSeconds of those that match.
+func tolerationOf(t *corev1.Taint, tolerations []corev1.Toleration) (seconds *int64, ok bool) {
+	for i := range tolerations {
+		tol := &tolerations[i]
+		if !tol.ToleratesTaint(klog.Background(), t, false) {
+			continue
+		}
+		if tol.TolerationSeconds == nil || t.Effect != corev1.TaintEffectNoExecute {
+			return nil, true
+		}
+		if !ok || *tol.TolerationSeconds > *seconds {
+			seconds = tol.TolerationSeconds
+		}
+		ok = true
+	}
+	return seconds, ok
+}
+
+// expired reports whether the time-limited tolerations of t ran out at now.
+func expired(t *corev1.Taint, tolerations []corev1.Toleration, now time.Time) bool {
+	seconds, ok := tolerationOf(t, tolerations)
+	if !ok || seconds == nil || t.TimeAdded == nil {
+		return false
+	}
+	return !now.Before(t.TimeAdded.Add(time.Duration(max(*seconds, 0)) * time.Second))
+}

@@ -1,0 +1,216 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// Input is everything a scheduling decision depends on.
+type Input struct {
+	// Placement is the binding's placement; nil places on every cluster, all replicas each.
+	Placement *policyv1alpha1.Placement
+	// Replicas is the template's replica count; 0 for templates without replicas.
+	Replicas int32
+	// Clusters are all member clusters.
+	Clusters []Cluster
+	// Previous is the binding's current result. Its clusters keep their replicas as far as the placement allows,
+	// and stay even while not ready or newly tainted NoSchedule (failover, not scheduling, moves work off a failed
+	// cluster). Leave it empty for a fresh start.
+	Previous []workv1alpha1.TargetCluster
+	// PreviousAffinity is the clusterAffinities term Previous came from; scheduling tries it first, then the terms
+	// after it. Empty starts at the first term.
+	PreviousAffinity string
+	// Evicted are clusters failover is taking the binding off; they are not candidates.
+	Evicted []string
+	// Now is the time for time-limited tolerations.
+	Now time.Time
+}
+
+// Result is a scheduling decision.
+type Result struct {
+	// Clusters are the target clusters with their replicas, sorted by name.
+	Clusters []workv1alpha1.TargetCluster
+	// AffinityName is the clusterAffinities term used; empty with clusterAffinity.
+	AffinityName string
+}
+
+// UnschedulableError says why no clusterAffinities term (or the clusterAffinity) could place the binding.
+type UnschedulableError struct {
+	Terms []TermFailure
+}
+
+// TermFailure is why one affinity term could not place the binding.
+type TermFailure struct {
+	// AffinityName is the term; empty for clusterAffinity.
+	AffinityName string
+	// Filtered says, for each cluster left out, why.
+	Filtered map[string]string
+	// Reason is why the clusters that passed the filters did not do: spread or capacity.
+	Reason string
+}
+
+func (e *UnschedulableError) Error() string {
+	parts := make([]string, len(e.Terms))
+	for i, t := range e.Terms {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (t TermFailure) String() string {
+	var b strings.Builder
+	if t.AffinityName != "" {
+		fmt.Fprintf(&b, "affinity %s: ", t.AffinityName)
+	}
+	b.WriteString(t.Reason)
+	names := make([]string, 0, len(t.Filtered))
+	for name := range t.Filtered {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(&b, "%s%s: %s", sep, name, t.Filtered[name])
+	}
+	if len(names) > 0 {
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Schedule places the binding, or says why it cannot.
+func Schedule(in Input) (Result, error) {
+	p := in.Placement
+	if p == nil {
+		p = &policyv1alpha1.Placement{}
+	}
+	previous := map[string]int32{}
+	for _, t := range in.Previous {
+		previous[t.Name] = t.Replicas
+	}
+	terms := p.ClusterAffinities
+	if len(terms) == 0 {
+		var a policyv1alpha1.ClusterAffinity
+		if p.ClusterAffinity != nil {
+			a = *p.ClusterAffinity
+		}
+		terms = []policyv1alpha1.ClusterAffinityTerm{{ClusterAffinity: a}}
+	}
+	start := slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool {
+		return t.AffinityName == in.PreviousAffinity
+	})
+	var failed UnschedulableError
+	for _, term := range terms[max(start, 0):] {
+		targets, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
+		if failure == nil {
+			return Result{Clusters: targets, AffinityName: term.AffinityName}, nil
+		}
+		failure.AffinityName = term.AffinityName
+		failed.Terms = append(failed.Terms, *failure)
+	}
+	return Result{}, &failed
+}
+
+// scheduleTerm places the binding on the clusters one affinity selects.
+func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
+	previous map[string]int32) ([]workv1alpha1.TargetCluster, *TermFailure) {
+	rs := p.ReplicaScheduling
+	duplicated := rs == nil || rs.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated || in.Replicas == 0
+	filtered := map[string]string{}
+	var candidates []Cluster
+	for _, c := range in.Clusters {
+		why := fit(&c, in, p, affinity, previous, duplicated)
+		if why != "" {
+			filtered[c.Name] = why
+			continue
+		}
+		candidates = append(candidates, c)
+	}
+	if len(candidates) == 0 {
+		return nil, &TermFailure{Filtered: filtered, Reason: "no cluster fits"}
+	}
+	preferenceOrder(candidates, previous)
+	candidates, err := spread(candidates, p.SpreadConstraints, previous)
+	if err != nil {
+		return nil, &TermFailure{Filtered: filtered, Reason: err.Error()}
+	}
+	if duplicated {
+		out := make([]workv1alpha1.TargetCluster, len(candidates))
+		for i, c := range candidates {
+			out[i] = workv1alpha1.TargetCluster{Name: c.Name, Replicas: in.Replicas}
+		}
+		return sortTargets(out), nil
+	}
+	replicas, err := divide(rs, candidates, in.Replicas, previous)
+	if err != nil {
+		return nil, &TermFailure{Filtered: filtered, Reason: err.Error()}
+	}
+	var out []workv1alpha1.TargetCluster
+	for name, r := range replicas {
+		if r > 0 {
+			out = append(out, workv1alpha1.TargetCluster{Name: name, Replicas: r})
+		}
+	}
+	return sortTargets(out), nil
+}
+
+// fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
+// affinity and not be evicted: a cluster the binding is on is left by failover, not by a new taint or a blip.
+func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
+	previous map[string]int32, duplicated bool) string {
+	if slices.Contains(in.Evicted, c.Name) {
+		return "evicted by failover"
+	}
+	if why := matchAffinity(affinity, c); why != "" {
+		return why
+	}
+	if _, placed := previous[c.Name]; placed {
+		return ""
+	}
+	if !c.ready() {
+		return "not ready"
+	}
+	if t := untolerated(c, p.ClusterTolerations, in.Now, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute); t != nil {
+		return fmt.Sprintf("taint %s not tolerated", t.ToString())
+	}
+	if duplicated && in.Replicas > 0 && c.AvailableKnown && c.Available < in.Replicas {
+		return fmt.Sprintf("room for %d of %d replicas", c.Available, in.Replicas)
+	}
+	return ""
+}
+
+// divide shares replicas out among clusters (in preference order) as rs says.
+func divide(rs *policyv1alpha1.ReplicaSchedulingStrategy, clusters []Cluster, replicas int32,
+	previous map[string]int32) (map[string]int32, error) {
+	if rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionPreferenceAggregated {
+		return aggregated(clusters, replicas, previous)
+	}
+	wp := rs.WeightPreference
+	switch {
+	case wp != nil && wp.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas:
+		return dynamic(clusters, replicas, previous)
+	case wp != nil && len(wp.StaticWeightList) > 0:
+		shares := staticWeights(clusters, wp.StaticWeightList, previous)
+		if len(shares) == 0 {
+			return nil, fmt.Errorf("no fitting cluster has a static weight")
+		}
+		return apportion(replicas, shares), nil
+	}
+	return apportion(replicas, equalWeights(clusters, previous)), nil
+}
+
+func sortTargets(targets []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {
+	slices.SortFunc(targets, func(a, b workv1alpha1.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
+	return targets
+}

@@ -1,0 +1,156 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+)
+
+// preferenceOrder sorts clusters by how much the scheduler prefers them: clusters of the previous result first
+// (more replicas first), so a reschedule stays put; then more room first; then by name.
+func preferenceOrder(clusters []Cluster, previous map[string]int32) {
+	slices.SortStableFunc(clusters, func(a, b Cluster) int {
+		pa, inA := previous[a.Name]
+		pb, inB := previous[b.Name]
+		if inA != inB {
+			if inA {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(pb, pa); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(room(b), room(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+}
+
+// room is the cluster's available replicas, unlimited when unknown.
+func room(c Cluster) int64 {
+	if !c.AvailableKnown {
+		return math.MaxInt32
+	}
+	return int64(c.Available)
+}
+
+// spread narrows clusters (in preference order) to what the spread constraints allow: for each constraint by a
+// field or label, the preferred groups (at least minGroups, at most maxGroups); then, for a constraint by
+// cluster, at least minGroups and at most maxGroups clusters.
+func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
+	var byCluster []policyv1alpha1.SpreadConstraint
+	for _, sc := range constraints {
+		key, label := groupKey(sc)
+		if key == string(policyv1alpha1.SpreadByFieldCluster) {
+			byCluster = append(byCluster, sc)
+			continue
+		}
+		groups := groupClusters(clusters, key, label)
+		orderGroups(groups, previous)
+		if want := max(sc.MinGroups, 1); len(groups) < int(want) {
+			return nil, fmt.Errorf("spread by %s needs at least %d groups, the fitting clusters are in %d", describe(sc), want, len(groups))
+		}
+		if sc.MaxGroups > 0 && len(groups) > int(sc.MaxGroups) {
+			groups = groups[:sc.MaxGroups]
+		}
+		chosen := map[string]bool{}
+		for _, g := range groups {
+			for _, c := range g.clusters {
+				chosen[c.Name] = true
+			}
+		}
+		clusters = slices.DeleteFunc(clusters, func(c Cluster) bool { return !chosen[c.Name] })
+	}
+	for _, sc := range byCluster {
+		if want := max(sc.MinGroups, 1); len(clusters) < int(want) {
+			return nil, fmt.Errorf("spread by cluster needs at least %d clusters, only %d fit", want, len(clusters))
+		}
+		if sc.MaxGroups > 0 && len(clusters) > int(sc.MaxGroups) {
+			clusters = clusters[:sc.MaxGroups]
+		}
+	}
+	return clusters, nil
+}
+
+// groupKey is what sc groups by: a field name, or a label when label is true.
+func groupKey(sc policyv1alpha1.SpreadConstraint) (key string, label bool) {
+	switch {
+	case sc.SpreadByLabel != "":
+		return sc.SpreadByLabel, true
+	case sc.SpreadByField != "":
+		return string(sc.SpreadByField), false
+	}
+	return string(policyv1alpha1.SpreadByFieldCluster), false
+}
+
+func describe(sc policyv1alpha1.SpreadConstraint) string {
+	if key, label := groupKey(sc); label {
+		return "label " + key
+	} else {
+		return key
+	}
+}
+
+type group struct {
+	value    string
+	clusters []Cluster
+}
+
+// groupClusters groups clusters (keeping their order) by their value of key; clusters without one are left out.
+// A cluster in several zones counts in its first.
+func groupClusters(clusters []Cluster, key string, label bool) []*group {
+	var groups []*group
+	index := map[string]*group{}
+	for _, c := range clusters {
+		var value string
+		if label {
+			value = c.Labels[key]
+		} else if values, ok := c.field(key); ok {
+			value = values[0]
+		}
+		if value == "" {
+			continue
+		}
+		g, ok := index[value]
+		if !ok {
+			g = &group{value: value}
+			index[value] = g
+			groups = append(groups, g)
+		}
+		g.clusters = append(g.clusters, c)
+	}
+	return groups
+}
+
+// orderGroups sorts groups by preference: more of the previous result's replicas first, then more room, more
+// clusters, and by value.
+func orderGroups(groups []*group, previous map[string]int32) {
+	score := func(g *group) (prev, free int64) {
+		for _, c := range g.clusters {
+			if r, ok := previous[c.Name]; ok {
+				prev += int64(r) + 1 // +1: a cluster with 0 replicas (a non-workload) still counts
+			}
+			free += room(c)
+		}
+		return prev, free
+	}
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		pa, fa := score(a)
+		pb, fb := score(b)
+		if c := cmp.Compare(pb, pa); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(fb, fa); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(len(b.clusters), len(a.clusters)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.value, b.value)
+	})
+}

@@ -1,0 +1,256 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
+	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// startHost starts a host API server with fedmesh's CRDs, two Ready Clusters (member1, member2) and the
+// scheduling controller; the members themselves are not needed, only their Cluster objects.
+func startHost(t *testing.T) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
+		Scheme:                 fedtest.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("fedmesh-scheduler")}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"member1", "member2"} {
+		mc := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+		if err := c.Create(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, c, name, metav1.ConditionTrue)
+	}
+	return c
+}
+
+// setReady writes the Cluster's Ready condition, as the cluster controller would.
+func setReady(t *testing.T, c client.Client, name string, status metav1.ConditionStatus) {
+	t.Helper()
+	var mc clusterv1alpha1.Cluster
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: status, Reason: "Test"})
+	if err := c.Status().Update(context.Background(), &mc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls check until it returns nil, for at most 20 s.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func scheduledTo(c client.Client, key client.ObjectKey, want []workv1alpha1.TargetCluster) func() error {
+	return func() error {
+		var rb workv1alpha1.ResourceBinding
+		if err := c.Get(context.Background(), key, &rb); err != nil {
+			return err
+		}
+		if diff := cmp.Diff(want, rb.Spec.Clusters); diff != "" {
+			return fmt.Errorf("clusters (-want +got):\n%s", diff)
+		}
+		cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
+		if cond == nil || cond.Status != metav1.ConditionTrue || rb.Status.SchedulerObservedGeneration != rb.Generation || rb.Status.LastScheduledTime == nil {
+			return fmt.Errorf("status not scheduled for generation %d: %+v", rb.Generation, rb.Status)
+		}
+		return nil
+	}
+}
+
+// TestScheduling runs the controller against one host API server; the subtests run in order.
+func TestScheduling(t *testing.T) {
+	c := startHost(t)
+	t.Run("divided, scaled, failed over", func(t *testing.T) { testDivided(t, c) })
+	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
+}
+
+func testDivided(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+		t.Fatal(err)
+	}
+	twoSeconds := int64(2)
+	rb := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "apps", Name: "web"},
+			Replicas: 6,
+			Failover: &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{}},
+			Placement: &policyv1alpha1.Placement{
+				ClusterTolerations: []corev1.Toleration{{Key: scheduler.NotReadyTaintKey, Operator: corev1.TolerationOpExists,
+					Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &twoSeconds}},
+				ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+					ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+					ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+					WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+						{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}, Weight: 2},
+						{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2"}}, Weight: 1},
+					}},
+				},
+			},
+		},
+	}
+	if err := c.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rb)
+	eventually(t, "2:1 of 6", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 4}, {Name: "member2", Replicas: 2}}))
+
+	// Stable: a Cluster change that changes nothing for the binding writes nothing.
+	if err := c.Get(ctx, key, rb); err != nil {
+		t.Fatal(err)
+	}
+	version := rb.ResourceVersion
+	var m2 clusterv1alpha1.Cluster
+	if err := c.Get(ctx, client.ObjectKey{Name: "member2"}, &m2); err != nil {
+		t.Fatal(err)
+	}
+	m2.Labels = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, &m2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := c.Get(ctx, key, rb); err != nil {
+		t.Fatal(err)
+	}
+	if rb.ResourceVersion != version {
+		t.Errorf("binding written though nothing changed: %+v", rb)
+	}
+
+	rb.Spec.Replicas = 9
+	if err := c.Update(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "2:1 of 9", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 6}, {Name: "member2", Replicas: 3}}))
+
+	// member1 fails; its replicas stay through the 2 s toleration, then move to member2.
+	setReady(t, c, "member1", metav1.ConditionFalse)
+	var m1 clusterv1alpha1.Cluster
+	if err := c.Get(ctx, client.ObjectKey{Name: "member1"}, &m1); err != nil {
+		t.Fatal(err)
+	}
+	failed := meta.FindStatusCondition(m1.Status.Conditions, clusterv1alpha1.ClusterConditionReady).LastTransitionTime.Time
+	time.Sleep(time.Until(failed.Add(time.Second)))
+	if err := scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 6}, {Name: "member2", Replicas: 3}})(); err != nil {
+		t.Errorf("within the toleration: %v", err)
+	}
+	eventually(t, "failover", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 9}}))
+	eventually(t, "failover event", func() error {
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace("apps")); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Reason == ReasonEvicted && e.InvolvedObject.Name == rb.Name
+		}) {
+			return fmt.Errorf("no %s event among %d", ReasonEvicted, len(events.Items))
+		}
+		return nil
+	})
+}
+
+func testUnschedulable(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	crb := &workv1alpha1.ClusterResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "admin-clusterrole"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource:  workv1alpha1.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "admin"},
+			Placement: &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}},
+		},
+	}
+	if err := c.Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Scheduled False", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(crb.Status.Conditions, workv1alpha1.ConditionScheduled)
+		want := "no cluster fits (member1: not in clusterNames, member2: not in clusterNames)"
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Message != want {
+			return fmt.Errorf("condition %+v, want False with %q", cond, want)
+		}
+		return nil
+	})
+	eventually(t, "warning event", func() error {
+		var events corev1.EventList
+		if err := c.List(ctx, &events); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Reason == ReasonUnschedulable && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == crb.Name
+		}) {
+			return fmt.Errorf("no %s event", ReasonUnschedulable)
+		}
+		return nil
+	})
+
+	// The cluster turns up: the binding is placed on it (Duplicated, no replicas).
+	if err := c.Create(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member3"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}); err != nil {
+		t.Fatal(err)
+	}
+	setReady(t, c, "member3", metav1.ConditionTrue)
+	eventually(t, "placed on member3", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
+			return err
+		}
+		if want := []workv1alpha1.TargetCluster{{Name: "member3"}}; !slices.Equal(crb.Spec.Clusters, want) {
+			return fmt.Errorf("clusters %v, want %v", crb.Spec.Clusters, want)
+		}
+		if !meta.IsStatusConditionTrue(crb.Status.Conditions, workv1alpha1.ConditionScheduled) {
+			return fmt.Errorf("not Scheduled: %+v", crb.Status.Conditions)
+		}
+		return nil
+	})
+}

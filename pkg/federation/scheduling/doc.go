@@ -1,0 +1,6 @@
+// Package scheduling is the scheduler's controller: it places ResourceBindings and ClusterResourceBindings on
+// member clusters with the pure decisions of package scheduler, and writes the result to spec.clusters with the
+// Scheduled condition and the scheduler fields of the status. It reschedules when a binding changes, when any
+// Cluster changes (every binding is looked at again; a result that does not change is not written), and when a
+// cluster the binding is on stays unhealthy past the binding's tolerations (failover).
+package scheduling

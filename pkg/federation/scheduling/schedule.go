@@ -1,0 +1,213 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
+)
+
+// Reasons of the Scheduled condition and of events.
+const (
+	ReasonScheduled     = "Scheduled"
+	ReasonUnschedulable = "Unschedulable"
+	ReasonEvicted       = "ClusterFailover"
+)
+
+// decision is a scheduling of one binding as read.
+type decision struct {
+	result   scheduler.Result
+	err      error
+	evicted  []string
+	recheck  time.Duration
+	fresh    bool
+	observed int64 // the generation the decision is for
+}
+
+// decide schedules the binding whose spec and status are given, over clusters, at now.
+func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus,
+	items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
+	clusters := make([]scheduler.Cluster, len(items))
+	for i := range items {
+		clusters[i] = scheduler.NewCluster(&items[i], spec.ReplicaRequirements)
+	}
+	var tolerations []corev1.Toleration
+	if spec.Placement != nil {
+		tolerations = spec.Placement.ClusterTolerations
+	}
+	fo := scheduler.Failover(scheduler.FailoverInput{
+		Failover: spec.Failover, Clusters: clusters, Targets: spec.Clusters, Tolerations: tolerations,
+		DefaultToleration: grace, Now: now,
+	})
+	in := scheduler.Input{
+		Placement:        spec.Placement,
+		Replicas:         spec.Replicas,
+		Clusters:         clusters,
+		Previous:         spec.Clusters,
+		PreviousAffinity: status.SchedulerObservedAffinityName,
+		Evicted:          fo.Evict,
+		Now:              now,
+	}
+	d := decision{evicted: fo.Evict, recheck: fo.RecheckAfter}
+	if t := spec.RescheduleTriggeredAt; t != nil && (status.LastScheduledTime == nil || t.After(status.LastScheduledTime.Time)) {
+		// Asked to start over: the previous result is no reason to stay.
+		in.Previous, in.PreviousAffinity, d.fresh = nil, "", true
+	}
+	d.result, d.err = scheduler.Schedule(in)
+	return d
+}
+
+// schedule places obj (a binding read from the cache) and writes what changed: spec.clusters, then the status.
+// It returns when failover has to look again.
+func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters []clusterv1alpha1.Cluster) (time.Duration, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var d decision
+	var placed bool
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+		}
+		first = false
+		spec, status := parts(obj)
+		d = decide(spec, status, clusters, r.Now(), r.DefaultToleration)
+		d.observed = obj.GetGeneration()
+		if d.err != nil || sameTargets(spec.Clusters, d.result.Clusters) {
+			placed = false
+			return nil
+		}
+		before := obj.DeepCopyObject().(client.Object)
+		spec.Clusters = d.result.Clusters
+		// The optimistic lock keeps a result computed from an older spec (say, fewer replicas) from being
+		// written over a newer one, and so the generation after the patch is the one the result is for.
+		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		placed = true
+		d.observed = obj.GetGeneration()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("write spec.clusters: %w", err)
+	}
+	_, status := parts(obj)
+	var before metav1.Condition
+	if c := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); c != nil {
+		before = *c
+	}
+	if err := r.writeStatus(ctx, obj, d, placed); err != nil {
+		return 0, fmt.Errorf("write status: %w", err)
+	}
+	switch {
+	case d.err != nil:
+		if before.Status != metav1.ConditionFalse || before.Message != shorten(d.err.Error()) {
+			log.Info("cannot schedule", "reason", d.err.Error())
+			r.event(obj, corev1.EventTypeWarning, ReasonUnschedulable, "%v", d.err)
+		}
+	case placed:
+		log.Info("scheduled", "clusters", describe(d.result.Clusters), "affinity", d.result.AffinityName, "evicted", d.evicted)
+		if len(d.evicted) > 0 {
+			r.event(obj, corev1.EventTypeWarning, ReasonEvicted, "left %s: unhealthy past the binding's tolerations", strings.Join(d.evicted, ", "))
+		}
+		r.event(obj, corev1.EventTypeNormal, ReasonScheduled, "scheduled to %s", describe(d.result.Clusters))
+	}
+	return d.recheck, nil
+}
+
+// writeStatus sets the scheduler's fields of the status for d, if they change, re-reading the binding on a
+// conflict; fields and conditions of other controllers are left as they are.
+func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decision, placed bool) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+		}
+		first = false
+		_, status := parts(obj)
+		if !applyStatus(status, d, placed, metav1.NewTime(r.Now())) {
+			return nil
+		}
+		return r.Client.Status().Update(ctx, obj)
+	})
+}
+
+// applyStatus sets the scheduler's part of status for d at now, and reports whether anything changed.
+func applyStatus(status *workv1alpha1.ResourceBindingStatus, d decision, placed bool, now metav1.Time) bool {
+	before := status.DeepCopy()
+	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: d.observed}
+	if d.err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnschedulable, shorten(d.err.Error())
+		meta.SetStatusCondition(&status.Conditions, cond)
+		return !equalStatus(before, status)
+	}
+	cond.Status, cond.Reason = metav1.ConditionTrue, ReasonScheduled
+	cond.Message = fmt.Sprintf("scheduled to %d clusters", len(d.result.Clusters))
+	old := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled)
+	scheduled := placed || d.fresh || status.SchedulerObservedGeneration != d.observed || old == nil || old.Status != metav1.ConditionTrue
+	meta.SetStatusCondition(&status.Conditions, cond)
+	status.SchedulerObservedGeneration = d.observed
+	status.SchedulerObservedAffinityName = d.result.AffinityName
+	if scheduled {
+		status.LastScheduledTime = &now
+	}
+	return !equalStatus(before, status)
+}
+
+func equalStatus(a, b *workv1alpha1.ResourceBindingStatus) bool {
+	if a.SchedulerObservedGeneration != b.SchedulerObservedGeneration ||
+		a.SchedulerObservedAffinityName != b.SchedulerObservedAffinityName ||
+		!a.LastScheduledTime.Equal(b.LastScheduledTime) {
+		return false
+	}
+	x := meta.FindStatusCondition(a.Conditions, workv1alpha1.ConditionScheduled)
+	y := meta.FindStatusCondition(b.Conditions, workv1alpha1.ConditionScheduled)
+	if x == nil || y == nil {
+		return x == y
+	}
+	return *x == *y
+}
+
+// maxMessage bounds the condition message: with many clusters the reasons of all of them could pass the API's
+// limit; the event and the log carry the whole text.
+const maxMessage = 4096
+
+func shorten(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+func sameTargets(a, b []workv1alpha1.TargetCluster) bool {
+	return slices.Equal(a, b)
+}
+
+func describe(targets []workv1alpha1.TargetCluster) string {
+	parts := make([]string, len(targets))
+	for i, t := range targets {
+		parts[i] = fmt.Sprintf("%s (%d)", t.Name, t.Replicas)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Reconciler) event(obj client.Object, eventtype, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, eventtype, reason, format, args...)
+	}
+}

@@ -1,0 +1,91 @@
+package scheduling
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
+)
+
+func TestApplyStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	ok := decision{result: scheduler.Result{Clusters: []workv1alpha1.TargetCluster{{Name: "a"}}}, observed: 3}
+
+	var status workv1alpha1.ResourceBindingStatus
+	if !applyStatus(&status, ok, true, t0) {
+		t.Fatal("first scheduling changed nothing")
+	}
+	if status.SchedulerObservedGeneration != 3 || !status.LastScheduledTime.Equal(&t0) ||
+		!meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionScheduled) {
+		t.Fatalf("status after scheduling: %+v", status)
+	}
+	if applyStatus(&status, ok, false, t1) {
+		t.Errorf("the same decision again changed the status: %+v", status)
+	}
+	if !status.LastScheduledTime.Equal(&t0) {
+		t.Errorf("lastScheduledTime moved without a scheduling: %v", status.LastScheduledTime)
+	}
+
+	status.Conditions = append(status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
+	failed := decision{err: errors.New("no cluster fits"), observed: 4}
+	if !applyStatus(&status, failed, false, t1) {
+		t.Fatal("a failure changed nothing")
+	}
+	cond := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled)
+	if cond.Status != metav1.ConditionFalse || cond.Reason != ReasonUnschedulable || cond.Message != "no cluster fits" {
+		t.Errorf("condition after a failure: %+v", cond)
+	}
+	if status.SchedulerObservedGeneration != 3 {
+		t.Errorf("a failed generation counted as observed: %d", status.SchedulerObservedGeneration)
+	}
+	if !meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionFullyApplied) {
+		t.Errorf("another controller's condition was touched: %+v", status.Conditions)
+	}
+	if applyStatus(&status, failed, false, t1) {
+		t.Error("the same failure again changed the status")
+	}
+	long := decision{err: errors.New(strings.Repeat("x", 2*maxMessage))}
+	applyStatus(&status, long, false, t1)
+	if n := len(meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled).Message); n != maxMessage {
+		t.Errorf("a long failure message is %d bytes, want %d", n, maxMessage)
+	}
+}
+
+func TestDecideReschedule(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ready := func(name string) clusterv1alpha1.Cluster {
+		c := clusterv1alpha1.Cluster{}
+		c.Name = name
+		c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
+		return c
+	}
+	clusters := []clusterv1alpha1.Cluster{ready("a"), ready("b")}
+	spec := &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "a"}}}
+	scheduled := metav1.NewTime(now.Add(-time.Hour))
+	status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: &scheduled}
+
+	// Duplicated with no replicas: both clusters, whatever the previous result.
+	d := decide(spec, status, clusters, now, 0)
+	if d.err != nil || len(d.result.Clusters) != 2 || d.fresh {
+		t.Fatalf("decision %+v", d)
+	}
+	// A reschedule asked for after the last scheduling starts afresh; one asked for before does not.
+	before := metav1.NewTime(now.Add(-2 * time.Hour))
+	spec.RescheduleTriggeredAt = &before
+	if d := decide(spec, status, clusters, now, 0); d.fresh {
+		t.Error("an old reschedule request was honoured again")
+	}
+	after := metav1.NewTime(now.Add(-time.Minute))
+	spec.RescheduleTriggeredAt = &after
+	if d := decide(spec, status, clusters, now, 0); !d.fresh {
+		t.Error("a new reschedule request was ignored")
+	}
+}
