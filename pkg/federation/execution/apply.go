@@ -1,0 +1,164 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// applyWork applies every manifest of work and deletes the recorded objects it no longer has. It returns one
+// error (or nil) per manifest and per removal; the error it returns itself is a failure to read or write the host.
+func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]error, error) {
+	mc, err := r.Members.Client(ctx, work.Spec.ClusterName)
+	if err != nil {
+		return []error{fmt.Errorf("cluster %s: %w", work.Spec.ClusterName, unreachable(err))}, nil
+	}
+	resolution, err := r.conflictResolution(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	var current, applied []objectRef
+	for i, m := range work.Spec.Workload.Manifests {
+		ref, err := r.applyManifest(ctx, mc, work, i, m, resolution)
+		errs = append(errs, err)
+		if ref != nil {
+			current = append(current, *ref)
+			if err == nil {
+				applied = append(applied, *ref)
+			}
+		}
+	}
+
+	recorded := parseRecord(work.Annotations)
+	var undeleted []objectRef
+	for _, ref := range removedRefs(recorded, current, work.Namespace) {
+		if err := r.removeObject(ctx, mc, work, ref, ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false)); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s, no longer in the Work: %w", ref, err))
+			undeleted = append(undeleted, ref)
+			continue
+		}
+		log.FromContext(ctx).Info("removed object no longer in the Work", "object", ref.String())
+	}
+	return errs, r.record(ctx, work, nextRecord(recorded, current, applied, undeleted, work.Namespace))
+}
+
+// record writes the Work's AppliedAnnotation when it changed.
+func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []objectRef) error {
+	value := formatRecord(refs)
+	if work.Annotations[AppliedAnnotation] == value {
+		return nil
+	}
+	var v any
+	if value != "" {
+		v = value
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AppliedAnnotation: v}}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, work, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// applyManifest applies manifest ordinal of work to the member. The ref is that of the object the manifest
+// names, nil when the manifest cannot be read.
+func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ordinal int,
+	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution) (*objectRef, error) {
+	desired, err := decodeManifest(ordinal, m)
+	if err != nil {
+		return nil, err
+	}
+	ri, err := resourceFor(mc, desired, work.Namespace)
+	if err != nil {
+		ref := refOf(desired)
+		return &ref, fmt.Errorf("%s: %w", ref, err)
+	}
+	ref := refOf(desired)
+	setIdentity(desired, work)
+
+	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		observed = nil
+	case err != nil:
+		return &ref, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	if observed != nil {
+		if err := checkConflict(observed, work.Spec.ClusterName, resolution); err != nil {
+			return &ref, err
+		}
+		if desired, err = r.retain(ctx, desired, observed); err != nil {
+			return &ref, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
+		}
+	}
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
+	}
+	if _, err := ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(true)}); err != nil {
+		return &ref, fmt.Errorf("applying %s: %w", ref, err)
+	}
+	return &ref, nil
+}
+
+func (r *Reconciler) retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if r.Retainer == nil {
+		return desired, nil
+	}
+	out, err := r.Retainer.Retain(ctx, desired, observed)
+	if errors.Is(err, interpreter.ErrUnsupported) {
+		return desired, nil
+	}
+	return out, err
+}
+
+// resourceFor maps obj's kind to its resource in the member and returns the client of obj's resource, setting
+// obj's namespace to workNamespace when the manifest leaves it to the Work (or clearing it for a cluster-scoped
+// kind). A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
+func resourceFor(mc *member.Client, obj *unstructured.Unstructured, workNamespace string) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		mc.Mapper.Reset()
+		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		obj.SetNamespace("")
+		return mc.Dynamic.Resource(mapping.Resource), nil
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(workNamespace)
+	}
+	return mc.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()), nil
+}
+
+// resourceForRef is resourceFor for a recorded object.
+func resourceForRef(mc *member.Client, ref objectRef, workNamespace string) (dynamic.ResourceInterface, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	obj.SetNamespace(ref.Namespace)
+	obj.SetName(ref.Name)
+	return resourceFor(mc, obj, workNamespace)
+}

@@ -1,0 +1,177 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// finalize removes a deleted Work's objects from its member (or releases them when the Work preserves them) and
+// then lets the Work go. A member that cannot be reached is retried with backoff for as long as its Cluster
+// exists; once the Cluster is deleted (or being deleted) there is nothing left to clean, and the Work goes.
+func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(work, names.ExecutionFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	err := r.removeAll(ctx, work)
+	if err != nil {
+		gone, gerr := r.clusterGone(ctx, work.Spec.ClusterName)
+		if gerr != nil {
+			return ctrl.Result{}, gerr
+		}
+		if !gone {
+			r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, "CleanupFailed", "Delete",
+				"removing the Work's objects from cluster %s: %v", work.Spec.ClusterName, err)
+			return ctrl.Result{}, err
+		}
+		log.FromContext(ctx).Info("cluster is gone; its objects are not cleaned up", "cluster", work.Spec.ClusterName, "error", err.Error())
+	}
+	patch := client.MergeFromWithOptions(work.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(work, names.ExecutionFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
+}
+
+// clusterGone reports whether the Cluster is deleted or being deleted.
+func (r *Reconciler) clusterGone(ctx context.Context, name string) (bool, error) {
+	var c clusterv1alpha1.Cluster
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return err == nil && !c.DeletionTimestamp.IsZero(), err
+}
+
+// removeAll removes every object of the Work, those of its manifests and those its record names.
+func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) error {
+	mc, err := r.Members.Client(ctx, work.Spec.ClusterName)
+	if err != nil {
+		return err
+	}
+	refs := parseRecord(work.Annotations)
+	for i, m := range work.Spec.Workload.Manifests {
+		obj, err := decodeManifest(i, m)
+		if err != nil {
+			continue
+		}
+		ref := refOf(obj)
+		if !slices.ContainsFunc(refs, func(o objectRef) bool { return sameObject(o, ref, work.Namespace) }) {
+			refs = append(refs, ref)
+		}
+	}
+	preserve := ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false)
+	for _, ref := range refs {
+		if err := r.removeObject(ctx, mc, work, ref, preserve); err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
+// removeObject deletes ref from the member, or with preserve releases it (drops fedmesh's labels and field
+// ownership). Only an object that carries this Work's labels is touched, and none that another live Work of the
+// same cluster and namespace still has (a dependency two templates share).
+func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref objectRef, preserve bool) error {
+	ri, err := resourceForRef(mc, ref, work.Namespace)
+	if err != nil {
+		return err
+	}
+	observed, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !belongsTo(observed, work) {
+		return nil
+	}
+	other, err := r.sharedWithOtherWork(ctx, work, ref)
+	if err != nil {
+		return err
+	}
+	if other != "" {
+		// Hand it to the Work that keeps it, so its status and its own deletion find it.
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{names.WorkNameLabel: other}}})
+		_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	if !preserve {
+		err = ri.Delete(ctx, ref.Name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: ptr.To(observed.GetUID())},
+			PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	patch, err := releasePatch(observed.GetResourceVersion(), observed.GetManagedFields())
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// releasePatch removes fedmesh's identity labels and field ownership from an object, so that a later Work finds
+// it as not fedmesh's (and conflictResolution applies again). The resourceVersion makes the patch fail rather
+// than overwrite a newer list of managers.
+func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) ([]byte, error) {
+	var kept []any
+	for _, f := range managed {
+		if f.Manager != names.FieldManager {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == 0 {
+		// An empty list leaves managedFields unchanged; a single empty entry clears them.
+		kept = []any{map[string]any{}}
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": resourceVersion,
+		"managedFields":   kept,
+		"labels": map[string]any{
+			names.ManagedLabel:       nil,
+			names.WorkNamespaceLabel: nil,
+			names.WorkNameLabel:      nil,
+		},
+	}})
+}
+
+// sharedWithOtherWork names another Work of the same cluster in work's namespace, not being deleted, that has a
+// manifest for ref; "" when there is none.
+func (r *Reconciler) sharedWithOtherWork(ctx context.Context, work *workv1alpha1.Work, ref objectRef) (string, error) {
+	var works workv1alpha1.WorkList
+	if err := r.Client.List(ctx, &works, client.InNamespace(work.Namespace),
+		client.MatchingLabels{names.ClusterLabel: work.Spec.ClusterName}); err != nil {
+		return "", err
+	}
+	for i := range works.Items {
+		other := &works.Items[i]
+		if other.Name == work.Name || !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for j, m := range other.Spec.Workload.Manifests {
+			if obj, err := decodeManifest(j, m); err == nil && sameObject(refOf(obj), ref, work.Namespace) {
+				return other.Name, nil
+			}
+		}
+	}
+	return "", nil
+}

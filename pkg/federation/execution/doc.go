@@ -1,0 +1,10 @@
+// Package execution applies Works to their member clusters: each manifest is server-side applied with fedmesh's
+// field manager, so the fields a member owns (an HPA's replicas, labels added there, status) stay the member's and
+// the fields the federation sets win. An object that already exists in the member and was not applied by fedmesh
+// is left alone or taken over as the binding's conflictResolution says; taking over changes no pod template, so
+// the pods keep running. Deleting a Work deletes its objects from the member unless the Work preserves them, and
+// a manifest dropped from a Work is deleted from the member too.
+//
+// plan.go is the pure core (identity labels, conflict decisions, the record of what was applied, the Applied
+// condition); the Reconciler in execution.go, apply.go and delete.go does the I/O around it.
+package execution

@@ -1,0 +1,221 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// MemberClients hands out member cluster clients; *member.Factory is one.
+type MemberClients interface {
+	Client(ctx context.Context, cluster string) (*member.Client, error)
+}
+
+// Retainer keeps member-owned fields of observed in desired; the interpreter chain is one. An interpreter that
+// does not handle a kind (interpreter.ErrUnsupported) retains nothing.
+type Retainer interface {
+	Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
+// Reconciler applies Works to their member clusters.
+type Reconciler struct {
+	// Client reads and writes Works, and reads ResourceBindings and Clusters, in the host.
+	Client   client.Client
+	Members  MemberClients
+	Retainer Retainer
+	Recorder events.EventRecorder
+	// Timeout bounds the member calls of one reconcile, so a member that hangs does not hold a worker; default 30s.
+	Timeout time.Duration
+	// ConflictRecheck is how often a Work stopped by a conflict looks again (the object may have been removed);
+	// default 1m.
+	ConflictRecheck time.Duration
+}
+
+// SetupWithManager registers the controller: Works that name a cluster, and the ResourceBindings whose
+// conflictResolution they follow.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Timeout == 0 {
+		r.Timeout = 30 * time.Second
+	}
+	if r.ConflictRecheck == 0 {
+		r.ConflictRecheck = time.Minute
+	}
+	hasCluster, err := predicate.LabelSelectorPredicate(metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: names.ClusterLabel, Operator: metav1.LabelSelectorOpExists}},
+	})
+	if err != nil {
+		return err
+	}
+	// Status writes (the status controller's manifestStatuses, our own condition) change neither the generation
+	// nor the deletion timestamp, and need no new apply.
+	specOrDeletion := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+		},
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("execution").
+		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, specOrDeletion)).
+		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.worksOfBinding),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.worksOfCluster),
+			builder.WithPredicates(clusterCameOrWent)).
+		Complete(r)
+}
+
+// clusterCameOrWent passes a Cluster that appeared, turned Ready, or is being deleted: its Works need not wait
+// out their backoff to be applied, or to let go of a cluster that is gone.
+var clusterCameOrWent = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+		c, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return (ready(c) && !ready(o)) || (!c.DeletionTimestamp.IsZero() && o.DeletionTimestamp.IsZero())
+	},
+}
+
+func ready(c *clusterv1alpha1.Cluster) bool {
+	return meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+}
+
+func (r *Reconciler) worksOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	var works workv1alpha1.WorkList
+	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list Works of cluster", "cluster", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(works.Items))
+	for _, w := range works.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	}
+	return reqs
+}
+
+func (r *Reconciler) worksOfBinding(ctx context.Context, obj client.Object) []reconcile.Request {
+	var works workv1alpha1.WorkList
+	if err := r.Client.List(ctx, &works, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{names.BindingLabel: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list Works of binding", "binding", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(works.Items))
+	for _, w := range works.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	}
+	return reqs
+}
+
+// Reconcile applies one Work, or removes its objects when it is being deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var work workv1alpha1.Work
+	if err := r.Client.Get(ctx, req.NamespacedName, &work); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	if !work.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &work)
+	}
+	if !controllerutil.ContainsFinalizer(&work, names.ExecutionFinalizer) {
+		patch := client.MergeFromWithOptions(work.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(&work, names.ExecutionFinalizer)
+		if err := r.Client.Patch(ctx, &work, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if ptr.Deref(work.Spec.SuspendDispatching, false) {
+		log.FromContext(ctx).V(1).Info("dispatching suspended; member left as it is")
+		return ctrl.Result{}, nil
+	}
+
+	errs, err := r.applyWork(ctx, &work)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cond := appliedCondition(errs, work.Generation)
+	if err := r.setApplied(ctx, &work, cond); err != nil {
+		return ctrl.Result{}, err
+	}
+	if cond.Status == metav1.ConditionTrue {
+		return ctrl.Result{}, nil
+	}
+	r.Recorder.Eventf(&work, nil, corev1.EventTypeWarning, cond.Reason, "Apply", "%s", truncate(cond.Message, maxNote))
+	for _, e := range errs {
+		if e != nil && retryable(e) {
+			// The error goes to controller-runtime for its backoff; the condition already tells users.
+			return ctrl.Result{}, errors.New(cond.Message)
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.ConflictRecheck}, nil
+}
+
+// conflictResolution is the one of the Work's ResourceBinding; Abort when there is none.
+func (r *Reconciler) conflictResolution(ctx context.Context, work *workv1alpha1.Work) (policyv1alpha1.ConflictResolution, error) {
+	name := work.Labels[names.BindingLabel]
+	if name == "" {
+		return policyv1alpha1.ConflictAbort, nil
+	}
+	var rb workv1alpha1.ResourceBinding
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: work.Namespace, Name: name}, &rb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return policyv1alpha1.ConflictAbort, nil
+		}
+		return "", err
+	}
+	if rb.Spec.ConflictResolution == policyv1alpha1.ConflictOverwrite {
+		return policyv1alpha1.ConflictOverwrite, nil
+	}
+	return policyv1alpha1.ConflictAbort, nil
+}
+
+// setApplied writes the Applied condition, touching nothing else of the status.
+func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, cond metav1.Condition) error {
+	key := client.ObjectKeyFromObject(work)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur workv1alpha1.Work
+		if err := r.Client.Get(ctx, key, &cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !meta.SetStatusCondition(&cur.Status.Conditions, cond) {
+			return nil
+		}
+		return r.Client.Status().Update(ctx, &cur)
+	})
+}
+
+// maxNote keeps an event's note within what the events API accepts.
+const maxNote = 1000
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

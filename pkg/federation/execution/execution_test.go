@@ -1,0 +1,421 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+const ns = "shop"
+
+// TestExecution runs the controller against a real host and a member with workloads: applying, keeping what the
+// member owns, dropping a removed manifest, conflicts under Abort and Overwrite (taking over without new pods),
+// deletion with and without preserveResourcesOnDeletion, and an unreachable member.
+func TestExecution(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts API servers")
+	}
+	f := fedtest.Start(t, fedtest.Options{Members: 1, Workloads: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	host := f.Host
+	mem := f.Members[0].Clientset()
+	cluster := f.Members[0].Name()
+	for _, c := range []client.Client{host} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mem.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
+		Scheme:     f.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{
+		Client:          mgr.GetClient(),
+		Members:         &member.Factory{Host: mgr.GetAPIReader()},
+		Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
+		Recorder:        mgr.GetEventRecorder("fedmesh-execution-test"),
+		Timeout:         5 * time.Second,
+		ConflictRecheck: 2 * time.Second,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	t.Run("apply, retain, remove a manifest, delete", func(t *testing.T) {
+		web := deploymentObject("web", 2)
+		web.Labels[interpreter.RetainReplicasLabel] = "true"
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web-config"}, Data: map[string]string{"a": "1"}}
+		w := work("web-deployment-"+cluster, cluster, "", web, cm)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Labels[names.ManagedLabel] != "true" || d.Labels[names.WorkNameLabel] != w.Name || d.Labels[names.WorkNamespaceLabel] != ns {
+			t.Errorf("identity labels missing: %v", d.Labels)
+		}
+		if _, ok := d.Spec.Template.Labels[names.ManagedLabel]; ok {
+			t.Errorf("identity label put on the pod template: %v", d.Spec.Template.Labels)
+		}
+		if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); err != nil {
+			t.Errorf("config map in the Work's namespace: %v", err)
+		}
+
+		// The member scales it (as its HPA would) and labels it; then the federation changes the template.
+		d.Labels["member.example/team"] = "blue"
+		d.Spec.Replicas = ptr.To[int32](5)
+		if _, err := mem.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "member-hpa"}); err != nil {
+			t.Fatal(err)
+		}
+		web.Annotations = map[string]string{"rev": "2"}
+		updateManifests(t, host, w, web) // the ConfigMap is dropped too
+		eventually(t, 20*time.Second, "re-applied, member fields kept, config map deleted", func() error {
+			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Annotations["rev"] != "2" {
+				return fmt.Errorf("not re-applied: annotations %v", d.Annotations)
+			}
+			if d.Labels["member.example/team"] != "blue" || *d.Spec.Replicas != 5 {
+				return fmt.Errorf("member fields lost: labels %v replicas %d", d.Labels, *d.Spec.Replicas)
+			}
+			if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("removed manifest's config map still there: %v", err)
+			}
+			return nil
+		})
+
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "member object and Work deleted", func() error {
+			if _, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deployment still there: %v", err)
+			}
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("conflict: abort, then overwrite without new pods, then delete preserving", func(t *testing.T) {
+		legacy := deploymentObject("legacy", 2)
+		if _, err := mem.AppsV1().Deployments(ns).Create(ctx, legacy.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var before []string
+		eventually(t, 40*time.Second, "legacy pods running", func() (err error) {
+			before, err = podUIDs(ctx, mem, "legacy", true)
+			return err
+		})
+		genBefore := deploymentGeneration(t, mem, "legacy")
+
+		rb := &workv1alpha1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy-deployment"},
+			Spec: workv1alpha1.ResourceBindingSpec{
+				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "legacy"},
+			},
+		}
+		if err := host.Create(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		w := work("legacy-deployment-"+cluster, cluster, rb.Name, legacy)
+		w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		cond := waitApplied(t, host, w, metav1.ConditionFalse, ReasonConflictAbort)
+		for _, want := range []string{"Deployment shop/legacy", "not created by fedmesh", "Overwrite"} {
+			if !strings.Contains(cond.Message, want) {
+				t.Errorf("Applied message %q does not say %q", cond.Message, want)
+			}
+		}
+		if d, _ := mem.AppsV1().Deployments(ns).Get(ctx, "legacy", metav1.GetOptions{}); d.Labels[names.ManagedLabel] != "" {
+			t.Errorf("aborted object was touched: %v", d.Labels)
+		}
+
+		patch := client.MergeFrom(rb.DeepCopy())
+		rb.Spec.ConflictResolution = policyv1alpha1.ConflictOverwrite
+		if err := host.Patch(ctx, rb, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "legacy", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Labels[names.WorkNameLabel] != w.Name {
+			t.Errorf("not taken over: labels %v", d.Labels)
+		}
+		if d.Generation != genBefore {
+			t.Errorf("takeover changed the spec: generation %d -> %d", genBefore, d.Generation)
+		}
+		time.Sleep(2 * time.Second) // a rollout, had there been one, would have started replacing pods by now
+		after, err := podUIDs(ctx, mem, "legacy", false)
+		if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("pods changed by the takeover: %v -> %v (%v)", before, after, err)
+		}
+
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "Work gone, object preserved and released", func() error {
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
+			}
+			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "legacy", metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("preserved deployment: %w", err)
+			}
+			if d.Labels[names.ManagedLabel] != "" || d.Labels[names.WorkNameLabel] != "" {
+				return fmt.Errorf("identity labels left on a released object: %v", d.Labels)
+			}
+			for _, mf := range d.ManagedFields {
+				if mf.Manager == names.FieldManager {
+					return fmt.Errorf("fedmesh still owns fields of a released object")
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("a dependency shared by another Work is kept", func(t *testing.T) {
+		shared := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"a": "1"}}
+		a := work("a-"+cluster, cluster, "", shared)
+		b := work("b-"+cluster, cluster, "", shared)
+		for _, w := range []*workv1alpha1.Work{a, b} {
+			if err := host.Create(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		}
+		// Whichever applied last holds the labels; deleting that one must hand the object to the other.
+		cm, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder, other := a, b
+		if cm.Labels[names.WorkNameLabel] == b.Name {
+			holder, other = b, a
+		}
+		if err := host.Delete(ctx, holder); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "deleted Work gone, shared object kept for the other", func() error {
+			if err := host.Get(ctx, client.ObjectKeyFromObject(holder), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
+			}
+			cm, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if cm.Labels[names.WorkNameLabel] != other.Name {
+				return fmt.Errorf("labels %v, want it handed to %s", cm.Labels, other.Name)
+			}
+			return nil
+		})
+		if err := host.Delete(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "last Work deleted, shared object deleted", func() error {
+			if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("config map still there: %v", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("unreachable member", func(t *testing.T) {
+		ghost := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1", InsecureSkipTLSVerification: true}}
+		if err := host.Create(ctx, ghost); err != nil {
+			t.Fatal(err)
+		}
+		w := work("ghost-work", "ghost", "", deploymentObject("ghostly", 1))
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionFalse, ReasonClusterUnreachable)
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); err != nil {
+			t.Fatalf("Work of an unreachable but registered cluster let go before cleanup: %v", err)
+		}
+		if err := host.Delete(ctx, ghost); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "Work of a deleted cluster released", func() error {
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
+			}
+			return nil
+		})
+	})
+}
+
+func deploymentObject(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+					Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				},
+			},
+		},
+	}
+}
+
+func manifests(t *testing.T, objs ...runtime.Object) []workv1alpha1.Manifest {
+	t.Helper()
+	var out []workv1alpha1.Manifest
+	for _, o := range objs {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	return out
+}
+
+func work(name, cluster, binding string, objs ...runtime.Object) *workv1alpha1.Work {
+	labels := map[string]string{names.ClusterLabel: cluster}
+	if binding != "" {
+		labels[names.BindingLabel] = binding
+	}
+	w := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       workv1alpha1.WorkSpec{ClusterName: cluster},
+	}
+	for _, o := range objs {
+		raw, _ := json.Marshal(o)
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	return w
+}
+
+func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, objs ...runtime.Object) {
+	t.Helper()
+	var cur workv1alpha1.Work
+	if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Workload.Manifests = manifests(t, objs...)
+	if err := host.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitApplied(t *testing.T, host client.Client, w *workv1alpha1.Work, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	eventually(t, 30*time.Second, fmt.Sprintf("Work %s Applied=%s/%s", w.Name, status, reason), func() error {
+		var cur workv1alpha1.Work
+		if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, workv1alpha1.WorkApplied)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("Applied is %+v", c)
+		}
+		cond = *c
+		return nil
+	})
+	return cond
+}
+
+func podUIDs(ctx context.Context, mem kubernetes.Interface, app string, wantRunning bool) ([]string, error) {
+	pods, err := mem.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil, err
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		if wantRunning && p.Status.Phase != corev1.PodRunning {
+			return nil, fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+		}
+		uids = append(uids, string(p.UID))
+	}
+	if len(uids) != 2 {
+		return nil, fmt.Errorf("%d pods", len(uids))
+	}
+	sort.Strings(uids)
+	return uids, nil
+}
+
+func deploymentGeneration(t *testing.T, mem kubernetes.Interface, name string) int64 {
+	t.Helper()
+	d, err := mem.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Generation
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}

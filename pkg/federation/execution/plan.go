@@ -1,0 +1,297 @@
+package execution
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// AppliedAnnotation on a Work lists, as JSON, the member objects the Work applied, so that a manifest dropped from
+// the Work can be deleted from the member even though the Work no longer names it.
+const AppliedAnnotation = "work.fedmesh.io/applied-objects"
+
+// The reasons of the Applied condition.
+const (
+	ReasonApplied            = "Applied"
+	ReasonConflictAbort      = "ConflictAbort"
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonInvalidManifest    = "InvalidManifest"
+	ReasonUnknownKind        = "UnknownKind"
+	ReasonApplyFailed        = "ApplyFailed"
+)
+
+// objectRef names a member object of a Work.
+type objectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func refOf(obj *unstructured.Unstructured) objectRef {
+	return objectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (r objectRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// sameObject compares refs of one Work's namespace, where a manifest may leave its namespace to the Work.
+func sameObject(a, b objectRef, workNamespace string) bool {
+	def := func(r objectRef) objectRef {
+		if r.Namespace == "" {
+			r.Namespace = workNamespace
+		}
+		return r
+	}
+	return def(a) == def(b)
+}
+
+// invalidManifestError is a manifest that is not an object fedmesh can apply.
+type invalidManifestError struct {
+	ordinal int
+	err     error
+}
+
+func (e *invalidManifestError) Error() string {
+	return fmt.Sprintf("manifest %d: %v", e.ordinal, e.err)
+}
+
+func (e *invalidManifestError) Unwrap() error { return e.err }
+
+// decodeManifest turns manifest ordinal into the object to apply: the fields only a server sets (uid,
+// resourceVersion, managedFields, owner references of the host, status) are dropped, since an apply must not carry
+// them.
+func decodeManifest(ordinal int, m workv1alpha1.Manifest) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	var err error
+	switch {
+	case m.Object != nil:
+		obj.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(m.Object)
+	case len(m.Raw) > 0:
+		err = obj.UnmarshalJSON(m.Raw)
+	default:
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return nil, &invalidManifestError{ordinal: ordinal, err: err}
+	}
+	if obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
+		return nil, &invalidManifestError{ordinal: ordinal, err: errors.New("apiVersion, kind and metadata.name are required")}
+	}
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "ownerReferences", "selfLink"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	delete(obj.Object, "status")
+	return obj, nil
+}
+
+// identityLabels are the labels that tie a member object to its Work.
+func identityLabels(work *workv1alpha1.Work) map[string]string {
+	return map[string]string{
+		names.ManagedLabel:       "true",
+		names.WorkNamespaceLabel: work.Namespace,
+		names.WorkNameLabel:      work.Name,
+	}
+}
+
+// setIdentity labels obj's own metadata as work's. Pod templates are left alone: a label there would roll out new
+// pods, and taking over a running workload must not.
+func setIdentity(obj *unstructured.Unstructured, work *workv1alpha1.Work) {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	for k, v := range identityLabels(work) {
+		l[k] = v
+	}
+	obj.SetLabels(l)
+}
+
+// appliedByFedmesh reports whether observed, an object in a member, was applied by fedmesh: it carries the managed
+// label, or fedmesh's field manager owns some of its fields.
+func appliedByFedmesh(observed *unstructured.Unstructured) bool {
+	if observed.GetLabels()[names.ManagedLabel] == "true" {
+		return true
+	}
+	for _, f := range observed.GetManagedFields() {
+		if f.Manager == names.FieldManager {
+			return true
+		}
+	}
+	return false
+}
+
+// belongsTo reports whether observed carries work's identity labels.
+func belongsTo(observed *unstructured.Unstructured, work *workv1alpha1.Work) bool {
+	l := observed.GetLabels()
+	return l[names.WorkNamespaceLabel] == work.Namespace && l[names.WorkNameLabel] == work.Name
+}
+
+// conflictError is an object that exists in the member, was not applied by fedmesh, and may not be taken over.
+type conflictError struct {
+	ref      objectRef
+	cluster  string
+	managers []string
+}
+
+func (e *conflictError) Error() string {
+	by := ""
+	if len(e.managers) > 0 {
+		by = " (managed by " + strings.Join(e.managers, ", ") + ")"
+	}
+	return fmt.Sprintf("%s already exists in cluster %s and was not created by fedmesh%s; conflictResolution is Abort, "+
+		"so it is left alone: set conflictResolution: Overwrite on the policy to take it over", e.ref, e.cluster, by)
+}
+
+// checkConflict returns a conflictError when observed may not be applied to under resolution.
+func checkConflict(observed *unstructured.Unstructured, cluster string, resolution policyv1alpha1.ConflictResolution) error {
+	if observed == nil || appliedByFedmesh(observed) || resolution == policyv1alpha1.ConflictOverwrite {
+		return nil
+	}
+	var managers []string
+	for _, f := range observed.GetManagedFields() {
+		if !slices.Contains(managers, f.Manager) {
+			managers = append(managers, f.Manager)
+		}
+	}
+	return &conflictError{ref: refOf(observed), cluster: cluster, managers: managers}
+}
+
+// reason classifies an error of applying or deleting a manifest. Errors that are not API answers mean the member
+// was not reached.
+func reason(err error) string {
+	var conflict *conflictError
+	var unreached *unreachableError
+	var invalid *invalidManifestError
+	var status interface{ Status() metav1.Status }
+	switch {
+	case err == nil:
+		return ReasonApplied
+	case errors.As(err, &conflict):
+		return ReasonConflictAbort
+	case errors.As(err, &unreached):
+		return ReasonClusterUnreachable
+	case errors.As(err, &invalid):
+		return ReasonInvalidManifest
+	case meta.IsNoMatchError(err):
+		return ReasonUnknownKind
+	case errors.As(err, &status):
+		return ReasonApplyFailed
+	default:
+		return ReasonClusterUnreachable
+	}
+}
+
+// retryable reports whether an error may go away by itself, so the Work is retried with backoff; a conflict or an
+// invalid manifest waits for a change instead.
+func retryable(err error) bool {
+	switch reason(err) {
+	case ReasonConflictAbort, ReasonInvalidManifest, ReasonApplied:
+		return false
+	}
+	return true
+}
+
+// appliedCondition summarizes the errors of one pass over a Work's manifests: True when there are none, otherwise
+// False with the reason of the first and every message.
+func appliedCondition(errs []error, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: workv1alpha1.WorkApplied, ObservedGeneration: generation}
+	var msgs []string
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if c.Reason == "" {
+			c.Reason = reason(err)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) == 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonApplied, "every manifest is applied"
+		return c
+	}
+	c.Status, c.Message = metav1.ConditionFalse, strings.Join(msgs, "; ")
+	return c
+}
+
+// parseRecord reads the AppliedAnnotation; a damaged record reads as empty (the objects still in the Work are
+// recorded again at the next apply).
+func parseRecord(annotations map[string]string) []objectRef {
+	var refs []objectRef
+	if s := annotations[AppliedAnnotation]; s != "" {
+		if err := json.Unmarshal([]byte(s), &refs); err != nil {
+			return nil
+		}
+	}
+	return refs
+}
+
+func formatRecord(refs []objectRef) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String()+refs[i].APIVersion < refs[j].String()+refs[j].APIVersion })
+	b, _ := json.Marshal(refs)
+	return string(b)
+}
+
+// removedRefs are the recorded objects that the Work no longer has.
+func removedRefs(recorded, current []objectRef, workNamespace string) []objectRef {
+	var out []objectRef
+	for _, r := range recorded {
+		if !slices.ContainsFunc(current, func(c objectRef) bool { return sameObject(r, c, workNamespace) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// nextRecord is what the Work's record says after a pass: the objects applied now, those recorded before and still
+// in the Work (an apply that failed this time still owns them), and the removed ones not yet deleted.
+func nextRecord(recorded, current, applied, undeleted []objectRef, workNamespace string) []objectRef {
+	var out []objectRef
+	add := func(r objectRef) {
+		if !slices.ContainsFunc(out, func(o objectRef) bool { return sameObject(o, r, workNamespace) }) {
+			out = append(out, r)
+		}
+	}
+	for _, r := range applied {
+		add(r)
+	}
+	for _, r := range recorded {
+		if slices.ContainsFunc(current, func(c objectRef) bool { return sameObject(r, c, workNamespace) }) {
+			add(r)
+		}
+	}
+	for _, r := range undeleted {
+		add(r)
+	}
+	return out
+}
+
+// unreachable marks a failure to get a member client as the member not being reached, whatever its cause.
+func unreachable(err error) error {
+	return &unreachableError{err: err}
+}
+
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }

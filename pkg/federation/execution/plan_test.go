@@ -1,0 +1,217 @@
+package execution
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+func TestDecodeManifest(t *testing.T) {
+	raw := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","uid":"u1",
+		"resourceVersion":"7","generation":3,"labels":{"app":"web"},"ownerReferences":[{"apiVersion":"v1","kind":"X","name":"x","uid":"o"}],
+		"managedFields":[{"manager":"kubectl"}]},"spec":{"replicas":2,"template":{"metadata":{"labels":{"app":"web"}}}},
+		"status":{"readyReplicas":2}}`
+	obj, err := decodeManifest(0, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(raw)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"uid", "resourceVersion", "generation", "ownerReferences", "managedFields"} {
+		if _, ok := obj.Object["metadata"].(map[string]any)[f]; ok {
+			t.Errorf("metadata.%s kept", f)
+		}
+	}
+	if _, ok := obj.Object["status"]; ok {
+		t.Error("status kept")
+	}
+	if obj.GetLabels()["app"] != "web" || obj.GetNamespace() != "shop" {
+		t.Errorf("user metadata lost: %v", obj.Object["metadata"])
+	}
+
+	for _, tc := range []struct {
+		name string
+		m    workv1alpha1.Manifest
+	}{
+		{"empty", workv1alpha1.Manifest{}},
+		{"not json", workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte("{")}}},
+		{"no name", workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap"}`)}}},
+	} {
+		_, err := decodeManifest(3, tc.m)
+		if reason(err) != ReasonInvalidManifest || !strings.Contains(err.Error(), "manifest 3") {
+			t.Errorf("%s: got %v (%s)", tc.name, err, reason(err))
+		}
+	}
+}
+
+func TestSetIdentityLeavesPodTemplate(t *testing.T) {
+	obj := deployment("web", nil, nil)
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-member1"}}
+	setIdentity(obj, work)
+	want := map[string]string{"app": "web", names.ManagedLabel: "true", names.WorkNamespaceLabel: "shop",
+		names.WorkNameLabel: "web-deployment-member1"}
+	if fmt.Sprint(obj.GetLabels()) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v", obj.GetLabels(), want)
+	}
+	tpl, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
+	if len(tpl) != 1 || tpl["app"] != "web" {
+		t.Errorf("pod template labels changed: %v", tpl)
+	}
+	if !belongsTo(obj, work) || belongsTo(obj, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other"}}) {
+		t.Error("belongsTo wrong")
+	}
+}
+
+func TestCheckConflict(t *testing.T) {
+	foreign := deployment("web", nil, []metav1.ManagedFieldsEntry{{Manager: "kubectl-create"}, {Manager: "kube-controller-manager"}})
+	labelled := deployment("web", map[string]string{names.ManagedLabel: "true"}, nil)
+	managed := deployment("web", nil, []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}})
+	for _, tc := range []struct {
+		name       string
+		observed   *unstructured.Unstructured
+		resolution policyv1alpha1.ConflictResolution
+		conflict   bool
+	}{
+		{"absent", nil, policyv1alpha1.ConflictAbort, false},
+		{"foreign, abort", foreign, policyv1alpha1.ConflictAbort, true},
+		{"foreign, unset means abort", foreign, "", true},
+		{"foreign, overwrite", foreign, policyv1alpha1.ConflictOverwrite, false},
+		{"our label", labelled, policyv1alpha1.ConflictAbort, false},
+		{"our field manager", managed, policyv1alpha1.ConflictAbort, false},
+	} {
+		err := checkConflict(tc.observed, "member1", tc.resolution)
+		if (err != nil) != tc.conflict {
+			t.Errorf("%s: conflict %v, want %v", tc.name, err, tc.conflict)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		for _, want := range []string{"Deployment shop/web", "member1", "not created by fedmesh", "kubectl-create", "Overwrite"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: message %q lacks %q", tc.name, msg, want)
+			}
+		}
+		if reason(err) != ReasonConflictAbort || retryable(err) {
+			t.Errorf("%s: reason %s retryable %v", tc.name, reason(err), retryable(err))
+		}
+	}
+}
+
+func TestReason(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	for _, tc := range []struct {
+		err       error
+		reason    string
+		retryable bool
+	}{
+		{nil, ReasonApplied, false},
+		{fmt.Errorf("applying x: %w", apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "web", nil)), ReasonApplyFailed, true},
+		{fmt.Errorf("reading x: %w", &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: errors.New("connection refused")}), ReasonClusterUnreachable, true},
+		{unreachable(apierrors.NewNotFound(gr, "member3")), ReasonClusterUnreachable, true},
+		{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "x.io", Kind: "Thing"}}, ReasonUnknownKind, true},
+		{&invalidManifestError{err: errors.New("bad")}, ReasonInvalidManifest, false},
+	} {
+		if got := reason(tc.err); got != tc.reason || retryable(tc.err) != tc.retryable {
+			t.Errorf("%v: reason %s retryable %v, want %s %v", tc.err, got, retryable(tc.err), tc.reason, tc.retryable)
+		}
+	}
+}
+
+func TestAppliedCondition(t *testing.T) {
+	ok := appliedCondition([]error{nil, nil}, 4)
+	if ok.Status != metav1.ConditionTrue || ok.Reason != ReasonApplied || ok.ObservedGeneration != 4 {
+		t.Errorf("all applied: %+v", ok)
+	}
+	conflict := &conflictError{ref: objectRef{Kind: "Deployment", Namespace: "shop", Name: "web"}, cluster: "member1"}
+	bad := appliedCondition([]error{nil, conflict, errors.New("dial tcp: connection refused")}, 4)
+	if bad.Status != metav1.ConditionFalse || bad.Reason != ReasonConflictAbort ||
+		!strings.Contains(bad.Message, "shop/web") || !strings.Contains(bad.Message, "connection refused") {
+		t.Errorf("failures: %+v", bad)
+	}
+}
+
+func TestRecord(t *testing.T) {
+	web := objectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	cfgImplicit := objectRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}
+	cfg := objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	old := objectRef{APIVersion: "v1", Kind: "Service", Namespace: "shop", Name: "old"}
+	gone := objectRef{APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "gone"}
+
+	recorded := []objectRef{web, cfg, old, gone}
+	current := []objectRef{web, cfgImplicit}
+	removed := removedRefs(recorded, current, "shop")
+	if fmt.Sprint(removed) != fmt.Sprint([]objectRef{old, gone}) {
+		t.Errorf("removed %v", removed)
+	}
+	// web applied now; cfg failed this time but is still the Work's; old could not be deleted yet; gone was.
+	next := nextRecord(recorded, current, []objectRef{web}, []objectRef{old}, "shop")
+	if fmt.Sprint(next) != fmt.Sprint([]objectRef{web, cfg, old}) {
+		t.Errorf("next record %v", next)
+	}
+	s := formatRecord(next)
+	back := parseRecord(map[string]string{AppliedAnnotation: s})
+	if len(back) != 3 {
+		t.Errorf("round trip %q -> %v", s, back)
+	}
+	if parseRecord(map[string]string{AppliedAnnotation: "not json"}) != nil || formatRecord(nil) != "" {
+		t.Error("damaged or empty record")
+	}
+}
+
+func TestReleasePatch(t *testing.T) {
+	p, err := releasePatch("9", []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}, {Manager: "hpa"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Metadata struct {
+			ResourceVersion string                      `json:"resourceVersion"`
+			ManagedFields   []metav1.ManagedFieldsEntry `json:"managedFields"`
+			Labels          map[string]*string          `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(p, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata.ResourceVersion != "9" || len(got.Metadata.ManagedFields) != 1 || got.Metadata.ManagedFields[0].Manager != "hpa" {
+		t.Errorf("patch %s", p)
+	}
+	for _, l := range []string{names.ManagedLabel, names.WorkNamespaceLabel, names.WorkNameLabel} {
+		if v, ok := got.Metadata.Labels[l]; !ok || v != nil {
+			t.Errorf("label %s not removed: %s", l, p)
+		}
+	}
+	only, _ := releasePatch("9", []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}})
+	if !strings.Contains(string(only), `"managedFields":[{}]`) {
+		t.Errorf("clearing the only manager: %s", only)
+	}
+}
+
+func deployment(name string, labels map[string]string, managed []metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": "shop", "labels": map[string]any{"app": name}},
+		"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": name}}}},
+	}}
+	l := obj.GetLabels()
+	for k, v := range labels {
+		l[k] = v
+	}
+	obj.SetLabels(l)
+	obj.SetManagedFields(managed)
+	return obj
+}

@@ -1,0 +1,119 @@
+package status
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// clusterReady reports whether what fedmesh sees of c can be trusted as current. A Ready condition that is False
+// or Unknown says it cannot; a Cluster without one has not been checked yet (no cluster status controller has
+// looked at it), and its members' objects are reported as observed.
+func clusterReady(c *clusterv1alpha1.Cluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+	return cond == nil || cond.Status == metav1.ConditionTrue
+}
+
+// staleStatuses are prev as a cluster that is not Ready leaves them: each entry keeps its identity, loses its
+// status and has health Unknown.
+func staleStatuses(prev []workv1alpha1.ManifestStatus) []workv1alpha1.ManifestStatus {
+	out := make([]workv1alpha1.ManifestStatus, 0, len(prev))
+	for _, s := range prev {
+		out = append(out, workv1alpha1.ManifestStatus{Identifier: s.Identifier, Health: workv1alpha1.ResourceUnknown})
+	}
+	return out
+}
+
+// workloadStatus is the status of a Work's first manifest, the workload itself (the others are dependencies).
+func workloadStatus(w *workv1alpha1.Work) *workv1alpha1.ManifestStatus {
+	for i := range w.Status.ManifestStatuses {
+		if w.Status.ManifestStatuses[i].Identifier.Ordinal == 0 {
+			return &w.Status.ManifestStatuses[i]
+		}
+	}
+	return nil
+}
+
+// aggregatedItems are a binding's per-cluster statuses: one item per target cluster and per other cluster that
+// still has a Work of the binding (e.g. one being left), targets first in their order, the rest by name.
+func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) []workv1alpha1.AggregatedStatusItem {
+	byCluster := map[string]*workv1alpha1.Work{}
+	var extra []string
+	for i := range works {
+		c := works[i].Spec.ClusterName
+		byCluster[c] = &works[i]
+	}
+	var clusters []string
+	for _, t := range targets {
+		if !slices.Contains(clusters, t.Name) {
+			clusters = append(clusters, t.Name)
+		}
+	}
+	for c := range byCluster {
+		if !slices.Contains(clusters, c) {
+			extra = append(extra, c)
+		}
+	}
+	sort.Strings(extra)
+	clusters = append(clusters, extra...)
+
+	items := make([]workv1alpha1.AggregatedStatusItem, 0, len(clusters))
+	for _, c := range clusters {
+		item := workv1alpha1.AggregatedStatusItem{ClusterName: c, Health: workv1alpha1.ResourceUnknown}
+		w := byCluster[c]
+		if w == nil {
+			item.AppliedMessage = "no Work for this cluster yet"
+			items = append(items, item)
+			continue
+		}
+		if cond := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied); cond != nil {
+			item.Applied = cond.Status == metav1.ConditionTrue
+			if !item.Applied {
+				item.AppliedMessage = cond.Message
+			}
+		} else {
+			item.AppliedMessage = "not applied yet"
+		}
+		if ms := workloadStatus(w); ms != nil && ready(c) {
+			item.Status = ms.Status.DeepCopy()
+			if ms.Health != "" {
+				item.Health = ms.Health
+			}
+		}
+		items = append(items, item)
+	}
+	return items
+}
+
+// rawEqual compares two raw JSON documents by value, as the API server may re-encode what it stores.
+func rawEqual(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil || len(a.Raw) == 0 || len(b.Raw) == 0 {
+		return (a == nil || len(a.Raw) == 0) == (b == nil || len(b.Raw) == 0)
+	}
+	var va, vb any
+	if json.Unmarshal(a.Raw, &va) != nil || json.Unmarshal(b.Raw, &vb) != nil {
+		return string(a.Raw) == string(b.Raw)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func manifestStatusesEqual(a, b []workv1alpha1.ManifestStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y workv1alpha1.ManifestStatus) bool {
+		return x.Identifier == y.Identifier && x.Health == y.Health && rawEqual(x.Status, y.Status)
+	})
+}
+
+func itemsEqual(a, b []workv1alpha1.AggregatedStatusItem) bool {
+	return slices.EqualFunc(a, b, func(x, y workv1alpha1.AggregatedStatusItem) bool {
+		return x.ClusterName == y.ClusterName && x.Applied == y.Applied && x.AppliedMessage == y.AppliedMessage &&
+			x.Health == y.Health && rawEqual(x.Status, y.Status)
+	})
+}

@@ -1,0 +1,105 @@
+package status
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+func TestClusterReady(t *testing.T) {
+	for _, tc := range []struct {
+		status metav1.ConditionStatus
+		want   bool
+	}{{"", true}, {metav1.ConditionTrue, true}, {metav1.ConditionFalse, false}, {metav1.ConditionUnknown, false}} {
+		c := &clusterv1alpha1.Cluster{}
+		if tc.status != "" {
+			c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: tc.status}}
+		}
+		if got := clusterReady(c); got != tc.want {
+			t.Errorf("Ready=%q: ready %v, want %v", tc.status, got, tc.want)
+		}
+	}
+}
+
+func TestStaleStatuses(t *testing.T) {
+	id := workv1alpha1.ResourceIdentifier{Ordinal: 0, Kind: "Deployment", Name: "web"}
+	got := staleStatuses([]workv1alpha1.ManifestStatus{{Identifier: id, Status: raw(`{"readyReplicas":2}`), Health: workv1alpha1.ResourceHealthy}})
+	if len(got) != 1 || got[0].Identifier != id || got[0].Status != nil || got[0].Health != workv1alpha1.ResourceUnknown {
+		t.Errorf("stale %+v", got)
+	}
+}
+
+func TestAggregatedItems(t *testing.T) {
+	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "ok"}
+	conflict := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse, Reason: "ConflictAbort", Message: "exists"}
+	w := func(cluster string, cond *metav1.Condition, ms ...workv1alpha1.ManifestStatus) workv1alpha1.Work {
+		x := workv1alpha1.Work{Spec: workv1alpha1.WorkSpec{ClusterName: cluster}}
+		if cond != nil {
+			x.Status.Conditions = []metav1.Condition{*cond}
+		}
+		x.Status.ManifestStatuses = ms
+		return x
+	}
+	workload := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0}, Status: raw(`{"readyReplicas":2}`), Health: workv1alpha1.ResourceHealthy}
+	dependency := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 1}, Health: workv1alpha1.ResourceUnhealthy}
+	works := []workv1alpha1.Work{
+		w("old", &applied, workload),           // a cluster being left: still reported, after the targets
+		w("b", &applied, dependency, workload), // ordinal 0 is the workload, wherever it is listed
+		w("a", &conflict),                      // not applied: says why
+		w("down", &applied, workload),          // not Ready: Unknown, no status
+		w("fresh", nil),                        // not applied yet
+	}
+	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "b"}, {Name: "down"}, {Name: "fresh"}, {Name: "none"}}
+	items := aggregatedItems(targets, works, func(c string) bool { return c != "down" })
+	want := []string{
+		"a applied=false msg=exists health=Unknown status=",
+		`b applied=true msg= health=Healthy status={"readyReplicas":2}`,
+		"down applied=true msg= health=Unknown status=",
+		"fresh applied=false msg=not applied yet health=Unknown status=",
+		"none applied=false msg=no Work for this cluster yet health=Unknown status=",
+		`old applied=true msg= health=Healthy status={"readyReplicas":2}`,
+	}
+	if len(items) != len(want) {
+		t.Fatalf("items %+v", items)
+	}
+	for i, it := range items {
+		s := ""
+		if it.Status != nil {
+			s = string(it.Status.Raw)
+		}
+		got := fmt.Sprintf("%s applied=%v msg=%s health=%s status=%s", it.ClusterName, it.Applied, it.AppliedMessage, it.Health, s)
+		if got != want[i] {
+			t.Errorf("item %d: %s\n want %s", i, got, want[i])
+		}
+	}
+}
+
+func TestEquality(t *testing.T) {
+	if !rawEqual(raw(`{"a":1,"b":[2]}`), raw(`{"b":[2], "a":1}`)) || rawEqual(raw(`{"a":1}`), raw(`{"a":2}`)) {
+		t.Error("rawEqual compares by value")
+	}
+	if !rawEqual(nil, &runtime.RawExtension{}) || rawEqual(nil, raw(`{}`)) {
+		t.Error("rawEqual: empty and nil are alike, {} is not")
+	}
+	a := []workv1alpha1.AggregatedStatusItem{{ClusterName: "a", Applied: true, Status: raw(`{"x":1}`)}}
+	b := []workv1alpha1.AggregatedStatusItem{{ClusterName: "a", Applied: true, Status: raw(`{ "x": 1 }`)}}
+	if !itemsEqual(a, b) {
+		t.Error("itemsEqual by value")
+	}
+	b[0].Health = workv1alpha1.ResourceUnknown
+	if itemsEqual(a, b) {
+		t.Error("itemsEqual ignores health")
+	}
+	m := []workv1alpha1.ManifestStatus{{Identifier: workv1alpha1.ResourceIdentifier{Name: "x"}, Status: raw(`{"a":1}`)}}
+	n := []workv1alpha1.ManifestStatus{{Identifier: workv1alpha1.ResourceIdentifier{Name: "y"}, Status: raw(`{"a":1}`)}}
+	if manifestStatusesEqual(m, n) || !manifestStatusesEqual(m, m) {
+		t.Error("manifestStatusesEqual")
+	}
+}
+
+func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

@@ -1,0 +1,113 @@
+package status
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// memberWatches keeps, per member cluster, informers on the objects fedmesh applied there (label
+// names.ManagedLabel=true), one per resource type, started the first time a Work of the cluster has that type and
+// stopped together when the cluster goes away or its client changes.
+type memberWatches struct {
+	// onChange is called with every added, updated or deleted member object.
+	onChange func(cluster string, obj *unstructured.Unstructured)
+
+	mu       sync.Mutex
+	clusters map[string]*clusterWatch
+}
+
+type clusterWatch struct {
+	client    *member.Client
+	factory   dynamicinformer.DynamicSharedInformerFactory
+	stop      chan struct{}
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+// informer returns the cluster's informer of gvr, starting it if needed, and whether it has synced.
+func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.clusters == nil {
+		m.clusters = map[string]*clusterWatch{}
+	}
+	cw := m.clusters[cluster]
+	if cw != nil && cw.client != mc {
+		// New credentials or endpoint: the old informers talk to the cluster as it was.
+		m.stopLocked(cluster)
+		cw = nil
+	}
+	if cw == nil {
+		cw = &clusterWatch{
+			client: mc,
+			factory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(mc.Dynamic, 0, metav1.NamespaceAll,
+				func(o *metav1.ListOptions) { o.LabelSelector = names.ManagedLabel + "=true" }),
+			stop:      make(chan struct{}),
+			informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		}
+		m.clusters[cluster] = cw
+	}
+	inf, ok := cw.informers[gvr]
+	if !ok {
+		inf = cw.factory.ForResource(gvr).Informer()
+		notify := func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
+				m.onChange(cluster, u)
+			}
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    notify,
+			UpdateFunc: func(_, obj any) { notify(obj) },
+			DeleteFunc: notify,
+		}); err != nil {
+			return nil, false, err
+		}
+		cw.informers[gvr] = inf
+		cw.factory.Start(cw.stop)
+	}
+	return inf, inf.HasSynced(), nil
+}
+
+// stop ends the cluster's informers.
+func (m *memberWatches) stop(cluster string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopLocked(cluster)
+}
+
+func (m *memberWatches) stopLocked(cluster string) {
+	if cw := m.clusters[cluster]; cw != nil {
+		close(cw.stop)
+		delete(m.clusters, cluster)
+	}
+}
+
+// stopAll ends every informer, when the controller stops.
+func (m *memberWatches) stopAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.clusters {
+		m.stopLocked(c)
+	}
+}
+
+// watching lists the clusters being watched, for tests.
+func (m *memberWatches) watching() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for c := range m.clusters {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/execution"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+const ns = "shop"
+
+// TestStatusFlowsUp applies a Deployment to two members with workloads and follows its status up: each Work's
+// manifestStatuses, the binding's aggregatedStatus, and the template's summed status; then member2's API server
+// stops and its Cluster turns not Ready, and its item turns Unknown instead of staying Healthy.
+func TestStatusFlowsUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts API servers")
+	}
+	f := fedtest.Start(t, fedtest.Options{Members: 2, Workloads: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	host := f.Host
+	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		if _, err := m.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, host, m.Name(), metav1.ConditionTrue)
+	}
+
+	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
+		Scheme:     f.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := interpreter.Layers{Native: native.New()}.Chain()
+	members := &member.Factory{Host: mgr.GetAPIReader()}
+	works := &WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
+	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
+		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain,
+			Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
+		works,
+		&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain},
+	} {
+		if err := s.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	tpl := deployment(4)
+	if err := host.Create(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	rb := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Binding("Deployment", "web")},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: tpl.UID},
+			Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 2}},
+		},
+	}
+	if err := host.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		if err := host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Each Work: applied, and its Deployment's status with the interpreter's health.
+	for _, m := range f.Members {
+		eventually(t, 60*time.Second, m.Name()+" Work status", func() error {
+			var w workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, m.Name())}, &w); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("applied: %+v", c)
+			}
+			if len(w.Status.ManifestStatuses) != 1 {
+				return fmt.Errorf("manifestStatuses %+v", w.Status.ManifestStatuses)
+			}
+			ms := w.Status.ManifestStatuses[0]
+			want := workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment",
+				Resource: "deployments", Namespace: ns, Name: "web"}
+			if ms.Identifier != want {
+				return fmt.Errorf("identifier %+v", ms.Identifier)
+			}
+			if n := readyReplicas(ms.Status); n != 2 || ms.Health != workv1alpha1.ResourceHealthy {
+				return fmt.Errorf("readyReplicas %d health %s", n, ms.Health)
+			}
+			return nil
+		})
+	}
+
+	// The binding: one item per member; the template: the sum.
+	eventually(t, 20*time.Second, "binding aggregatedStatus and template status", func() error {
+		if err := itemsAre(ctx, host, rb, map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}, 2); err != nil {
+			return err
+		}
+		return templateReady(ctx, host, 4)
+	})
+
+	// member2 goes away: its API server stops and (as the cluster controller would) its Cluster turns not Ready.
+	f.Member("member2").StopAPIServer()
+	setReady(t, host, "member2", metav1.ConditionFalse)
+	eventually(t, 20*time.Second, "member2 Unknown, template counts member1 only", func() error {
+		if err := itemsAre(ctx, host, rb, map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceUnknown}, 2); err != nil {
+			return err
+		}
+		var w workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, "member2")}, &w); err != nil {
+			return err
+		}
+		if len(w.Status.ManifestStatuses) != 1 || w.Status.ManifestStatuses[0].Health != workv1alpha1.ResourceUnknown || w.Status.ManifestStatuses[0].Status != nil {
+			return fmt.Errorf("member2 Work still reports %+v", w.Status.ManifestStatuses)
+		}
+		return templateReady(ctx, host, 2)
+	})
+
+	// A not-Ready member is not watched; a deleted Cluster's watches stop.
+	if w := works.watches.watching(); slices.Contains(w, "member2") || !slices.Contains(w, "member1") {
+		t.Errorf("watching %v, want member1 only", w)
+	}
+	if err := host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "member1 watches stopped", func() error {
+		if w := works.watches.watching(); len(w) != 0 {
+			return fmt.Errorf("watching %v", w)
+		}
+		return nil
+	})
+}
+
+func itemsAre(ctx context.Context, host client.Client, rb *workv1alpha1.ResourceBinding, health map[string]workv1alpha1.ResourceHealth, ready int64) error {
+	var cur workv1alpha1.ResourceBinding
+	if err := host.Get(ctx, client.ObjectKeyFromObject(rb), &cur); err != nil {
+		return err
+	}
+	items := cur.Status.AggregatedStatus
+	if len(items) != len(health) {
+		return fmt.Errorf("aggregatedStatus %+v", items)
+	}
+	for _, it := range items {
+		if !it.Applied || it.Health != health[it.ClusterName] {
+			return fmt.Errorf("item %s: applied %v health %s (%s)", it.ClusterName, it.Applied, it.Health, it.AppliedMessage)
+		}
+		if it.Health == workv1alpha1.ResourceUnknown {
+			if it.Status != nil {
+				return fmt.Errorf("item %s is not Ready but reports status %s", it.ClusterName, it.Status.Raw)
+			}
+		} else if n := readyReplicas(it.Status); n != ready {
+			return fmt.Errorf("item %s readyReplicas %d", it.ClusterName, n)
+		}
+	}
+	return nil
+}
+
+func templateReady(ctx context.Context, host client.Client, want int32) error {
+	var d appsv1.Deployment
+	if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d); err != nil {
+		return err
+	}
+	if d.Status.ReadyReplicas != want {
+		return fmt.Errorf("template readyReplicas %d, want %d", d.Status.ReadyReplicas, want)
+	}
+	return nil
+}
+
+func readyReplicas(raw *runtime.RawExtension) int64 {
+	if raw == nil {
+		return -1
+	}
+	var s struct {
+		ReadyReplicas int64 `json:"readyReplicas"`
+	}
+	if err := json.Unmarshal(raw.Raw, &s); err != nil {
+		return -1
+	}
+	return s.ReadyReplicas
+}
+
+func setReady(t *testing.T, host client.Client, cluster string, status metav1.ConditionStatus) {
+	t.Helper()
+	var c clusterv1alpha1.Cluster
+	if err := host.Get(context.Background(), client.ObjectKey{Name: cluster}, &c); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: status, Reason: "Test", Message: "set by the test"})
+	if err := host.Status().Update(context.Background(), &c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deployment(replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+					Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				},
+			},
+		},
+	}
+}
+
+func work(t *testing.T, binding, cluster string, obj runtime.Object) *workv1alpha1.Work {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Work(binding, cluster),
+			Labels: map[string]string{names.ClusterLabel: cluster, names.BindingLabel: binding}},
+		Spec: workv1alpha1.WorkSpec{ClusterName: cluster,
+			Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}

@@ -1,0 +1,258 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// MemberClients hands out member cluster clients; *member.Factory is one.
+type MemberClients interface {
+	Client(ctx context.Context, cluster string) (*member.Client, error)
+}
+
+// WorkReconciler records the state of each Work's objects in its member cluster in the Work's manifestStatuses.
+type WorkReconciler struct {
+	// Client reads Works and Clusters and writes Work status in the host.
+	Client  client.Client
+	Members MemberClients
+	// Interpreter reflects the members' statuses and judges their health; the interpreter chain.
+	Interpreter interpreter.Interpreter
+	// SyncPoll is how soon a Work waiting for a new member informer to sync is looked at again; default 500ms.
+	SyncPoll time.Duration
+
+	watches *memberWatches
+	changes chan event.GenericEvent
+	// stopped closes when the manager stops, so member informers blocked on a full changes channel let go.
+	stopped chan struct{}
+}
+
+// SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
+// Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop).
+func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.SyncPoll == 0 {
+		r.SyncPoll = 500 * time.Millisecond
+	}
+	r.changes = make(chan event.GenericEvent, 1024)
+	r.stopped = make(chan struct{})
+	r.watches = &memberWatches{onChange: r.memberChanged}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		close(r.stopped)
+		r.watches.stopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	hasCluster, err := predicate.LabelSelectorPredicate(metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: names.ClusterLabel, Operator: metav1.LabelSelectorOpExists}},
+	})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("work-status").
+		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.changes, &handler.EnqueueRequestForObject{})).
+		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if readinessChanged(e.ObjectOld, e.ObjectNew) {
+					r.enqueueWorksOf(ctx, e.ObjectNew.GetName(), q)
+				}
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.watches.stop(e.Object.GetName())
+			},
+		}).
+		Complete(r)
+}
+
+func readinessChanged(old, cur client.Object) bool {
+	o, ok1 := old.(*clusterv1alpha1.Cluster)
+	c, ok2 := cur.(*clusterv1alpha1.Cluster)
+	return !ok1 || !ok2 || clusterReady(o) != clusterReady(c)
+}
+
+// memberChanged enqueues the Work a member object says it came from.
+func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured) {
+	l := obj.GetLabels()
+	if l[names.WorkNamespaceLabel] == "" || l[names.WorkNameLabel] == "" {
+		return
+	}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]}}
+	select {
+	case r.changes <- event.GenericEvent{Object: w}:
+	case <-r.stopped:
+	}
+}
+
+func (r *WorkReconciler) enqueueWorksOf(ctx context.Context, cluster string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	var works workv1alpha1.WorkList
+	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: cluster}); err != nil {
+		log.FromContext(ctx).Error(err, "list Works of cluster", "cluster", cluster)
+		return
+	}
+	for _, w := range works.Items {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	}
+}
+
+// Reconcile restates one Work's manifestStatuses.
+func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var work workv1alpha1.Work
+	if err := r.Client.Get(ctx, req.NamespacedName, &work); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !work.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	var cluster clusterv1alpha1.Cluster
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: work.Spec.ClusterName}, &cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !clusterReady(&cluster) {
+		// Its informers would only serve what they saw last; they start afresh, with a new list, once it is back.
+		r.watches.stop(cluster.Name)
+		return ctrl.Result{}, r.write(ctx, &work, staleStatuses(work.Status.ManifestStatuses))
+	}
+	mc, err := r.Members.Client(ctx, cluster.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	statuses, synced, err := r.observe(ctx, &work, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !synced {
+		return ctrl.Result{RequeueAfter: r.SyncPoll}, nil
+	}
+	return ctrl.Result{}, r.write(ctx, &work, statuses)
+}
+
+// observe reads each manifest's object from the member's informers. An object not (yet) in the member has no
+// entry. synced is false while an informer it needs is still listing.
+func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, mc *member.Client) ([]workv1alpha1.ManifestStatus, bool, error) {
+	var out []workv1alpha1.ManifestStatus
+	synced := true
+	for i, m := range work.Spec.Workload.Manifests {
+		id, err := identify(i, m, mc, work.Namespace)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("manifest not reported", "ordinal", i, "error", err.Error())
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}
+		inf, ok, err := r.watches.informer(work.Spec.ClusterName, mc, gvr)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			synced = false
+			continue
+		}
+		key := id.Name
+		if id.Namespace != "" {
+			key = id.Namespace + "/" + id.Name
+		}
+		item, exists, err := inf.GetIndexer().GetByKey(key)
+		if err != nil || !exists {
+			continue
+		}
+		obj, ok := item.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		ms := workv1alpha1.ManifestStatus{Identifier: id}
+		if r.Interpreter.Handles(obj.GroupVersionKind(), interpreter.InterpretStatus) {
+			if ms.Status, err = r.Interpreter.InterpretStatus(ctx, obj); err != nil {
+				log.FromContext(ctx).Error(err, "interpret status", "object", key)
+			}
+		}
+		if ms.Health, err = interpreter.Health(ctx, r.Interpreter, obj); err != nil {
+			log.FromContext(ctx).Error(err, "interpret health", "object", key)
+		}
+		out = append(out, ms)
+	}
+	return out, synced, nil
+}
+
+// identify maps manifest ordinal to the resource it is in the member.
+func identify(ordinal int, m workv1alpha1.Manifest, mc *member.Client, workNamespace string) (workv1alpha1.ResourceIdentifier, error) {
+	var obj unstructured.Unstructured
+	if err := obj.UnmarshalJSON(m.Raw); err != nil {
+		return workv1alpha1.ResourceIdentifier{}, err
+	}
+	gvk := obj.GroupVersionKind()
+	mapping, err := mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		mc.Mapper.Reset()
+		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return workv1alpha1.ResourceIdentifier{}, err
+	}
+	id := workv1alpha1.ResourceIdentifier{
+		Ordinal: int32(ordinal), Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+		Resource: mapping.Resource.Resource, Name: obj.GetName(),
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		id.Namespace = obj.GetNamespace()
+		if id.Namespace == "" {
+			id.Namespace = workNamespace
+		}
+	}
+	if id.Name == "" {
+		return id, fmt.Errorf("manifest %d has no name", ordinal)
+	}
+	return id, nil
+}
+
+// write sets the Work's manifestStatuses when they changed, touching nothing else.
+func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
+	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(work)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur workv1alpha1.Work
+		if err := r.Client.Get(ctx, key, &cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if manifestStatusesEqual(cur.Status.ManifestStatuses, statuses) {
+			return nil
+		}
+		cur.Status.ManifestStatuses = statuses
+		err := r.Client.Status().Update(ctx, &cur)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
