@@ -1,19 +1,132 @@
-// Command federator runs fedmesh's federation controllers (detector, scheduler, binding, execution, status)
-// against the host cluster, sharded behind the proxy like any other operator.
+// Command federator runs fedmesh's federation controllers (cluster health, detector, scheduler, binding,
+// execution, status) against the host cluster, sharded behind the proxy like any other operator.
 package main
 
 import (
+	"errors"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	"github.com/fedmesh/fedmesh/pkg/cli"
+	"github.com/fedmesh/fedmesh/pkg/federation/binding"
+	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
+	"github.com/fedmesh/fedmesh/pkg/federation/detector"
+	"github.com/fedmesh/fedmesh/pkg/federation/execution"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/customization"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	interpreterwebhook "github.com/fedmesh/fedmesh/pkg/federation/interpreter/webhook"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
+	"github.com/fedmesh/fedmesh/pkg/federation/status"
+	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
 )
 
+type options struct {
+	cli.ControllerOptions
+	memberThroughProxy bool
+	probeInterval      time.Duration
+	memberQPS          float32
+	memberBurst        int
+	webhookCertDir     string
+	webhookPort        int
+}
+
+func (o *options) AddFlags(fs *pflag.FlagSet) {
+	o.ControllerOptions.AddFlags(fs)
+	fs.BoolVar(&o.memberThroughProxy, "member-through-proxy", false,
+		"Reach member clusters through the API server of --kubeconfig at /clusters/<name>/ (the fedmesh proxy), so member traffic is sharded and fenced like host traffic.")
+	fs.DurationVar(&o.probeInterval, "cluster-probe-interval", 10*time.Second, "How often each member cluster's /readyz is probed.")
+	fs.Float32Var(&o.memberQPS, "member-qps", 50, "Queries per second to each member cluster.")
+	fs.IntVar(&o.memberBurst, "member-burst", 100, "Burst of queries to each member cluster.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the admission webhook that validates ResourceInterpreterCustomizations; empty serves no webhook.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook.")
+}
+
+func (o *options) Validate() error {
+	errs := []error{o.ControllerOptions.Validate()}
+	if o.probeInterval <= 0 {
+		errs = append(errs, errors.New("--cluster-probe-interval must be positive"))
+	}
+	if o.memberQPS <= 0 || o.memberBurst <= 0 {
+		errs = append(errs, errors.New("--member-qps and --member-burst must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// customize keeps the cache of Secrets to the system namespace, where Cluster credentials live: a cluster-wide
+// Secret cache would hold every Secret of the host in memory.
+func (o *options) customize(opts *ctrl.Options) {
+	opts.Cache.ByObject = map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{names.SystemNamespace: {}}},
+	}
+	if o.webhookCertDir != "" {
+		opts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{CertDir: o.webhookCertDir, Port: o.webhookPort})
+	}
+}
+
+// setup wires the stages of the pipeline to one interpreter chain and one member client factory.
+func (o *options) setup(mgr ctrl.Manager) error {
+	members := &member.Factory{Host: mgr.GetClient(), QPS: o.memberQPS, Burst: o.memberBurst}
+	if o.memberThroughProxy {
+		members.ProxyConfig = rest.CopyConfig(mgr.GetConfig())
+	}
+	// Users' customizations and webhooks come first and are swapped in live; a bad one is refused and the last
+	// good set keeps answering.
+	customizations, hooks := customization.NewLayer(), interpreterwebhook.NewLayer()
+	chain := interpreter.Layers{Customization: customizations, Webhook: hooks, Bundled: bundled.New(), Native: native.New()}.Chain()
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder("fedmesh-federator")
+	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
+		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
+		&cluster.Reconciler{Client: mgr.GetClient(), Members: members, Recorder: recorder,
+			Options: cluster.Options{ProbeInterval: o.probeInterval}},
+		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
+		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder},
+		&binding.Reconciler{Client: mgr.GetClient(), Interpreter: chain, Recorder: recorder},
+		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Recorder: recorder},
+		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain},
+		&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Discovery: disc},
+	}
+	for _, c := range controllers {
+		if err := c.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if o.webhookCertDir != "" {
+		mgr.GetWebhookServer().Register(customizationwebhook.Path, customizationwebhook.NewWebhook(mgr.GetAPIReader(), mgr.GetScheme()))
+	}
+	return nil
+}
+
 func main() {
-	cli.Main(cli.NewCommand("federator", "fedmesh federation controllers: propagate workloads to member clusters",
-		&cli.ControllerOptions{
-			DefaultLeaseName: "fedmesh-federator",
-			AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
-		}))
+	o := &options{ControllerOptions: cli.ControllerOptions{
+		DefaultLeaseName: "fedmesh-federator",
+		AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
+	}}
+	o.Setup = o.setup
+	o.Customize = o.customize
+	cli.Main(cli.NewCommand("federator", "fedmesh federation controllers: propagate workloads to member clusters", o))
 }

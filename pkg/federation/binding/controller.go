@@ -207,6 +207,14 @@ func (r *Reconciler) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 	}
 	for i := range works {
 		if works[i].DeletionTimestamp.IsZero() {
+			// The binding's last word on preservation wins (e.g. the detector sets it when a policy lets go of a
+			// template): the Works may not have been re-rendered since.
+			if w := &works[i]; !equalBool(w.Spec.PreserveResourcesOnDeletion, b.Spec.PreserveResourcesOnDeletion) {
+				w.Spec.PreserveResourcesOnDeletion = b.Spec.PreserveResourcesOnDeletion
+				if err := r.Client.Update(ctx, w); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
 			if err := r.Client.Delete(ctx, &works[i]); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, err
 			}
@@ -359,4 +367,8 @@ func (r *Reconciler) bindingsOfCluster(ctx context.Context, obj client.Object) [
 		}
 	}
 	return out
+}
+
+func equalBool(a, b *bool) bool {
+	return (a != nil && *a) == (b != nil && *b)
 }

@@ -1,18 +1,15 @@
 package cluster
 
 import (
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Taint keys the controller puts on Clusters in spec.taints.
 const (
-	// TaintNotReady, effect NoSchedule, is on every Cluster whose Ready condition is False: nothing new is placed
-	// there.
-	TaintNotReady = "cluster.fedmesh.io/not-ready"
-	// TaintUnreachable, effect NoExecute, is on Clusters whose API server does not answer: workloads that do not
-	// tolerate it are moved away.
-	TaintUnreachable = "cluster.fedmesh.io/unreachable"
+	TaintNotReady    = names.NotReadyTaint
+	TaintUnreachable = names.UnreachableTaint
 )
 
 // desiredTaints is taints with the controller's own taints set for the Ready condition ready: none when Ready,

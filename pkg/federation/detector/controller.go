@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -67,7 +67,7 @@ type Reconciler struct {
 	// Interpreter finds replicas and replica requirements.
 	Interpreter ReplicaInterpreter
 	// Recorder records events on templates and policies; the manager's when nil.
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// UnknownKindRetry is how soon a policy selecting a kind the API server does not serve is looked at again
 	// (its CRD may be installed later); default 30s.
 	UnknownKindRetry time.Duration
@@ -88,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Mapper = mgr.GetRESTMapper()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor("fedmesh-detector") //nolint:staticcheck // the federation stages share record.EventRecorder
+		r.Recorder = mgr.GetEventRecorder("fedmesh-detector")
 	}
 	if r.UnknownKindRetry == 0 {
 		r.UnknownKindRetry = defaultUnknownKindRetry
@@ -162,7 +162,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templateKey) (re
 	var req *workv1alpha1.ReplicaRequirements
 	if r.Interpreter.Handles(key.GVK, interpreter.InterpretReplica) {
 		if replicas, req, err = r.Interpreter.InterpretReplica(ctx, obj); err != nil {
-			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInterpretFailed, "finding the replicas: %v", err)
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInterpretFailed, ReasonInterpretFailed, "finding the replicas: %v", err)
 			return reconcile.Result{}, err
 		}
 	}

@@ -387,18 +387,10 @@ type eventLog struct {
 	events []string
 }
 
-func (e *eventLog) Event(_ runtime.Object, eventtype, reason, message string) {
+func (e *eventLog) Eventf(_, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, eventtype+" "+reason+" "+message)
-}
-
-func (e *eventLog) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
-	e.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
-}
-
-func (e *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
-	e.Eventf(obj, eventtype, reason, format, args...)
+	e.events = append(e.events, eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
 }
 
 func (e *eventLog) has(reason, text string) bool {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,11 +115,29 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	if err != nil {
 		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
 	}
-	if _, err := ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(true)}); err != nil {
+	opts := metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(true)}
+	_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)
+	if apierrors.IsNotFound(err) && desired.GetNamespace() != "" {
+		// The template's namespace does not exist in the member yet: create it, as the namespace is part of what
+		// the federation places there. It stays when the objects go, like any namespace someone created.
+		if err := ensureNamespace(ctx, mc, desired.GetNamespace()); err != nil {
+			return &ref, fmt.Errorf("creating namespace %s for %s: %w", desired.GetNamespace(), ref, err)
+		}
+		_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)
+	}
+	if err != nil {
 		return &ref, fmt.Errorf("applying %s: %w", ref, err)
 	}
 	return &ref, nil
+}
+
+func ensureNamespace(ctx context.Context, mc *member.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := mc.Kubernetes.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: names.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 func (r *Reconciler) retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {

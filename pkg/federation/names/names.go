@@ -73,3 +73,12 @@ func join(a, b string) string {
 	}
 	return strings.TrimRight(a[:validation.DNS1123SubdomainMaxLength-len(suffix)], "-.") + suffix
 }
+
+// Taints on Clusters, put by the cluster controller and read by the scheduler.
+const (
+	// NotReadyTaint (NoSchedule) is on a Cluster whose Ready condition is False: nothing new is placed there.
+	NotReadyTaint = "cluster.fedmesh.io/not-ready"
+	// UnreachableTaint (NoExecute) is on a Cluster whose API server does not answer: workloads that do not tolerate
+	// it are moved away.
+	UnreachableTaint = "cluster.fedmesh.io/unreachable"
+)

@@ -8,6 +8,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
 // The taint keys a binding's clusterTolerations name to say how long it stays on an unhealthy cluster (effect
@@ -16,9 +17,9 @@ import (
 // does not depend on those taints being there.
 const (
 	// NotReadyTaintKey stands for a Ready condition that is False.
-	NotReadyTaintKey = "cluster.fedmesh.io/not-ready"
+	NotReadyTaintKey = names.NotReadyTaint
 	// UnreachableTaintKey stands for a Ready condition that is Unknown.
-	UnreachableTaintKey = "cluster.fedmesh.io/unreachable"
+	UnreachableTaintKey = names.UnreachableTaint
 )
 
 // DefaultToleration is how long a binding stays on an unhealthy cluster when none of its tolerations says.

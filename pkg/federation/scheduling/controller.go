@@ -19,9 +19,9 @@ import (
 // bindings naming no scheduler are its too.
 const DefaultSchedulerName = "default-scheduler"
 
-// EventRecorder is the part of record.EventRecorder the controller uses.
+// EventRecorder is the part of events.EventRecorder the controller uses.
 type EventRecorder interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
 // Reconciler schedules ResourceBindings and ClusterResourceBindings.

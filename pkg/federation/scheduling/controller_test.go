@@ -40,7 +40,7 @@ func startHost(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("fedmesh-scheduler")}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("fedmesh-scheduler")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

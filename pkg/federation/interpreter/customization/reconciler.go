@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -39,7 +39,7 @@ type Reconciler struct {
 	// Layer receives each new set.
 	Layer *Layer
 	// Recorder records refusals on the customizations; the manager's when nil.
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// Timeout and MemoryLimit bound one call of a script; declarative's defaults when zero.
 	Timeout     time.Duration
 	MemoryLimit uint64
@@ -52,7 +52,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor("fedmesh-interpreter-customization") //nolint:staticcheck // the federation stages share record.EventRecorder
+		r.Recorder = mgr.GetEventRecorder("fedmesh-interpreter-customization")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-customization").
@@ -104,13 +104,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		logger.Error(ref.Err, "refused a resource interpreter customization", "customization", ref.Name,
 			"generation", ref.Generation, "previousVersionServes", ref.Fallback)
-		r.Recorder.Event(byName[ref.Name], corev1.EventTypeWarning, ReasonRefused, msg)
+		r.Recorder.Eventf(byName[ref.Name], nil, corev1.EventTypeWarning, ReasonRefused, ReasonRefused, "%s", msg)
 	}
 	for _, c := range serve {
 		cur := byName[c.Name]
 		if cur.Generation == c.Generation && r.reported[c.Name] != c.Generation {
 			r.reported[c.Name] = c.Generation
-			r.Recorder.Eventf(cur, corev1.EventTypeNormal, ReasonServing, "serving %d scripts for %s, %s",
+			r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, ReasonServing, ReasonServing, "serving %d scripts for %s, %s",
 				len(declarative.Operations(&c)), c.Spec.Target.APIVersion, c.Spec.Target.Kind)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,7 +37,7 @@ type Reconciler struct {
 	// Layer receives each new set.
 	Layer *Layer
 	// Recorder records refusals on the configurations; the manager's when nil.
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 
 	mu    sync.Mutex
 	built map[string]builtConfig // the last good version of each configuration, by name
@@ -51,7 +51,7 @@ type builtConfig struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor("fedmesh-interpreter-webhook") //nolint:staticcheck // the federation stages share record.EventRecorder
+		r.Recorder = mgr.GetEventRecorder("fedmesh-interpreter-webhook")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-webhook").
@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			}
 			logger.Error(err, "refused a resource interpreter webhook configuration", "configuration", c.Name,
 				"generation", c.Generation, "previousVersionServes", hasPrev)
-			r.Recorder.Event(c, corev1.EventTypeWarning, ReasonRefused, msg)
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRefused, ReasonRefused, "%s", msg)
 			// Remember the refusal as this generation's, so it is reported once; the previous version stays.
 			if hasPrev {
 				r.built[c.Name] = builtConfig{generation: c.Generation, in: prev.in}
@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		r.built[c.Name] = builtConfig{generation: c.Generation, in: in}
 		parts = append(parts, in)
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "serving %d webhooks", len(in.hooks))
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonServing, ReasonServing, "serving %d webhooks", len(in.hooks))
 	}
 	for name := range r.built {
 		if !seen[name] {
