@@ -7,15 +7,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
@@ -30,7 +27,6 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	interpreterwebhook "github.com/fedmesh/fedmesh/pkg/federation/interpreter/webhook"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
-	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
@@ -68,12 +64,8 @@ func (o *options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// customize keeps the cache of Secrets to the system namespace, where Cluster credentials live: a cluster-wide
-// Secret cache would hold every Secret of the host in memory.
+// customize serves the admission webhook when it has certificates.
 func (o *options) customize(opts *ctrl.Options) {
-	opts.Cache.ByObject = map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Namespaces: map[string]cache.Config{names.SystemNamespace: {}}},
-	}
 	if o.webhookCertDir != "" {
 		opts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{CertDir: o.webhookCertDir, Port: o.webhookPort})
 	}
@@ -81,7 +73,7 @@ func (o *options) customize(opts *ctrl.Options) {
 
 // setup wires the stages of the pipeline to one interpreter chain and one member client factory.
 func (o *options) setup(mgr ctrl.Manager) error {
-	members := &member.Factory{Host: mgr.GetClient(), QPS: o.memberQPS, Burst: o.memberBurst}
+	members := &member.Factory{Host: mgr.GetClient(), Secrets: mgr.GetAPIReader(), QPS: o.memberQPS, Burst: o.memberBurst}
 	if o.memberThroughProxy {
 		members.ProxyConfig = rest.CopyConfig(mgr.GetConfig())
 	}
@@ -105,7 +97,9 @@ func (o *options) setup(mgr ctrl.Manager) error {
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
 		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder},
-		&binding.Reconciler{Client: mgr.GetClient(), Interpreter: chain, Recorder: recorder},
+		// Templates and their dependencies are read directly: caching every kind a policy may select (Secrets
+		// included) would hold them all in memory for one read per rendering.
+		&binding.Reconciler{Client: mgr.GetClient(), Templates: mgr.GetAPIReader(), Interpreter: chain, Recorder: recorder},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Recorder: recorder},
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain},
 		&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Discovery: disc},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 	"github.com/fedmesh/fedmesh/test/fedrun"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
@@ -48,6 +51,12 @@ func testFederation(t *testing.T, shards int) {
 	f := fedtest.Start(t, fedtest.Options{Members: 2, Workloads: true,
 		Labels: map[string]map[string]string{"member1": {"env": "prod"}, "member2": {"env": "prod"}}})
 	fedmeshBinary(t, "federator") // builds all three
+	// The namespaces exist before the shards are assigned, so the assignment spreads them over the shards.
+	for _, ns := range federationNamespaces {
+		if err := f.Host.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run, err := fedrun.Start(context.Background(), fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir, Shards: shards,
 		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
 	if err != nil {
@@ -70,6 +79,43 @@ func testFederation(t *testing.T, shards int) {
 	t.Run("member-owned replicas are not fought over", e.retainedReplicas)
 	t.Run("deleting the template cleans up the members", e.deletion)
 	t.Run("failover off a stopped member and back", e.failover) // last: it stops a member
+	if shards > 0 {
+		e.checkSharded(shards)
+	}
+}
+
+var federationNamespaces = []string{"shop", "legacy", "autoscaled", "retired", "resilient"}
+
+// checkSharded shows the work was really split: the test's namespaces belong to more than one shard, and every
+// shard elected its own leader (the proxy renames the federator's Lease per shard).
+func (e *fedEnv) checkSharded(shards int) {
+	ctx := context.Background()
+	var sc meshv1alpha1.ShardingConfig
+	if err := e.f.Host.Get(ctx, types.NamespacedName{Namespace: names.SystemNamespace, Name: fedrun.Name}, &sc); err != nil {
+		e.t.Fatal(err)
+	}
+	a := statusAssignment(e.t, &sc)
+	owners := map[shard.ShardID][]string{}
+	for _, ns := range federationNamespaces {
+		id, ok := a.NamespaceOwner(ns)
+		if !ok {
+			e.t.Errorf("namespace %s has no owner", ns)
+		}
+		owners[id] = append(owners[id], ns)
+	}
+	if len(owners) < 2 {
+		e.t.Errorf("all the test's namespaces belong to one shard: %v", owners)
+	}
+	for i := range shards {
+		lease, err := e.f.Federation.Host.Clientset().CoordinationV1().Leases(names.SystemNamespace).Get(ctx, fmt.Sprintf("%s-shard-%d", fedrun.Name, i), metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			e.t.Errorf("shard %d has no leader: %v %v", i, lease, err)
+		}
+	}
+	if _, err := e.f.Federation.Host.Clientset().CoordinationV1().Leases(names.SystemNamespace).Get(ctx, fedrun.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		e.t.Errorf("the unsharded Lease %s exists (%v): the shards did not elect separately", fedrun.Name, err)
+	}
+	e.t.Logf("namespaces by shard: %v", owners)
 }
 
 func (e *fedEnv) waitClustersReady() {
@@ -88,10 +134,11 @@ func (e *fedEnv) waitClustersReady() {
 	})
 }
 
+// namespace is one of federationNamespaces, created before the federator started.
 func (e *fedEnv) namespace(name string) {
 	e.t.Helper()
-	if err := e.f.Host.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		e.t.Fatal(err)
+	if !slices.Contains(federationNamespaces, name) {
+		e.t.Fatalf("namespace %s is not in federationNamespaces", name)
 	}
 }
 
@@ -387,12 +434,16 @@ func (e *fedEnv) retainedReplicas(t *testing.T) {
 
 	// The member's autoscaler scales to 5 through the scale subresource, as an HPA does.
 	m1 := e.members["member1"]
-	scale, err := m1.AppsV1().Deployments(ns).GetScale(ctx, "api", metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := m1.AppsV1().Deployments(ns).GetScale(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 5
+		_, err = m1.AppsV1().Deployments(ns).UpdateScale(ctx, "api", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 5
-	if _, err := m1.AppsV1().Deployments(ns).UpdateScale(ctx, "api", scale, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"}); err != nil {
 		t.Fatal(err)
 	}
 	// A template change makes the federation apply again.

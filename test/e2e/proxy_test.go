@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,11 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedrun"
 )
 
 // kubectl runs the real kubectl (built by hack/build-binaries.sh) with kubeconfig.
@@ -35,19 +34,11 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, string, i
 // tlsFiles writes a self-signed serving certificate for 127.0.0.1 and returns the cert, key and CA bundle.
 func tlsFiles(t *testing.T) (certFile, keyFile string, ca []byte) {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	certFile, keyFile, ca, err := fedrun.WriteServingCert(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, certPEM
+	return certFile, keyFile, ca
 }
 
 // kubectl through the proxy (served over TLS): `get -A` shows only the shard's namespaces, a create in another

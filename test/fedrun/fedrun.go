@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,10 +16,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
@@ -48,8 +51,11 @@ type Run struct {
 	opts  Options
 	dir   string
 	procs []*cluster.Process
-	// Proxies are the shards' proxy addresses (host:port, plain HTTP on loopback), by shard.
+	// Proxies are the shards' proxy addresses (host:port, TLS with ProxyCA), by shard.
 	Proxies []string
+
+	proxyCert, proxyKey string
+	proxyCA             []byte
 }
 
 // Build builds the manager, proxy and federator into dir from the module at root.
@@ -78,7 +84,9 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, r.Logs(40))
-			r.Stop()
+			if os.Getenv("FEDMESH_KEEP_RUN") == "" {
+				r.Stop()
+			}
 		}
 	}()
 	identity, err := opts.Host.ServiceAccount(ctx, names.SystemNamespace, Name,
@@ -113,12 +121,43 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 	if err := opts.Client.Create(ctx, sc); err != nil {
 		return r, fmt.Errorf("ShardingConfig: %w", err)
 	}
+	tokens := make([]string, opts.Shards)
 	for i := range opts.Shards {
-		if err := r.startShard(ctx, i, xds); err != nil {
+		if tokens[i], err = r.startProxy(ctx, i, xds); err != nil {
+			return r, fmt.Errorf("shard %d: %w", i, err)
+		}
+	}
+	// The proxies refuse everything until the manager has configured them: start the federators after that.
+	if err := r.waitConfigured(ctx, sc); err != nil {
+		return r, err
+	}
+	for i := range opts.Shards {
+		name := fmt.Sprintf("%s-%d", Name, i)
+		kubeconfig, err := r.writeKubeconfig(name, "https://"+r.Proxies[i], tokens[i], r.proxyCA)
+		if err != nil {
+			return r, err
+		}
+		if err := r.startFederator(name, kubeconfig, []string{"--member-through-proxy"}); err != nil {
 			return r, fmt.Errorf("shard %d: %w", i, err)
 		}
 	}
 	return r, nil
+}
+
+// waitConfigured waits until the ShardingConfig is Ready with every proxy acknowledging it.
+func (r *Run) waitConfigured(ctx context.Context, sc *meshv1alpha1.ShardingConfig) error {
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err := r.opts.Client.Get(ctx, client.ObjectKeyFromObject(sc), sc); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
+		if ready != nil && ready.Status == metav1.ConditionTrue && int(sc.Status.ReadyProxies) == r.opts.Shards {
+			return nil
+		}
+		last = fmt.Sprintf("ready proxies %d, condition %+v", sc.Status.ReadyProxies, ready)
+	}
+	return fmt.Errorf("ShardingConfig %s never Ready: %s", sc.Name, last)
 }
 
 func (r *Run) startManager(xds string) error {
@@ -136,9 +175,9 @@ func (r *Run) startManager(xds string) error {
 	return waitReady(p, "http://"+probes+"/readyz")
 }
 
-// startShard makes shard i's pod (an API object: its identity, the manager's view of the shard) and runs its
-// proxy and its federator, the federator sending all its traffic to the proxy.
-func (r *Run) startShard(ctx context.Context, i int, xds string) error {
+// startProxy makes shard i's pod (an API object: its identity, the manager's view of the shard) and runs its
+// proxy. It returns the pod-bound token the shard's federator uses.
+func (r *Run) startProxy(ctx context.Context, i int, xds string) (string, error) {
 	cs := r.opts.Host.Clientset()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", Name, i), Namespace: names.SystemNamespace,
@@ -147,44 +186,47 @@ func (r *Run) startShard(ctx context.Context, i int, xds string) error {
 	}
 	pod, err := cs.CoreV1().Pods(names.SystemNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return err
+		return "", err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(names.SystemNamespace).CreateToken(ctx, Name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return err
+		return "", err
 	}
 	tokenFile := filepath.Join(r.dir, pod.Name+".token")
 	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
-		return err
+		return "", err
 	}
 	addr, err := freeAddr()
 	if err != nil {
-		return err
+		return "", err
+	}
+	if r.proxyCA == nil {
+		// Over TLS: clients built from a kubeconfig send no credentials to a plain-HTTP server.
+		if r.proxyCert, r.proxyKey, r.proxyCA, err = WriteServingCert(r.dir); err != nil {
+			return "", err
+		}
 	}
 	probes, err := freeAddr()
 	if err != nil {
-		return err
+		return "", err
 	}
 	p, err := cluster.StartProcess(fmt.Sprintf("proxy-%d", i), r.dir, filepath.Join(r.opts.BinDir, "proxy"),
 		"--upstream-kubeconfig", r.opts.Host.Kubeconfig(), "--listen-address", addr, "--probe-address", probes,
 		"--state-dir", filepath.Join(r.dir, pod.Name+"-state"), "--xds-address", xds, "--xds-insecure",
 		"--xds-token-file", tokenFile, "--sharding-config", names.SystemNamespace+"/"+Name, "--shard", strconv.Itoa(i),
-		"--pod-name", pod.Name, "--pod-namespace", names.SystemNamespace)
+		"--pod-name", pod.Name, "--pod-namespace", names.SystemNamespace,
+		"--tls-cert-file", r.proxyCert, "--tls-private-key-file", r.proxyKey)
 	if err != nil {
-		return err
+		return "", err
 	}
 	r.procs = append(r.procs, p)
 	if err := waitReady(p, "http://"+probes+"/readyz"); err != nil {
-		return err
+		return "", err
 	}
 	r.Proxies = append(r.Proxies, addr)
-	kubeconfig, err := r.writeKubeconfig(pod.Name, "http://"+addr, tr.Status.Token, nil)
-	if err != nil {
-		return err
-	}
-	return r.startFederator(pod.Name, kubeconfig, []string{"--member-through-proxy"})
+	return tr.Status.Token, nil
 }
 
 func (r *Run) startFederator(name, kubeconfig string, extra []string) error {
@@ -216,9 +258,23 @@ func (r *Run) writeKubeconfig(name, server, token string, ca []byte) (string, er
 // ProxyConfig is cfg (credentials) pointed at shard i's proxy.
 func (r *Run) ProxyConfig(cfg *rest.Config, i int) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Host = "http://" + r.Proxies[i]
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Host = "https://" + r.Proxies[i]
+	cfg.TLSClientConfig = rest.TLSClientConfig{CAData: r.proxyCA}
 	return cfg
+}
+
+// WriteServingCert writes a self-signed serving certificate for 127.0.0.1 to dir/tls.crt and dir/tls.key and
+// returns their paths and the certificate, which is its own CA.
+func WriteServingCert(dir string) (certFile, keyFile string, ca []byte, err error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return "", "", nil, err
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return "", "", nil, err
+	}
+	return certFile, keyFile, certPEM, os.WriteFile(keyFile, keyPEM, 0o600)
 }
 
 // Logs are the last n lines of every process's log.
@@ -235,7 +291,9 @@ func (r *Run) Stop() {
 	for i := len(r.procs) - 1; i >= 0; i-- {
 		r.procs[i].Stop(10 * time.Second)
 	}
-	os.RemoveAll(r.dir)
+	if os.Getenv("FEDMESH_KEEP_RUN") == "" {
+		os.RemoveAll(r.dir)
+	}
 }
 
 func waitReady(p *cluster.Process, url string) error {

@@ -37,8 +37,11 @@ type Client struct {
 
 // Factory hands out member clients, cached by the Cluster's and Secret's resource versions.
 type Factory struct {
-	// Host reads Clusters and their Secrets.
+	// Host reads Clusters.
 	Host client.Reader
+	// Secrets reads the credentials Secrets; Host when nil. Behind a sharding proxy it should read the API server
+	// directly (single-object reads pass the proxy's fence), since a shard's cache holds only its own namespaces.
+	Secrets client.Reader
 	// ProxyConfig, when set, routes member traffic through the fedmesh proxy: the member's requests go to
 	// ProxyConfig.Host + "/clusters/<name>", verified with ProxyConfig's TLS settings, carrying the member's own
 	// bearer token (the proxy passes credentials through and never adds its own).
@@ -73,7 +76,11 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	var secret corev1.Secret
 	version := c.ResourceVersion
 	if ref := c.Spec.SecretRef; ref != nil {
-		if err := f.Host.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+		secrets := f.Secrets
+		if secrets == nil {
+			secrets = f.Host
+		}
+		if err := secrets.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
 			return nil, fmt.Errorf("cluster %s: credentials secret %s/%s: %w", c.Name, ref.Namespace, ref.Name, err)
 		}
 		version += "/" + secret.ResourceVersion
