@@ -65,10 +65,19 @@ func CRDDir() string {
 // Start starts a federation for t, registers its members and stops it when t ends.
 func Start(t testing.TB, opts Options) *Federation {
 	t.Helper()
+	f, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// New starts a federation and registers its members; Stop stops it.
+func New(ctx context.Context, opts Options) (*Federation, error) {
 	if opts.Members == 0 {
 		opts.Members = 2
 	}
-	ctx := context.Background()
 	member := cluster.Options{}
 	if opts.Workloads {
 		member.ControllerManager = true
@@ -76,24 +85,27 @@ func Start(t testing.TB, opts Options) *Federation {
 	}
 	cf, err := cluster.StartFederation(ctx, cluster.FederationOptions{Members: opts.Members, Member: member})
 	if err != nil {
-		t.Fatalf("start federation: %v", err)
+		return nil, fmt.Errorf("start federation: %w", err)
 	}
-	t.Cleanup(cf.Stop)
+	fail := func(err error) (*Federation, error) {
+		cf.Stop()
+		return nil, err
+	}
 	if err := cf.Host.InstallCRDs(ctx, CRDDir()); err != nil {
-		t.Fatalf("install CRDs: %v", err)
+		return fail(fmt.Errorf("install CRDs: %w", err))
 	}
 	s := Scheme()
 	host, err := client.New(cf.Host.Config(), client.Options{Scheme: s})
 	if err != nil {
-		t.Fatal(err)
+		return fail(err)
 	}
 	f := &Federation{Federation: cf, Host: host, Scheme: s}
 	for _, m := range cf.Members {
 		if err := f.Register(ctx, m, opts); err != nil {
-			t.Fatalf("register %s: %v", m.Name(), err)
+			return fail(fmt.Errorf("register %s: %w", m.Name(), err))
 		}
 	}
-	return f
+	return f, nil
 }
 
 // Register makes m a Cluster of the host: a service account with every right in m, its token and m's CA in a
