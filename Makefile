@@ -47,7 +47,7 @@ bench: binaries ## benchmarks against real API servers: proxy versus direct (rat
 	go test -run '^$$' -bench . -benchtime 1x ./test/e2e
 	go test -run '^$$' -bench . ./pkg/...
 
-demo: binaries ## a local federation: host + 2 member API servers with fedmesh's CRDs; Ctrl-C stops it
+demo: binaries ## the whole thing locally: host + 2 members, manager, 2-shard federator, an app propagated; Ctrl-C stops it
 	go run ./test/demo
 
 clean: ## remove bin/ (the binary cache in $(FEDMESH_CACHE) stays)
