@@ -1,78 +1,9 @@
 package webhook
 
-import (
-	"context"
-	"sync/atomic"
+import "github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
-)
-
-// Layer is an interpreter.Interpreter that delegates to the current set of webhooks, swapped in whole by Set. It
-// starts empty, handling nothing, and is safe for concurrent use.
-type Layer struct {
-	current atomic.Pointer[Interpreter]
-}
-
-var _ interpreter.Interpreter = &Layer{}
+// Layer answers with the current set of webhooks, swapped in whole by Set. It starts empty, handling nothing.
+type Layer = interpreter.Swappable[*Interpreter]
 
 // NewLayer is a layer without webhooks.
-func NewLayer() *Layer {
-	l := &Layer{}
-	l.current.Store(&Interpreter{})
-	return l
-}
-
-// Set makes in the set that answers from now on. Calls already running finish with the set they started with.
-func (l *Layer) Set(in *Interpreter) { l.current.Store(in) }
-
-func (l *Layer) get() *Interpreter { return l.current.Load() }
-
-// Handles reports whether a current webhook's rules select op on gvk.
-func (l *Layer) Handles(gvk schema.GroupVersionKind, op interpreter.Operation) bool {
-	return l.get().Handles(gvk, op)
-}
-
-// InterpretReplica asks the current webhook for InterpretReplica of obj's kind.
-func (l *Layer) InterpretReplica(ctx context.Context, obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
-	return l.get().InterpretReplica(ctx, obj)
-}
-
-// InterpretComponent asks the current webhook for InterpretComponent of obj's kind.
-func (l *Layer) InterpretComponent(ctx context.Context, obj *unstructured.Unstructured) ([]interpreter.Component, error) {
-	return l.get().InterpretComponent(ctx, obj)
-}
-
-// ReviseReplica asks the current webhook for ReviseReplica of obj's kind.
-func (l *Layer) ReviseReplica(ctx context.Context, obj *unstructured.Unstructured, replicas int32) (*unstructured.Unstructured, error) {
-	return l.get().ReviseReplica(ctx, obj, replicas)
-}
-
-// Retain asks the current webhook for Retain of desired's kind.
-func (l *Layer) Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return l.get().Retain(ctx, desired, observed)
-}
-
-// AggregateStatus asks the current webhook for AggregateStatus of obj's kind.
-func (l *Layer) AggregateStatus(ctx context.Context, obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (*unstructured.Unstructured, error) {
-	return l.get().AggregateStatus(ctx, obj, items)
-}
-
-// InterpretStatus asks the current webhook for InterpretStatus of obj's kind.
-func (l *Layer) InterpretStatus(ctx context.Context, obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
-	return l.get().InterpretStatus(ctx, obj)
-}
-
-// InterpretHealth asks the current webhook for InterpretHealth of obj's kind.
-func (l *Layer) InterpretHealth(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
-	return l.get().InterpretHealth(ctx, obj)
-}
-
-// InterpretDependency asks the current webhook for InterpretDependency of obj's kind.
-func (l *Layer) InterpretDependency(ctx context.Context, obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error) {
-	return l.get().InterpretDependency(ctx, obj)
-}
+func NewLayer() *Layer { return interpreter.NewSwappable(&Interpreter{}) }
