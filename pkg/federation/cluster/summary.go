@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 )
 
 // nodeSummary counts nodes, and the ready ones among them.
@@ -71,36 +72,12 @@ func resourceSummary(nodes []corev1.Node, pods []corev1.Pod) *clusterv1alpha1.Re
 	return s
 }
 
-// podRequests is what the scheduler reserves for a pod: its containers' requests, plus its sidecars (restartable
-// init containers, which run beside the containers), or, if more, the peak while its init containers run one by
-// one (each beside the sidecars started before it); pod-level requests replace the containers' sum for the
-// resources they name; the runtime's overhead comes on top.
+// podRequests is what the scheduler reserves for p (native.PodRequests), never nil.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		addTo(out, c.Resources.Requests)
+	if r := native.PodRequests(&p.Spec); r != nil {
+		return r
 	}
-	sidecars := corev1.ResourceList{}
-	initPeak := corev1.ResourceList{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(sidecars, c.Resources.Requests)
-			maxInto(initPeak, sidecars)
-			continue
-		}
-		step := sidecars.DeepCopy()
-		addTo(step, c.Resources.Requests)
-		maxInto(initPeak, step)
-	}
-	addTo(out, sidecars)
-	maxInto(out, initPeak)
-	if p.Spec.Resources != nil {
-		for name, q := range p.Spec.Resources.Requests {
-			out[name] = q.DeepCopy()
-		}
-	}
-	addTo(out, p.Spec.Overhead)
-	return out
+	return corev1.ResourceList{}
 }
 
 func addTo(sum, l corev1.ResourceList) {
@@ -108,14 +85,6 @@ func addTo(sum, l corev1.ResourceList) {
 		s := sum[name]
 		s.Add(q)
 		sum[name] = s
-	}
-}
-
-func maxInto(peak, l corev1.ResourceList) {
-	for name, q := range l {
-		if p, ok := peak[name]; !ok || q.Cmp(p) > 0 {
-			peak[name] = q.DeepCopy()
-		}
 	}
 }
 

@@ -26,7 +26,7 @@ func PodRequirements(ns string, spec *corev1.PodSpec) *workv1alpha1.ReplicaRequi
 	req := &workv1alpha1.ReplicaRequirements{
 		Namespace:         ns,
 		PriorityClassName: spec.PriorityClassName,
-		ResourceRequest:   podRequests(spec),
+		ResourceRequest:   PodRequests(spec),
 	}
 	var hard *corev1.NodeSelector
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
@@ -48,7 +48,11 @@ func PodRequirements(ns string, spec *corev1.PodSpec) *workv1alpha1.ReplicaRequi
 	return req
 }
 
-func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
+// PodRequests is what the scheduler reserves for one pod of spec: its containers' requests plus its sidecars
+// (restartable init containers, which run beside the containers) or, if more, the peak while its init containers
+// run one by one (each beside the sidecars started before it); pod-level requests replace that sum for the
+// resources they name; the runtime's overhead comes on top. Nil when the pod requests nothing.
+func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	apps := corev1.ResourceList{}
 	for i := range spec.Containers {
 		addTo(apps, containerRequests(&spec.Containers[i]))
@@ -71,6 +75,11 @@ func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	addTo(apps, sidecars)
 	maxInto(apps, peak)
+	if spec.Resources != nil {
+		for name, q := range spec.Resources.Requests {
+			apps[name] = q.DeepCopy()
+		}
+	}
 	addTo(apps, spec.Overhead)
 	if len(apps) == 0 {
 		return nil
