@@ -231,7 +231,7 @@ func (r *Reconciler) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 // works lists the binding's Works.
 func (r *Reconciler) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
 	var list workv1alpha1.WorkList
-	err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: b.Name})
+	err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(b.Name)})
 	return list.Items, err
 }
 

@@ -88,7 +88,7 @@ func render(ctx context.Context, in rendering, interp Interpreter, target workv1
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace,
 			Name:      names.Work(b.Name, target.Name),
-			Labels:    map[string]string{names.BindingLabel: b.Name, names.ClusterLabel: target.Name},
+			Labels:    map[string]string{names.BindingLabel: names.LabelValue(b.Name), names.ClusterLabel: target.Name},
 		},
 		Spec: workv1alpha1.WorkSpec{
 			ClusterName:                 target.Name,

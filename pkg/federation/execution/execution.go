@@ -121,7 +121,7 @@ func (r *Reconciler) worksOfCluster(ctx context.Context, obj client.Object) []re
 func (r *Reconciler) worksOfBinding(ctx context.Context, obj client.Object) []reconcile.Request {
 	var works workv1alpha1.WorkList
 	if err := r.Client.List(ctx, &works, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{names.BindingLabel: obj.GetName()}); err != nil {
+		client.MatchingLabels{names.BindingLabel: names.LabelValue(obj.GetName())}); err != nil {
 		log.FromContext(ctx).Error(err, "list Works of binding", "binding", obj.GetName())
 		return nil
 	}
@@ -178,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // conflictResolution is the one of the Work's ResourceBinding; Abort when there is none.
 func (r *Reconciler) conflictResolution(ctx context.Context, work *workv1alpha1.Work) (policyv1alpha1.ConflictResolution, error) {
-	name := work.Labels[names.BindingLabel]
+	name := names.BindingOf(work)
 	if name == "" {
 		return policyv1alpha1.ConflictAbort, nil
 	}

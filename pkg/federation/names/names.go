@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -82,3 +83,24 @@ const (
 	// it are moved away.
 	UnreachableTaint = "cluster.fedmesh.io/unreachable"
 )
+
+// LabelValue is name as a label value: itself when it fits (63 characters), else a readable prefix and a hash
+// of the whole, since object names may be up to 253 characters long.
+func LabelValue(name string) string {
+	if len(name) <= validation.LabelValueMaxLength {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	return strings.TrimRight(name[:validation.LabelValueMaxLength-len(suffix)], "-_.") + suffix
+}
+
+// BindingOf is the name of the ResourceBinding a Work was rendered from: its controller owner, else its
+// BindingLabel (which holds a shortened name when the binding's is long), or "" when it has neither.
+func BindingOf(work metav1.Object) string {
+	if ref := metav1.GetControllerOf(work); ref != nil && ref.Kind == "ResourceBinding" {
+		return ref.Name
+	}
+	return work.GetLabels()[BindingLabel]
+}

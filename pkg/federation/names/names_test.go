@@ -30,3 +30,17 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelValue(t *testing.T) {
+	if got := LabelValue("web-deployment"); got != "web-deployment" {
+		t.Errorf("short name changed: %q", got)
+	}
+	long := strings.Repeat("a", 100)
+	a, b := LabelValue(long+"x"), LabelValue(long+"y")
+	if a == b || len(a) > 63 || !strings.HasPrefix(a, "aaaa") {
+		t.Errorf("long names: %q %q", a, b)
+	}
+	if errs := validation.IsValidLabelValue(a); len(errs) > 0 {
+		t.Errorf("%q: %v", a, errs)
+	}
+}

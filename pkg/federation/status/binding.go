@@ -63,7 +63,7 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func bindingOfWork(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[names.BindingLabel]
+	name := names.BindingOf(obj)
 	if name == "" {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var works workv1alpha1.WorkList
-	if err := r.Client.List(ctx, &works, client.InNamespace(rb.Namespace), client.MatchingLabels{names.BindingLabel: rb.Name}); err != nil {
+	if err := r.Client.List(ctx, &works, client.InNamespace(rb.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(rb.Name)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	ready := map[string]bool{}
