@@ -19,9 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -41,27 +39,13 @@ func TestBindingController(t *testing.T) {
 	t.Cleanup(cancel)
 	h := f.Host
 
-	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
-		Scheme:                 f.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Counts the controller's Work updates, to prove it writes none when nothing changed (an unchanged update
 	// would not show in the resourceVersion).
 	var workUpdates atomic.Int32
-	r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: mgr.GetEventRecorder("fedmesh-binding")}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: mgr.GetEventRecorder("fedmesh-binding")}
+		return r.SetupWithManager(mgr)
+	})
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf"}, Data: map[string]string{"k": "v"}}))

@@ -14,8 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
@@ -44,29 +42,16 @@ func TestClusterHealthFollowsTheMembersAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
-		Scheme:     f.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	interval := 500 * time.Millisecond
-	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Members:  &member.Factory{Host: mgr.GetAPIReader()},
-		Recorder: mgr.GetEventRecorder("fedmesh-cluster-test"),
-		Options:  Options{ProbeInterval: interval, ProbeTimeout: 2 * time.Second, FailureThreshold: 2},
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		r := &Reconciler{
+			Client:   mgr.GetClient(),
+			Members:  &member.Factory{Host: mgr.GetAPIReader()},
+			Recorder: mgr.GetEventRecorder("fedmesh-cluster-test"),
+			Options:  Options{ProbeInterval: interval, ProbeTimeout: 2 * time.Second, FailureThreshold: 2},
 		}
-	}()
+		return r.SetupWithManager(mgr)
+	})
 
 	// Ready, with the two fake nodes (32 cpu each) summed up.
 	c := waitFor(t, f.Host, m.Name(), 30*time.Second, "Ready with a node summary", func(c *clusterv1alpha1.Cluster) error {

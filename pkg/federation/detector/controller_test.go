@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,10 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -68,7 +64,7 @@ func TestDetector(t *testing.T) {
 	)
 
 	events := &eventLog{}
-	r := startDetector(ctx, t, host, events)
+	r := startDetector(t, host, events)
 
 	t.Run("the namespaced policy claims its template and writes the binding", func(t *testing.T) {
 		rb := waitBinding(t, c, "a", "web-deployment", func(rb *workv1alpha1.ResourceBinding) error {
@@ -263,35 +259,14 @@ func TestDetector(t *testing.T) {
 	})
 }
 
-func startDetector(ctx context.Context, t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {
+func startDetector(t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {
 	t.Helper()
-	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
-		Scheme:                 fedtest.Scheme(),
-		Logger:                 testr.New(t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &Reconciler{
 		Interpreter:      interpreter.Layers{Native: native.New()}.Chain(),
 		Recorder:         events,
 		UnknownKindRetry: time.Second,
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	mctx, stop := context.WithCancel(ctx)
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { stop(); <-done })
+	fedtest.StartManager(t, host.Config(), r.SetupWithManager)
 	return r
 }
 

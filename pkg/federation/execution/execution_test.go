@@ -19,8 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -56,30 +54,17 @@ func TestExecution(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
-		Scheme:     f.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{
-		Client:          mgr.GetClient(),
-		Members:         &member.Factory{Host: mgr.GetAPIReader()},
-		Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
-		Recorder:        mgr.GetEventRecorder("fedmesh-execution-test"),
-		Timeout:         5 * time.Second,
-		ConflictRecheck: 2 * time.Second,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		r := &Reconciler{
+			Client:          mgr.GetClient(),
+			Members:         &member.Factory{Host: mgr.GetAPIReader()},
+			Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
+			Recorder:        mgr.GetEventRecorder("fedmesh-execution-test"),
+			Timeout:         5 * time.Second,
+			ConflictRecheck: 2 * time.Second,
 		}
-	}()
+		return r.SetupWithManager(mgr)
+	})
 
 	t.Run("apply, retain, remove a manifest, delete", func(t *testing.T) {
 		web := deploymentObject("web", 2)

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -27,31 +26,15 @@ import (
 // scheduling controller; the members themselves are not needed, only their Cluster objects.
 func startHost(t *testing.T) client.Client {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	host := cluster.New(t, cluster.Options{Name: "host"})
 	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
-		Scheme:                 fedtest.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
+		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("fedmesh-scheduler")}
+		return r.SetupWithManager(mgr)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("fedmesh-scheduler")}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
 	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -52,32 +50,23 @@ func TestStatusFlowsUp(t *testing.T) {
 		setReady(t, host, m.Name(), metav1.ConditionTrue)
 	}
 
-	mgr, err := ctrl.NewManager(f.Federation.Host.Config(), ctrl.Options{
-		Scheme:     f.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	var works *WorkReconciler
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		members := &member.Factory{Host: mgr.GetAPIReader()}
+		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
+		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
+			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain,
+				Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
+			works,
+			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain},
+		} {
+			if err := s.SetupWithManager(mgr); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain := interpreter.Layers{Native: native.New()}.Chain()
-	members := &member.Factory{Host: mgr.GetAPIReader()}
-	works := &WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
-	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain,
-			Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
-		works,
-		&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain},
-	} {
-		if err := s.SetupWithManager(mgr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
 
 	tpl := deployment(4)
 	if err := host.Create(ctx, tpl); err != nil {

@@ -6,16 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/test/cluster"
@@ -53,25 +49,10 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
-		Scheme:                 fedtest.Scheme(),
-		Logger:                 testr.New(t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	layer := NewLayer()
-	if err := (&Reconciler{Client: mgr.GetClient(), Layer: layer}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	mgr := fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Layer: layer}).SetupWithManager(mgr)
+	})
 	c := mgr.GetClient()
 
 	health := func() (bool, string) {

@@ -6,13 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/test/cluster"
@@ -43,25 +40,10 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(host.Config(), ctrl.Options{
-		Scheme:                 fedtest.Scheme(),
-		Logger:                 testr.New(t),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	layer := NewLayer()
-	if err := (&Reconciler{Client: mgr.GetClient(), Layer: layer}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	mgr := fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Layer: layer}).SetupWithManager(mgr)
+	})
 	c := mgr.GetClient()
 	healthy := func() (bool, string) {
 		if !layer.Handles(widgetGVK, interpreter.InterpretHealth) {
