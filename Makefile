@@ -52,3 +52,20 @@ demo: binaries ## the whole thing locally: host + 2 members, manager, 2-shard fe
 
 clean: ## remove bin/ (the binary cache in $(FEDMESH_CACHE) stays)
 	rm -rf bin/
+
+# Images and the kind path: for users with Docker (neither `make demo` nor `make test` needs them).
+IMAGE ?= ghcr.io/fedmesh/fedmesh
+IMAGE_TAG ?= $(VERSION)
+
+.PHONY: images kind-up kind-down
+
+images: ## build the container image of all binaries with Docker, stamped like `make build`
+	@command -v docker >/dev/null || { echo "make images needs Docker: no 'docker' command found in PATH" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make images needs Docker: 'docker info' failed; is the Docker daemon running?" >&2; exit 1; }
+	docker build --build-arg LDFLAGS="$(LDFLAGS)" -t $(IMAGE):$(IMAGE_TAG) .
+
+kind-up: images ## kind clusters fedmesh-host + 2 members with the chart installed and the demo app propagated
+	IMAGE=$(IMAGE):$(IMAGE_TAG) hack/kind/up.sh
+
+kind-down: ## delete the kind clusters of kind-up
+	hack/kind/down.sh
