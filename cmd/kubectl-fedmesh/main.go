@@ -1,4 +1,15 @@
-// Command kubectl-fedmesh is fedmesh's kubectl plugin. Its interpret subcommand runs a resource interpreter
+// Command kubectl-fedmesh is fedmesh's kubectl plugin. It registers member clusters with the federation and shows
+// what the federation and the sharding mesh are doing; every command but interpret talks to the host cluster of
+// --host-kubeconfig (default $KUBECONFIG, then ~/.kube/config):
+//
+//	kubectl-fedmesh join NAME --kubeconfig MEMBER.kubeconfig    register a member (identity in it, Cluster in the host)
+//	kubectl-fedmesh unjoin NAME [--kubeconfig MEMBER.kubeconfig] remove it from both sides
+//	kubectl-fedmesh clusters                                   members' health and capacity
+//	kubectl-fedmesh shards                                     each ShardingConfig's shards, epoch and proxies
+//	kubectl-fedmesh owner NAMESPACE                            which shard owns a namespace, and why
+//	kubectl-fedmesh get KIND NAME [-n NS]                      a template's placement, per-cluster status, Works
+//
+// The status commands print tables, or -o json|yaml. The interpret subcommand runs a resource interpreter
 // operation offline, on objects in files, so that users can test ResourceInterpreterCustomizations before
 // applying them:
 //
@@ -54,6 +65,16 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.AddCommand(newInterpretCommand(stdin))
+	host := &hostOptions{}
+	host.addFlags(root.PersistentFlags())
+	root.AddCommand(
+		newJoinCommand(host),
+		newUnjoinCommand(host),
+		newClustersCommand(host),
+		newShardsCommand(host),
+		newOwnerCommand(host),
+		newGetCommand(host),
+		newInterpretCommand(stdin),
+	)
 	return root
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+type getOptions struct {
+	host      *hostOptions
+	namespace string
+	output    string
+}
+
+func newGetCommand(host *hostOptions) *cobra.Command {
+	o := &getOptions{host: host}
+	cmd := &cobra.Command{
+		Use:   "get KIND NAME",
+		Short: "Show where a resource template was propagated and how it is doing in each cluster",
+		Long: `Show a resource template of the host with its ResourceBinding and Works: the policy that claimed it, the
+placement (cluster: replicas), each cluster's apply result and health, and the status fedmesh aggregated into the
+template. KIND is spelled as for kubectl: deployment, deployments, deploy or deployments.apps.`,
+		Example: `  kubectl-fedmesh get deployment web -n shop
+  kubectl-fedmesh get configmaps.v1 settings -n shop -o yaml`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := fedmeshctl.ValidateOutput(o.output); err != nil {
+				return err
+			}
+			v, err := o.view(cmd, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
+				return fedmeshctl.WriteData(cmd.OutOrStdout(), o.output, v)
+			}
+			return fedmeshctl.WriteTemplate(cmd.OutOrStdout(), v)
+		},
+	}
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace of the template; default the host context's namespace")
+	addOutputFlag(cmd, &o.output)
+	return cmd
+}
+
+func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.TemplateView, error) {
+	ctx := cmd.Context()
+	cfg, err := o.host.config()
+	if err != nil {
+		return fedmeshctl.TemplateView{}, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fedmeshctl.TemplateView{}, err
+	}
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc, nil)
+	mapping, err := resolveKind(mapper, kind)
+	if err != nil {
+		return fedmeshctl.TemplateView{}, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: newScheme(), Mapper: mapper})
+	if err != nil {
+		return fedmeshctl.TemplateView{}, err
+	}
+
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(mapping.GroupVersionKind)
+	key := client.ObjectKey{Name: name}
+	worksNamespace := names.SystemNamespace // cluster-scoped templates keep their Works there
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if key.Namespace, err = o.templateNamespace(); err != nil {
+			return fedmeshctl.TemplateView{}, err
+		}
+		worksNamespace = key.Namespace
+	}
+	if err := c.Get(ctx, key, tmpl); err != nil {
+		return fedmeshctl.TemplateView{}, fmt.Errorf("%s %s: %w", mapping.GroupVersionKind.Kind, name, err)
+	}
+
+	bindingName := names.Binding(mapping.GroupVersionKind.Kind, name)
+	rb, err := binding(cmd, c, key.Namespace, bindingName)
+	if err != nil {
+		return fedmeshctl.TemplateView{}, err
+	}
+	var works workv1alpha1.WorkList
+	if err := c.List(ctx, &works, client.InNamespace(worksNamespace), client.MatchingLabels{names.BindingLabel: bindingName}); err != nil {
+		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
+	}
+	return fedmeshctl.NewTemplateView(tmpl, rb, works.Items), nil
+}
+
+// templateNamespace is -n, else the host context's namespace.
+func (o *getOptions) templateNamespace() (string, error) {
+	if o.namespace != "" {
+		return o.namespace, nil
+	}
+	return o.host.namespace()
+}
+
+// resolveKind maps what a user types for a kind (deploy, deployments, deployments.apps, Deployment) to its REST
+// mapping in the host.
+func resolveKind(mapper meta.RESTMapper, kind string) (*meta.RESTMapping, error) {
+	// "deployments.v1.apps" names a version too; "deployments.apps" and "deploy" do not.
+	gvr, gr := schema.ParseResourceArg(kind)
+	if gvr != nil {
+		if gvk, err := mapper.KindFor(*gvr); err == nil {
+			return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		}
+	}
+	gvk, err := mapper.KindFor(gr.WithVersion(""))
+	if err != nil {
+		return nil, fmt.Errorf("unknown kind %q in the host: %w", kind, err)
+	}
+	return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// binding reads the template's ResourceBinding, or its ClusterResourceBinding when namespace is empty; nil when
+// none exists yet (no policy claimed the template).
+func binding(cmd *cobra.Command, c client.Client, namespace, name string) (*workv1alpha1.ResourceBinding, error) {
+	ctx := cmd.Context()
+	if namespace != "" {
+		var rb workv1alpha1.ResourceBinding
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &rb)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ResourceBinding %s/%s: %w", namespace, name, err)
+		}
+		return &rb, nil
+	}
+	var crb workv1alpha1.ClusterResourceBinding
+	err := c.Get(ctx, client.ObjectKey{Name: name}, &crb)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ClusterResourceBinding %s: %w", name, err)
+	}
+	// The view reads spec and status, which the two kinds share.
+	return &workv1alpha1.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}, nil
+}

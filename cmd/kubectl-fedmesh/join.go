@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// memberFlags locate a member cluster. --kubeconfig is the member's here, never the host's (that is
+// --host-kubeconfig), as in the issue's `join NAME --kubeconfig MEMBER.kubeconfig`.
+type memberFlags struct {
+	kubeconfig string
+	context    string
+}
+
+func (f *memberFlags) addFlags(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", usage)
+	cmd.Flags().StringVar(&f.context, "member-context", "", "context of the member's --kubeconfig to use; default its current context")
+}
+
+type joinOptions struct {
+	host         *hostOptions
+	member       memberFlags
+	tokenTimeout time.Duration
+}
+
+func newJoinCommand(host *hostOptions) *cobra.Command {
+	o := &joinOptions{host: host}
+	cmd := &cobra.Command{
+		Use:   "join NAME --kubeconfig MEMBER_KUBECONFIG",
+		Short: "Register a member cluster with the federation",
+		Long: `Register the cluster of --kubeconfig as member NAME of the federation in the host (--host-kubeconfig).
+
+In the member, join creates namespace ` + names.SystemNamespace + `, ServiceAccount ` + memberServiceAccount + `, ClusterRole and
+ClusterRoleBinding ` + memberClusterRole + ` (what the federator needs: get, list, watch, create, patch and delete on every
+resource, since a policy may propagate any kind, and the health and discovery endpoints; no bind, escalate or
+impersonate) and a long-lived token Secret.
+In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and caBundle) and the Push-mode Cluster NAME, whose
+apiEndpoint is the member kubeconfig's server.
+
+Running join again brings everything up to date. A Cluster NAME that already stands for another cluster (another
+kube-system UID) is an error: unjoin it first.`,
+		Example: `  kubectl-fedmesh join member1 --kubeconfig member1.kubeconfig
+  kubectl-fedmesh --host-kubeconfig host.kubeconfig join member1 --kubeconfig member1.kubeconfig --member-context admin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClusterName(args[0]); err != nil {
+				return err
+			}
+			if o.member.kubeconfig == "" {
+				return errors.New("--kubeconfig (the member's kubeconfig) is required")
+			}
+			return o.run(cmd, args[0])
+		},
+	}
+	o.member.addFlags(cmd, "kubeconfig of the member cluster to join (required); the host's is --host-kubeconfig")
+	cmd.Flags().DurationVar(&o.tokenTimeout, "token-timeout", 30*time.Second,
+		"how long to wait for the member's token controller to fill the token Secret before falling back to a one-year token")
+	return cmd
+}
+
+func validateClusterName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("cluster name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (o *joinOptions) run(cmd *cobra.Command, name string) error {
+	ctx := cmd.Context()
+	memberCfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
+	if err != nil {
+		return fmt.Errorf("member cluster: %w", err)
+	}
+	caBundle, err := caBundle(memberCfg)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(memberCfg)
+	if err != nil {
+		return fmt.Errorf("member cluster: %w", err)
+	}
+	host, err := o.host.client()
+	if err != nil {
+		return err
+	}
+	id, err := clusterID(ctx, kube)
+	if err != nil {
+		return err
+	}
+	// Refuse before touching the member if NAME is taken by another cluster.
+	var existing clusterv1alpha1.Cluster
+	err = host.Get(ctx, client.ObjectKey{Name: name}, &existing)
+	switch {
+	case err == nil && existing.Spec.ID != "" && existing.Spec.ID != id:
+		return fmt.Errorf("cluster %s is already registered for another cluster (id %s, this one is %s): unjoin it first or pick another name",
+			name, existing.Spec.ID, id)
+	case err == nil && existing.Spec.ID == "" && existing.Spec.APIEndpoint != memberCfg.Host:
+		// Registered by other means, without an ID: the endpoint is all there is to tell the clusters apart.
+		return fmt.Errorf("cluster %s is already registered with endpoint %s, not %s: unjoin it first or pick another name",
+			name, existing.Spec.APIEndpoint, memberCfg.Host)
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("host: cluster %s: %w", name, err)
+	}
+
+	identity := &memberIdentity{kube: kube, tokenTimeout: o.tokenTimeout, warnings: cmd.ErrOrStderr()}
+	token, err := identity.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	if err := registerInHost(ctx, host, name, clusterv1alpha1.ClusterSpec{
+		ID:                          id,
+		SyncMode:                    clusterv1alpha1.Push,
+		APIEndpoint:                 memberCfg.Host,
+		SecretRef:                   &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: name},
+		InsecureSkipTLSVerification: memberCfg.Insecure,
+	}, token, caBundle); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s joined: endpoint %s, identity %s/%s, credentials in secret %s/%s\n",
+		name, memberCfg.Host, names.SystemNamespace, memberServiceAccount, names.SystemNamespace, name)
+	return nil
+}
+
+// caBundle is the CA of the member kubeconfig; empty means the system's roots verify the member.
+func caBundle(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile != "" {
+		data, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("member kubeconfig: certificate-authority: %w", err)
+		}
+		return data, nil
+	}
+	return nil, nil
+}
+
+// clusterID is the UID of the member's kube-system namespace: it tells a re-join of the same cluster from another
+// cluster under a taken name.
+func clusterID(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("member cluster: read namespace kube-system: %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// registerInHost creates or updates the credentials Secret and the Cluster; other fields of an existing Cluster
+// (labels, region, taints, ...) are kept.
+func registerInHost(ctx context.Context, host client.Client, name string, spec clusterv1alpha1.ClusterSpec, token string, caBundle []byte) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}
+	if err := host.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("host: namespace %s: %w", names.SystemNamespace, err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
+	data := map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte(token), clusterv1alpha1.SecretCADataKey: caBundle}
+	if err := createOrUpdate(ctx, host, secret, func() { secret.Data = data }); err != nil {
+		return fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
+	}
+	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := createOrUpdate(ctx, host, c, func() {
+		c.Spec.ID, c.Spec.SyncMode, c.Spec.APIEndpoint = spec.ID, spec.SyncMode, spec.APIEndpoint
+		c.Spec.SecretRef, c.Spec.InsecureSkipTLSVerification = spec.SecretRef, spec.InsecureSkipTLSVerification
+	}); err != nil {
+		return fmt.Errorf("host: cluster %s: %w", name, err)
+	}
+	return nil
+}
+
+// createOrUpdate reads obj (by its name), applies set and creates or updates it.
+func createOrUpdate(ctx context.Context, c client.Client, obj client.Object, set func()) error {
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		set()
+		return c.Create(ctx, obj)
+	}
+	if err != nil {
+		return err
+	}
+	set()
+	return c.Update(ctx, obj)
+}
+
+type unjoinOptions struct {
+	host   *hostOptions
+	member memberFlags
+}
+
+func newUnjoinCommand(host *hostOptions) *cobra.Command {
+	o := &unjoinOptions{host: host}
+	cmd := &cobra.Command{
+		Use:   "unjoin NAME [--kubeconfig MEMBER_KUBECONFIG]",
+		Short: "Remove a member cluster from the federation",
+		Long: `Remove member NAME: in the host, the Cluster NAME and Secret ` + names.SystemNamespace + `/NAME; with --kubeconfig, also the
+identity join made in the member (ServiceAccount, token Secret, ClusterRole and ClusterRoleBinding; namespace
+` + names.SystemNamespace + ` stays). What is already gone is skipped, so unjoin can be run again.`,
+		Example: `  kubectl-fedmesh unjoin member1 --kubeconfig member1.kubeconfig
+  kubectl-fedmesh unjoin member1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClusterName(args[0]); err != nil {
+				return err
+			}
+			return o.run(cmd, args[0])
+		},
+	}
+	o.member.addFlags(cmd, "kubeconfig of the member, to remove the federation's identity there too; the host's is --host-kubeconfig")
+	return cmd
+}
+
+func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
+	ctx := cmd.Context()
+	var identity *memberIdentity
+	if o.member.kubeconfig != "" { // read the member's kubeconfig first, so a bad path changes nothing
+		cfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
+		if err != nil {
+			return fmt.Errorf("member cluster: %w", err)
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("member cluster: %w", err)
+		}
+		identity = &memberIdentity{kube: kube}
+	}
+	host, err := o.host.client()
+	if err != nil {
+		return err
+	}
+	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := client.IgnoreNotFound(host.Delete(ctx, c)); err != nil {
+		return fmt.Errorf("host: delete cluster %s: %w", name, err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
+	if err := client.IgnoreNotFound(host.Delete(ctx, secret)); err != nil {
+		return fmt.Errorf("host: delete secret %s/%s: %w", names.SystemNamespace, name, err)
+	}
+	if identity != nil {
+		if err := identity.remove(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", name)
+	return nil
+}

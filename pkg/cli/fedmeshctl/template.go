@@ -1,0 +1,196 @@
+package fedmeshctl
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// TemplateView is where a resource template went and how it is doing there: its binding's placement, each
+// cluster's apply result and health, its Works, and the status fedmesh aggregated into the template.
+type TemplateView struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Policy is the policy that claimed the template, "PropagationPolicy/NAME" or "ClusterPropagationPolicy/NAME".
+	Policy string `json:"policy,omitempty"`
+	// Binding is the ResourceBinding's name; empty when no policy claimed the template yet.
+	Binding      string `json:"binding,omitempty"`
+	Scheduled    string `json:"scheduled,omitempty"`
+	FullyApplied string `json:"fullyApplied,omitempty"`
+	Replicas     int32  `json:"replicas,omitempty"`
+	// Clusters are the scheduled clusters, then clusters that still have a Work (being evicted or cleaned up).
+	Clusters []TemplateCluster `json:"clusters"`
+	Works    []WorkView        `json:"works"`
+	// Status is the template's status, aggregated from the members.
+	Status map[string]any `json:"status,omitempty"`
+}
+
+// TemplateCluster is the template in one member cluster.
+type TemplateCluster struct {
+	Cluster string `json:"cluster"`
+	// Scheduled is false for a cluster that has a Work but is no longer in the placement.
+	Scheduled bool   `json:"scheduled"`
+	Replicas  int32  `json:"replicas,omitempty"`
+	Evicting  bool   `json:"evicting,omitempty"`
+	Work      string `json:"work,omitempty"`
+	// Applied is True or False once the apply was tried, Unknown before.
+	Applied string `json:"applied"`
+	Health  string `json:"health,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// WorkView is one Work and its conditions.
+type WorkView struct {
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster"`
+	Applied   string `json:"applied"`
+	Available string `json:"available"`
+	Manifests int    `json:"manifests"`
+}
+
+// NewTemplateView combines the template, its binding (nil if none) and the binding's Works.
+func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) TemplateView {
+	v := TemplateView{
+		APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
+		Clusters: []TemplateCluster{}, Works: []WorkView{},
+	}
+	if p := tmpl.GetLabels()[names.PropagationPolicyLabel]; p != "" {
+		v.Policy = "PropagationPolicy/" + p
+	} else if p := tmpl.GetLabels()[names.ClusterPropagationPolicyLabel]; p != "" {
+		v.Policy = "ClusterPropagationPolicy/" + p
+	}
+	if st, ok := tmpl.Object["status"].(map[string]any); ok && len(st) > 0 {
+		v.Status = st
+	}
+
+	workOf := map[string]*workv1alpha1.Work{}
+	sorted := append([]workv1alpha1.Work(nil), works...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i := range sorted {
+		w := &sorted[i]
+		workOf[w.Spec.ClusterName] = w
+		v.Works = append(v.Works, WorkView{
+			Name: w.Name, Cluster: w.Spec.ClusterName, Manifests: len(w.Spec.Workload.Manifests),
+			Applied:   conditionStatus(w.Status.Conditions, workv1alpha1.WorkApplied),
+			Available: conditionStatus(w.Status.Conditions, workv1alpha1.WorkAvailable),
+		})
+	}
+	if rb == nil {
+		return v
+	}
+	v.Binding = rb.Name
+	v.Replicas = rb.Spec.Replicas
+	v.Scheduled = conditionStatus(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
+	v.FullyApplied = conditionStatus(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied)
+
+	items := map[string]workv1alpha1.AggregatedStatusItem{}
+	for _, it := range rb.Status.AggregatedStatus {
+		items[it.ClusterName] = it
+	}
+	evicting := map[string]bool{}
+	for _, t := range rb.Spec.GracefulEvictionTasks {
+		evicting[t.FromCluster] = true
+	}
+	row := func(cluster string) TemplateCluster {
+		c := TemplateCluster{Cluster: cluster, Evicting: evicting[cluster], Applied: "Unknown"}
+		if w := workOf[cluster]; w != nil {
+			c.Work = w.Name
+			c.Applied = conditionStatus(w.Status.Conditions, workv1alpha1.WorkApplied)
+		}
+		if it, ok := items[cluster]; ok {
+			c.Applied = string(metav1.ConditionFalse)
+			if it.Applied {
+				c.Applied = string(metav1.ConditionTrue)
+			}
+			c.Health = string(it.Health)
+			c.Message = it.AppliedMessage
+		}
+		return c
+	}
+	placed := map[string]bool{}
+	for _, tc := range rb.Spec.Clusters {
+		c := row(tc.Name)
+		c.Scheduled, c.Replicas = true, tc.Replicas
+		v.Clusters = append(v.Clusters, c)
+		placed[tc.Name] = true
+	}
+	var leftovers []string
+	for cluster := range workOf {
+		if !placed[cluster] {
+			leftovers = append(leftovers, cluster)
+		}
+	}
+	for cluster := range evicting {
+		if !placed[cluster] && workOf[cluster] == nil {
+			leftovers = append(leftovers, cluster)
+		}
+	}
+	sort.Strings(leftovers)
+	for _, cluster := range leftovers {
+		v.Clusters = append(v.Clusters, row(cluster))
+	}
+	return v
+}
+
+func conditionStatus(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return "Unknown"
+}
+
+// WriteTemplate prints v like kubectl describe: the template, its policy, binding and aggregated status, then one
+// row per cluster.
+func WriteTemplate(w io.Writer, v TemplateView) error {
+	id := v.Name
+	if v.Namespace != "" {
+		id = v.Namespace + "/" + v.Name
+	}
+	fmt.Fprintf(w, "Template:   %s %s %s\n", v.APIVersion, v.Kind, id)
+	fmt.Fprintf(w, "Policy:     %s\n", orNone(v.Policy))
+	if v.Binding == "" {
+		fmt.Fprintf(w, "Binding:    <none> (no policy claimed the template)\n")
+	} else {
+		fmt.Fprintf(w, "Binding:    %s (Scheduled=%s, FullyApplied=%s)\n", v.Binding, v.Scheduled, v.FullyApplied)
+		fmt.Fprintf(w, "Replicas:   %d\n", v.Replicas)
+	}
+	fmt.Fprintf(w, "Status:     %s\n\n", orNone(scalarFields(v.Status)))
+	t := Table{Header: []string{"CLUSTER", "REPLICAS", "WORK", "APPLIED", "HEALTH", "MESSAGE"}}
+	for _, c := range v.Clusters {
+		replicas := strconv.Itoa(int(c.Replicas))
+		switch {
+		case c.Evicting:
+			replicas += " (evicting)"
+		case !c.Scheduled:
+			replicas = "- (not scheduled)"
+		}
+		t.Rows = append(t.Rows, []string{c.Cluster, replicas, orNone(c.Work), c.Applied, orNone(c.Health), orNone(c.Message)})
+	}
+	return t.Write(w)
+}
+
+// scalarFields is the status's top-level numbers, strings and booleans as sorted k=v pairs; lists and objects
+// (conditions, say) are left to -o yaml.
+func scalarFields(m map[string]any) string {
+	var out []string
+	for k, val := range m {
+		switch val.(type) {
+		case map[string]any, []any, nil:
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s=%v", k, val))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
