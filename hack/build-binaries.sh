@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes parts fedmesh's tests and demo run (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok and its stages, controller-gen) from the Go module proxy into a cache outside the repo.
+# kube-scheduler, kwok and its stages, controller-gen, helm) from the Go module proxy into a cache outside the repo.
 # Versions come from hack/k8s/go.mod and hack/tools/go.mod; each set is built once into a directory named by its
 # versions, and $CACHE/bin links to the current set. A warm run only checks the stamps.
 set -euo pipefail
@@ -16,6 +16,7 @@ k8s=$(modversion "$here/k8s" k8s.io/kubernetes)
 etcd=$(modversion "$here/k8s" go.etcd.io/etcd/server/v3)
 kwok=$(modversion "$here/tools" sigs.k8s.io/kwok)
 cgen=$(modversion "$here/tools" sigs.k8s.io/controller-tools)
+helm=$(modversion "$here/tools" helm.sh/helm/v3)
 
 # missing DIR [FILE...]: whether DIR still has to be built (incomplete, or a FILE is not in it).
 # build DIR MODDIR LDFLAGS TARGET...: builds TARGETs of the module in MODDIR into DIR.tmp.
@@ -63,7 +64,20 @@ if missing "$cgendir"; then
 	finish "$cgendir"
 fi
 
-for f in "$k8sdir"/* "$kwokdir"/* "$cgendir"/*; do
+helmdir=$cache/helm-$helm
+if missing "$helmdir"; then
+	# Stamped like helm's own release build: its version, and the Kubernetes version of its client libraries,
+	# which `helm template` and `helm lint` assume when there is no cluster to ask.
+	cg=$(modversion "$here/tools" k8s.io/client-go); cgminor=${cg#v0.}; cgminor=${cgminor%%.*}
+	helmflags="-X helm.sh/helm/v3/internal/version.version=$helm"
+	for p in pkg/chartutil pkg/lint/rules; do
+		helmflags+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$cgminor"
+	done
+	build "$helmdir" "$here/tools" "$helmflags" helm.sh/helm/v3/cmd/helm
+	finish "$helmdir"
+fi
+
+for f in "$k8sdir"/* "$kwokdir"/* "$cgendir"/* "$helmdir"/*; do
 	ln -sfn "$f" "$bin/$(basename "$f")"
 done
 echo "$bin"

@@ -1,0 +1,120 @@
+{{/* Names: every object is <release>-<component>, trimmed to 63 characters. */}}
+{{- define "fedmesh.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- define "fedmesh.manager" -}}{{ include "fedmesh.fullname" . }}-manager{{- end -}}
+{{- define "fedmesh.federator" -}}{{ include "fedmesh.fullname" . }}-federator{{- end -}}
+{{- define "fedmesh.certs" -}}{{ include "fedmesh.fullname" . }}-certs{{- end -}}
+
+{{- define "fedmesh.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component: pass (list $ "manager"). */}}
+{{- define "fedmesh.selector" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: {{ $.Chart.Name }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "fedmesh.image" -}}
+{{- $ := index . 0 -}}
+{{- printf "%s/%s:%s" $.Values.image.repository (index . 1) ($.Values.image.tag | default $.Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "fedmesh.proxyImage" -}}
+{{- .Values.proxy.image | default (include "fedmesh.image" (list . "proxy")) -}}
+{{- end -}}
+
+{{/* Restricted pod security: non-root, no privilege escalation, no capabilities, read-only root. */}}
+{{- define "fedmesh.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+{{- define "fedmesh.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/*
+The serving certificates, computed once per render and shared by every template (cached on the root context).
+self-signed: reuse the installed Secret unless it is missing or expires within renewBeforeDays; otherwise a new CA
+signs certificates for the manager's Service (webhooks and xDS) and the federator's Service (its webhook).
+*/}}
+{{- define "fedmesh.selfSigned" -}}
+{{- if not (hasKey $ "fedmeshCerts") -}}
+{{- $name := include "fedmesh.certs" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $have := lookup "v1" "Secret" $ns $name -}}
+{{- $certs := dict -}}
+{{- if and $have $have.data (hasKey $have.data "ca.crt") (hasKey $have.metadata "annotations") -}}
+{{- $notAfter := index $have.metadata.annotations "fedmesh.io/not-after" | default "0" | int64 -}}
+{{- if gt $notAfter (add (now | unixEpoch) (mul .Values.certificates.renewBeforeDays 86400) | int64) -}}
+{{- $certs = $have.data -}}
+{{- $_ := set $certs "notAfter" (toString $notAfter) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $certs -}}
+{{- $days := int .Values.certificates.validityDays -}}
+{{- $ca := genCA (printf "%s-ca" (include "fedmesh.fullname" .)) $days -}}
+{{- $m := include "fedmesh.manager" . -}}
+{{- $f := include "fedmesh.federator" . -}}
+{{- $mgr := genSignedCert $m nil (list $m (printf "%s.%s" $m $ns) (printf "%s.%s.svc" $m $ns) (printf "%s.%s.svc.cluster.local" $m $ns)) $days $ca -}}
+{{- $fed := genSignedCert $f nil (list $f (printf "%s.%s" $f $ns) (printf "%s.%s.svc" $f $ns) (printf "%s.%s.svc.cluster.local" $f $ns)) $days $ca -}}
+{{- $certs = dict "ca.crt" ($ca.Cert | b64enc) "manager.crt" ($mgr.Cert | b64enc) "manager.key" ($mgr.Key | b64enc) "federator.crt" ($fed.Cert | b64enc) "federator.key" ($fed.Key | b64enc) "notAfter" (toString (add (now | unixEpoch) (mul $days 86400))) -}}
+{{- end -}}
+{{- $_ := set $ "fedmeshCerts" $certs -}}
+{{- end -}}
+{{- end -}}
+
+{{/* caBundle of the webhook configurations (base64 PEM); empty under cert-manager, whose cainjector fills it. */}}
+{{- define "fedmesh.caBundle" -}}
+{{- if eq .Values.certificates.mode "self-signed" -}}
+{{- include "fedmesh.selfSigned" . -}}
+{{- index $.fedmeshCerts "ca.crt" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Secret names holding tls.crt, tls.key and ca.crt of each component. */}}
+{{- define "fedmesh.managerTLS" -}}{{ include "fedmesh.manager" . }}-tls{{- end -}}
+{{- define "fedmesh.federatorTLS" -}}{{ include "fedmesh.federator" . }}-tls{{- end -}}
+
+{{/* The certificate volume of a component (pass (list $ "manager")): tls.crt, tls.key and ca.crt. */}}
+{{- define "fedmesh.certVolume" -}}
+{{- $ := index . 0 -}}
+{{- $component := index . 1 -}}
+name: certs
+secret:
+  {{- if eq $.Values.certificates.mode "self-signed" }}
+  secretName: {{ include "fedmesh.certs" $ }}
+  items:
+    - {key: ca.crt, path: ca.crt}
+    - {key: {{ $component }}.crt, path: tls.crt}
+    - {key: {{ $component }}.key, path: tls.key}
+  {{- else }}
+  secretName: {{ include (printf "fedmesh.%s" $component) $ }}-tls
+  {{- end }}
+{{- end -}}
+
+{{/* Rolls a component's pods when its certificates are replaced (the xDS server reads them once). */}}
+{{- define "fedmesh.certChecksum" -}}
+{{- if eq .Values.certificates.mode "self-signed" -}}
+{{- include "fedmesh.selfSigned" . -}}
+checksum/ca: {{ index $.fedmeshCerts "ca.crt" | sha256sum | quote }}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,380 @@
+package helm
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedrun"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestInstallUpgradeUninstall installs the chart into a real host (controllers and a fake node, so the manager's
+// pods run), checks what it created, runs the manager and federator built from this repo under the chart's own
+// service accounts, changes the shard count with an upgrade and uninstalls.
+func TestInstallUpgradeUninstall(t *testing.T) {
+	ctx := t.Context()
+	bins := t.TempDir()
+	built := make(chan error, 1)
+	go func() { built <- fedrun.Build(fedrun.SourceRoot(), bins) }()
+	cf := cluster.NewFederation(t, cluster.FederationOptions{Members: 1, Host: cluster.Options{FakeNodes: 1}})
+	host := cf.Host
+	scheme := fedtest.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(host.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmDir := t.TempDir()
+	helm := func(args ...string) string {
+		t.Helper()
+		out, err := Run(helmDir, append(args, "--kubeconfig", host.Kubeconfig(), "--namespace", Namespace)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	out := helm("install", "fedmesh", ChartDir(), "--create-namespace", "--set", "image.repository=registry.test/fedmesh")
+	if !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "kubectl -n fedmesh-system get shardingconfig fedmesh-federator") {
+		t.Errorf("install output lacks status or NOTES:\n%s", out)
+	}
+	manifest := helm("get", "manifest", "fedmesh")
+
+	// Every object of the release exists, and the CRDs serve.
+	if got := kubectlGet(t, host, manifest); len(got) != len(decode(t, manifest)) {
+		t.Errorf("%d objects in the cluster, the release has %d:\n%s", len(got), len(decode(t, manifest)), strings.Join(got, "\n"))
+	}
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	poll(t, "CRDs established", func() (bool, string) {
+		if err := c.List(ctx, &crds); err != nil {
+			return false, err.Error()
+		}
+		established := 0
+		for _, crd := range crds.Items {
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established++
+				}
+			}
+		}
+		return established == len(crds.Items) && len(crds.Items) >= 10, fmt.Sprintf("%d of %d", established, len(crds.Items))
+	})
+
+	// The webhooks are registered, with a CA bundle that verifies the certificates the pods mount.
+	var certs corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-certs"}, &certs); err != nil {
+		t.Fatal(err)
+	}
+	var mutating admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "fedmesh-proxy-injection"}, &mutating); err != nil {
+		t.Fatal(err)
+	}
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "fedmesh-federator"}, &validating); err != nil {
+		t.Fatal(err)
+	}
+	verifyCert(t, mutating.Webhooks[0].ClientConfig.CABundle, certs.Data["manager.crt"], "fedmesh-manager.fedmesh-system.svc")
+	verifyCert(t, validating.Webhooks[0].ClientConfig.CABundle, certs.Data["federator.crt"], "fedmesh-federator.fedmesh-system.svc")
+
+	// The manager's pod runs (on the fake node). The federator's pods ask for injection, so the API server calls
+	// the manager's webhook, which no real pod serves here: the refusal proves the registration is live.
+	poll(t, "manager Deployment available", func() (bool, string) {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-manager"}, &d); err != nil {
+			return false, err.Error()
+		}
+		return d.Status.AvailableReplicas == 1, fmt.Sprintf("%+v", d.Status)
+	})
+	poll(t, "federator pods held by the injection webhook", func() (bool, string) {
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace(Namespace)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "fedmesh-federator-r0" && e.Reason == "FailedCreate" && strings.Contains(e.Message, "inject.mesh.fedmesh.io") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items))
+	})
+
+	t.Log("installed: objects, CRDs, webhooks, manager pod")
+	// The binaries of this repo, as local processes with the chart's identities.
+	if err := <-built; err != nil {
+		t.Fatal(err)
+	}
+	// They run with the flags the chart gives its containers, certificates from the chart's Secret at the path
+	// the pods mount them, and only what a local process must change appended (later flags win): the ports, the
+	// credentials, and the federator reaching the host directly instead of through an injected proxy.
+	run := t.TempDir()
+	managerArgs, federatorArgs := chartArgs(t, manifest, run, certs.Data)
+	startAs(t, host, run, filepath.Join(bins, "manager"), "fedmesh-manager", append(managerArgs,
+		"--xds-bind-address="+freeAddr(t), "--webhook-port="+port(t))...)
+	startAs(t, host, run, filepath.Join(bins, "federator"), "fedmesh-federator", append(federatorArgs,
+		"--webhook-port="+port(t), "--member-through-proxy=false")...)
+	waitObserved(t, c, 2)
+	t.Log("manager and federator run with the chart's flags and RBAC")
+
+	f := &fedtest.Federation{Federation: cf, Host: c, Scheme: scheme}
+	if err := f.Register(ctx, cf.Members[0], fedtest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	propagateConfigMap(t, c, cf.Members[0])
+	t.Log("ConfigMap propagated by the federator under the chart's identity")
+
+	// Upgrade: four shards. The ShardingConfig and the StatefulSet follow; the certificates are kept.
+	helm("upgrade", "fedmesh", ChartDir(), "--reuse-values", "--set", "federator.shards=4")
+	waitObserved(t, c, 4)
+	var sts appsv1.StatefulSet
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-federator-r0"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 4 {
+		t.Errorf("StatefulSet replicas %d after upgrade, want 4", *sts.Spec.Replicas)
+	}
+	var after corev1.Secret
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&certs), &after); err != nil {
+		t.Fatal(err)
+	}
+	if string(after.Data["ca.crt"]) != string(certs.Data["ca.crt"]) {
+		t.Error("an upgrade far from expiry replaced the certificates")
+	}
+	// Rotation: an upgrade within renewBeforeDays of expiry makes new certificates.
+	helm("upgrade", "fedmesh", ChartDir(), "--reuse-values", "--set", "certificates.renewBeforeDays=400")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&certs), &after); err != nil {
+		t.Fatal(err)
+	}
+	if string(after.Data["ca.crt"]) == string(certs.Data["ca.crt"]) {
+		t.Error("an upgrade near expiry kept the old certificates")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "fedmesh-proxy-injection"}, &mutating); err != nil {
+		t.Fatal(err)
+	}
+	verifyCert(t, mutating.Webhooks[0].ClientConfig.CABundle, after.Data["manager.crt"], "fedmesh-manager.fedmesh-system.svc")
+
+	// Uninstall removes every object of the release; CRDs stay (Helm never deletes them: that would delete every
+	// user object of those kinds).
+	manifest = helm("get", "manifest", "fedmesh")
+	helm("uninstall", "fedmesh", "--wait")
+	t.Log("uninstalled")
+	poll(t, "release objects gone", func() (bool, string) {
+		left := kubectlGet(t, host, manifest)
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	var crdsAfter apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crdsAfter); err != nil || len(crdsAfter.Items) != len(crds.Items) {
+		t.Errorf("CRDs after uninstall: %d, want %d kept (%v)", len(crdsAfter.Items), len(crds.Items), err)
+	}
+}
+
+// propagateConfigMap has the federator (running as the chart's service account) put a ConfigMap on member.
+func propagateConfigMap(t *testing.T, c client.Client, member *cluster.Cluster) {
+	t.Helper()
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "settings"}, Data: map[string]string{"color": "blue"}}
+	pp := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "settings"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{member.Name()}}},
+		},
+	}
+	for _, o := range []client.Object{ns, cm, pp} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc := member.Clientset()
+	poll(t, "ConfigMap propagated to "+member.Name(), func() (bool, string) {
+		got, err := mc.CoreV1().ConfigMaps(ns.Name).Get(ctx, cm.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Data["color"] == "blue", fmt.Sprintf("%v", got.Data)
+	})
+}
+
+// waitObserved waits until the manager has reconciled the chart's ShardingConfig with the given shard count.
+func waitObserved(t *testing.T, c client.Client, shards int32) {
+	t.Helper()
+	poll(t, fmt.Sprintf("ShardingConfig with %d shards reconciled", shards), func() (bool, string) {
+		var sc meshv1alpha1.ShardingConfig
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: Namespace, Name: "fedmesh-federator"}, &sc); err != nil {
+			return false, err.Error()
+		}
+		return sc.Spec.Shards == shards && sc.Status.ObservedGeneration == sc.Generation && len(sc.Status.Conditions) > 0,
+			fmt.Sprintf("shards %d, generation %d, status %+v", sc.Spec.Shards, sc.Generation, sc.Status)
+	})
+}
+
+// startAs runs bin with a kubeconfig holding a token of the chart's service account sa, and waits for its
+// readiness probe; its log is printed if the test fails.
+func startAs(t *testing.T, host *cluster.Cluster, dir, bin, sa string, args ...string) {
+	t.Helper()
+	tr, err := host.Clientset().CoreV1().ServiceAccounts(Namespace).CreateToken(t.Context(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: host.Host(), CertificateAuthorityData: host.CAData()}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	kubeconfig := filepath.Join(dir, sa+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	probes := freeAddr(t)
+	p, err := cluster.StartProcess(sa, dir, bin, append(args, "--kubeconfig", kubeconfig,
+		"--health-probe-bind-address", probes, "--metrics-bind-address", "0")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", sa, p.Tail(60))
+		}
+		p.Stop(5 * time.Second)
+	})
+	poll(t, sa+" ready", func() (bool, string) {
+		if done, err := p.Exited(); done {
+			t.Fatalf("%s exited: %v\n%s", sa, err, p.Tail(40))
+		}
+		resp, err := http.Get("http://" + probes + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
+
+// chartArgs are the arguments of the manager's and the federator's containers in manifest, with the certificate
+// directory moved under dir and filled from the chart's certificate Secret data, as the pods' volumes would be.
+func chartArgs(t *testing.T, manifest, dir string, certs map[string][]byte) (manager, federator []string) {
+	t.Helper()
+	const mounted = "/etc/fedmesh/certs"
+	for _, u := range decode(t, manifest) {
+		var spec corev1.PodSpec
+		switch u.GetKind() {
+		case "Deployment":
+			spec = into[appsv1.Deployment](t, u).Spec.Template.Spec
+		case "StatefulSet":
+			spec = into[appsv1.StatefulSet](t, u).Spec.Template.Spec
+		default:
+			continue
+		}
+		component := strings.TrimPrefix(spec.ServiceAccountName, "fedmesh-")
+		certDir := filepath.Join(dir, component+"-certs")
+		if err := os.MkdirAll(certDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for file, key := range map[string]string{"ca.crt": "ca.crt", "tls.crt": component + ".crt", "tls.key": component + ".key"} {
+			if err := os.WriteFile(filepath.Join(certDir, file), certs[key], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var args []string
+		for _, a := range spec.Containers[0].Args {
+			args = append(args, strings.ReplaceAll(a, mounted, certDir))
+		}
+		if component == "manager" {
+			manager = args
+		} else {
+			federator = args
+		}
+	}
+	if manager == nil || federator == nil {
+		t.Fatal("the release has no manager Deployment or federator StatefulSet")
+	}
+	return manager, federator
+}
+
+// kubectlGet lists which objects of manifest exist in host.
+func kubectlGet(t *testing.T, host *cluster.Cluster, manifest string) []string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(cluster.DefaultBinDir(), "kubectl"), "--kubeconfig", host.Kubeconfig(),
+		"get", "--ignore-not-found", "-o", "name", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// verifyCert checks that the CA bundle verifies the serving certificate for dnsName.
+func verifyCert(t *testing.T, caBundle, certPEM []byte, dnsName string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caBundle) {
+		t.Fatalf("CA bundle for %s holds no certificate", dnsName)
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		t.Fatalf("no certificate for %s", dnsName)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: pool}); err != nil {
+		t.Errorf("certificate for %s: %v", dnsName, err)
+	}
+}
+
+func poll(t *testing.T, what string, ok func() (bool, string)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var done bool
+		if done, last = ok(); done {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+func port(t *testing.T) string {
+	t.Helper()
+	p, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(p)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(port)
+}

@@ -1,0 +1,240 @@
+package helm
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestLint(t *testing.T) {
+	for _, values := range []string{"", "testdata/ha-values.yaml"} {
+		args := []string{"lint", "--strict", ChartDir(), "--namespace", Namespace}
+		if values != "" {
+			args = append(args, "--values", values)
+		}
+		out, err := Run(t.TempDir(), args...)
+		if err != nil {
+			t.Fatalf("values %q: %v\n%s", values, err, out)
+		}
+		// --strict fails on warnings; informational messages are allowed except for what they would hide.
+		if strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") || !strings.Contains(out, "0 chart(s) failed") {
+			t.Errorf("values %q: lint not clean:\n%s", values, out)
+		}
+	}
+}
+
+// TestTemplateGolden renders the chart with default and HA values and compares with testdata/*.golden.yaml
+// (regenerate with -update). Certificates and keys, new on every render, are replaced by a placeholder.
+func TestTemplateGolden(t *testing.T) {
+	for name, values := range map[string]string{"default": "", "ha": "testdata/ha-values.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			got := Normalize(render(t, values))
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./test/helm -run Golden -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("rendering differs from %s; review and run go test ./test/helm -run Golden -update\n%s", golden, firstDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// TestRenderedObjects checks what the golden files cannot say by themselves: every object decodes into its real
+// type, the injection registration is exactly the one the manager applies, the ShardingConfig matches the
+// StatefulSets, and the pods run restricted.
+func TestRenderedObjects(t *testing.T) {
+	objs := decode(t, render(t, "testdata/ha-values.yaml"))
+	var (
+		mutating *admissionregistrationv1.MutatingWebhookConfiguration
+		sc       *meshv1alpha1.ShardingConfig
+		sets     []*appsv1.StatefulSet
+	)
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "MutatingWebhookConfiguration":
+			mutating = into[admissionregistrationv1.MutatingWebhookConfiguration](t, u)
+		case "ShardingConfig":
+			sc = into[meshv1alpha1.ShardingConfig](t, u)
+		case "StatefulSet":
+			sets = append(sets, into[appsv1.StatefulSet](t, u))
+		case "Deployment":
+			d := into[appsv1.Deployment](t, u)
+			if *d.Spec.Replicas != 3 {
+				t.Errorf("manager replicas %d, want 3", *d.Spec.Replicas)
+			}
+			checkRestricted(t, d.Name, d.Spec.Template.Spec)
+		}
+	}
+	if mutating == nil || sc == nil {
+		t.Fatalf("rendering lacks the injection webhook or the ShardingConfig")
+	}
+	// The manager re-applies its own registration at start: the chart's must be the same, or they would fight.
+	cc := mutating.Webhooks[0].ClientConfig
+	want := inject.MutatingWebhookConfiguration("fedmesh-proxy-injection", admissionregistrationv1.WebhookClientConfig{
+		Service: &admissionregistrationv1.ServiceReference{Namespace: Namespace, Name: "fedmesh-manager",
+			Path: ptr.To(inject.Path), Port: ptr.To[int32](443)},
+	})
+	wantJSON, _ := yaml.Marshal(want.Webhooks)
+	gotJSON, _ := yaml.Marshal(mutating.Webhooks)
+	if !bytes.Equal(wantJSON, gotJSON) || mutating.Name != want.Name || cc.Service == nil {
+		t.Errorf("chart's injection webhook differs from pkg/webhook/inject's:\n%s", firstDiff(string(wantJSON), string(gotJSON)))
+	}
+
+	if sc.Spec.Shards != 4 || sc.Spec.FilterMode != "label" || sc.Spec.ClusterScoped != "shared" {
+		t.Errorf("ShardingConfig spec %+v, want 4 shards, label mode, cluster-scoped shared", sc.Spec)
+	}
+	if len(sets) != 2 {
+		t.Fatalf("%d federator StatefulSets, want replicasPerShard=2", len(sets))
+	}
+	for _, s := range sets {
+		if *s.Spec.Replicas != sc.Spec.Shards {
+			t.Errorf("%s: %d replicas, want one pod per shard (%d)", s.Name, *s.Spec.Replicas, sc.Spec.Shards)
+		}
+		pod := s.Spec.Template
+		// The manager counts a pod in the ShardingConfig if the selector matches it; the webhook injects the proxy.
+		for k, v := range sc.Spec.Selector.MatchLabels {
+			if pod.Labels[k] != v {
+				t.Errorf("%s: pod label %s=%q, ShardingConfig selects %q", s.Name, k, pod.Labels[k], v)
+			}
+		}
+		if pod.Labels[inject.InjectLabel] != "true" ||
+			pod.Annotations[inject.ShardingConfigAnnotation] != Namespace+"/"+sc.Name ||
+			pod.Annotations[inject.ContainersAnnotation] != pod.Spec.Containers[0].Name {
+			t.Errorf("%s: pod template does not ask for injection: labels %v annotations %v", s.Name, pod.Labels, pod.Annotations)
+		}
+		if sc.Spec.ShardOrdinalLabel != inject.DefaultOrdinalLabel {
+			t.Errorf("shard ordinal label %q, want the StatefulSet's %q", sc.Spec.ShardOrdinalLabel, inject.DefaultOrdinalLabel)
+		}
+		checkRestricted(t, s.Name, pod.Spec)
+	}
+}
+
+func checkRestricted(t *testing.T, name string, spec corev1.PodSpec) {
+	t.Helper()
+	if spec.SecurityContext == nil || !ptr.Deref(spec.SecurityContext.RunAsNonRoot, false) {
+		t.Errorf("%s: pod may run as root", name)
+	}
+	for _, c := range spec.Containers {
+		sc := c.SecurityContext
+		if sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+			t.Errorf("%s/%s: root filesystem writable or privilege escalation allowed", name, c.Name)
+		}
+		if c.Resources.Requests == nil || c.LivenessProbe == nil || c.ReadinessProbe == nil {
+			t.Errorf("%s/%s: missing resource requests or probes", name, c.Name)
+		}
+	}
+}
+
+// TestSchemaRejects: wrong values fail at install with a message that names the value.
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"federator.shards=0", "/federator/shards"},
+		{"federator.shards=300", "/federator/shards"},
+		{"federator.replicasPerShard=0", "/federator/replicasPerShard"},
+		{"federator.filterMode=fast", "/federator/filterMode"},
+		{"federator.shardz=2", "shardz"},
+		{"manager.replicas=2,manager.leaderElection=false", "/manager/leaderElection"},
+		{"manager.proxyLease=30", "/manager/proxyLease"},
+		{"certificates.mode=vault", "/certificates/mode"},
+		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
+	} {
+		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
+		if err == nil {
+			t.Errorf("--set %s rendered:\n%.300s", tc.set, out)
+			continue
+		}
+		if !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: error does not name %s:\n%v", tc.set, tc.want, err)
+		}
+	}
+	_, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", "default")
+	if err == nil || !strings.Contains(err.Error(), "fedmesh-system") {
+		t.Errorf("install outside fedmesh-system: %v", err)
+	}
+}
+
+func render(t *testing.T, values string) string {
+	t.Helper()
+	args := []string{"template", "fedmesh", ChartDir(), "--namespace", Namespace}
+	if values != "" {
+		args = append(args, "--values", values)
+	}
+	out, err := Run(t.TempDir(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func decode(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// into converts u to T, refusing unknown fields: a misspelt field in the chart fails here.
+func into[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	var out T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, &out, true); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return &out
+}
+
+// firstDiff shows the first differing line of want and got, with a little context.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:", i+1) + "\n- " + wl + "\n+ " + gl
+		}
+	}
+	return "(equal)"
+}
