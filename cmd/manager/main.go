@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	"github.com/fedmesh/fedmesh/pkg/cli"
@@ -78,20 +77,10 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		}
 		serverOpts = append(serverOpts, grpc.Creds(creds))
 	}
-	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		lis, err := net.Listen("tcp", o.xdsAddress)
-		if err != nil {
-			return err
-		}
-		server := grpc.NewServer(serverOpts...)
-		xds.RegisterADS(ctx, server, snap, callbacks)
-		go func() {
-			<-ctx.Done()
-			server.GracefulStop()
-		}()
-		ctrl.Log.WithName("xds").Info("serving proxies", "address", lis.Addr().String())
-		return server.Serve(lis)
-	}))
+	serverOpts = append(serverOpts, grpc.StreamInterceptor(leaderOnly(mgr.Elected())))
+	err = mgr.Add(&xdsServer{address: o.xdsAddress, options: serverOpts, register: func(ctx context.Context, g *grpc.Server) {
+		xds.RegisterADS(ctx, g, snap, callbacks)
+	}})
 	if err != nil {
 		return err
 	}

@@ -16,5 +16,8 @@
 //     canary keeps its namespaces; once Observation.StableRolledOut is true, the canary's set becomes empty and its
 //     namespaces return to their stable owners through the normal handover. Result.Finished says when the canary
 //     owns nothing any more and may be removed.
+//   - If the manager rolls the stable shards itself (spec.canary.promotion), Roll is that roll's core: given the
+//     stable pods (shard, leader or not, version, readiness) it names the next batch to replace, shard by shard,
+//     each shard's non-leaders before its leader, with a pause after each batch, and says when all are done.
 //   - Promoted, RolledBack and Failed are final: to try again (e.g. a new canary version), start from a zero State.
 package canary

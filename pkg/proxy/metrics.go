@@ -16,6 +16,7 @@ type metrics struct {
 	rejected     *prometheus.CounterVec
 	delayed      *prometheus.CounterVec
 	breakerState *prometheus.GaugeVec
+	breakerTrips *prometheus.CounterVec
 	watchEvents  *prometheus.CounterVec
 	endedWatches prometheus.Counter
 	config       *prometheus.GaugeVec
@@ -43,6 +44,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fedmesh_proxy_breaker_state", Help: "Circuit breaker state per rule and upstream cluster: 0 closed, 1 half-open, 2 open.",
 		}, []string{"rule", "cluster"}),
+		// A counter as well as the gauge: a breaker that opens and closes between two scrapes is still counted,
+		// which the canary analysis (spec.canary.analysis.maxBreakerTrips) needs.
+		breakerTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fedmesh_proxy_breaker_trips_total", Help: "Circuit breaker transitions to open, per rule and upstream cluster.",
+		}, []string{"rule", "cluster"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fedmesh_proxy_watch_events_total", Help: "Watch events the proxy filtered, by result (relayed, dropped).",
 		}, []string{"resource", "result", "cluster"}),
@@ -59,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fedmesh_proxy_owned_fraction", Help: "Fraction of the namespace-hash space this shard owns.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.listWatches, m.fenced, m.rejected, m.delayed, m.breakerState, m.watchEvents,
+	reg.MustRegister(m.requests, m.listWatches, m.fenced, m.rejected, m.delayed, m.breakerState, m.breakerTrips, m.watchEvents,
 		m.endedWatches, m.config, m.epoch, m.ownedShare)
 	return m
 }
@@ -75,6 +81,9 @@ func (m *metrics) observer() breaker.Observer {
 		},
 		BreakerChangedFunc: func(rule, cluster string, _, to breaker.BreakerState) {
 			m.breakerState.WithLabelValues(rule, cluster).Set(float64(to))
+			if to == breaker.BreakerOpen {
+				m.breakerTrips.WithLabelValues(rule, cluster).Inc()
+			}
 		},
 	}
 }

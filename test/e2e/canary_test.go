@@ -3,14 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,6 +106,107 @@ func startCanaryMesh(t *testing.T, c *cluster.Cluster, named []string, pause tim
 	return m, cp
 }
 
+// startPromotingCanaryMesh is startCanaryMesh whose stable shards are StatefulSet op (2 replicas, operator:v1,
+// run by the cluster's kube-controller-manager) and whose canary names it for the promotion (pause: promotionPause).
+// The returned kubelet makes the StatefulSet's pods Ready and runs their proxies; the test must keep calling tick.
+func startPromotingCanaryMesh(t *testing.T, c *cluster.Cluster, named []string, pause, promotionPause time.Duration) (*mesh, *proxyInstance, *stableKubelet) {
+	t.Helper()
+	m := startMesh(t, c)
+	replicas := int32(2)
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: meshNamespace},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            &replicas,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": "op"}},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "op"}},
+				Spec: corev1.PodSpec{ServiceAccountName: "op",
+					Containers: []corev1.Container{{Name: "op", Image: "operator:v1"}}},
+			},
+		},
+	}
+	if _, err := c.Clientset().AppsV1().StatefulSets(meshNamespace).Create(context.Background(), sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k := &stableKubelet{m: m, uids: map[string]ktypes.UID{}, kills: map[string]func(){}}
+	eventually(t, 30*time.Second, "the StatefulSet's pods ready with their proxies", func() (bool, error) {
+		return k.tick() == 2, nil
+	})
+	k.replaced = nil
+	cp := m.addCanaryPod()
+	sc := canaryConfig(named, pause)
+	sc.Spec.Canary.Promotion = &meshv1alpha1.CanaryPromotion{StatefulSet: "op", Container: "op",
+		Pause: &metav1.Duration{Duration: promotionPause}}
+	if err := m.client.Create(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	return m, cp, k
+}
+
+// stableKubelet plays the kubelet and the proxy sidecar for the StatefulSet's pods, as there are no nodes here:
+// each new pod (by UID) is marked Running and Ready, and its proxy replaces the previous pod's proxy at the same
+// addresses (as a sidecar restarts with its pod).
+type stableKubelet struct {
+	m        *mesh
+	uids     map[string]ktypes.UID
+	kills    map[string]func()
+	replaced []replacement // pods recreated after the first ones, in order
+}
+
+type replacement struct {
+	pod   string
+	image string
+	at    time.Time
+	// rolling: the status said the pod's batch was rolling, and the canary still owned everything, while the
+	// replacement was not ready yet.
+	rolling bool
+}
+
+// tick looks at the StatefulSet's pods once and returns how many are ready with a proxy.
+func (k *stableKubelet) tick() int {
+	t := k.m.t
+	t.Helper()
+	pods, err := k.m.c.Clientset().CoreV1().Pods(meshNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		if k.uids[pod.Name] == pod.UID {
+			ready++
+			continue
+		}
+		shardOf, err := strconv.Atoi(pod.Labels["apps.kubernetes.io/pod-index"])
+		if err != nil {
+			t.Fatalf("pod %s has no pod-index label: %v", pod.Name, pod.Labels)
+		}
+		if kill := k.kills[pod.Name]; kill != nil {
+			kill()
+			sc := k.m.shardingConfig()
+			rolling := false
+			if st := sc.Status.Canary; st != nil && st.Promotion != nil {
+				rolling = slices.Contains(st.Promotion.Rolling, pod.Name) && statusAssignment(t, sc)[canaryShard].IsFull()
+			}
+			k.replaced = append(k.replaced, replacement{pod.Name, pod.Spec.Containers[0].Image, time.Now(), rolling})
+		}
+		setPodStatus(t, k.m.c.Clientset(), pod.Name, 0)
+		p := k.m.proxies[shardOf]
+		if p == nil {
+			p = &proxyInstance{addr: freeAddr(t), probes: freeAddr(t)}
+			k.m.proxies[shardOf] = p
+		}
+		k.kills[pod.Name] = k.m.runProxy(pod, shardOf, p)
+		k.uids[pod.Name] = pod.UID
+		ready++
+	}
+	return ready
+}
+
 // waitCanary waits until the canary's status satisfies cond and every proxy acknowledged the current epoch.
 func (m *mesh) waitCanary(timeout time.Duration, what string, cond func(*meshv1alpha1.CanaryStatus) bool) *meshv1alpha1.ShardingConfig {
 	m.t.Helper()
@@ -159,15 +264,17 @@ func everyNamespaceStable(t *testing.T, sc *meshv1alpha1.ShardingConfig, namespa
 	}
 }
 
-// Happy path: the canary takes the named namespaces, serves them, takes 50% and then everything; promoted, and once
-// the stable pods run its version, every namespace returns to the stable shards it came from.
+// Happy path: the canary takes the named namespaces, serves them, takes 50% and then everything; promoted, the
+// manager rolls the stable StatefulSet to the canary's image one shard at a time with a pause after each, and then
+// every namespace returns to the stable shards it came from.
 func TestCanaryPromotes(t *testing.T) {
 	t.Parallel()
-	c := cluster.New(t, cluster.Options{})
+	c := cluster.New(t, cluster.Options{ControllerManager: true})
 	ctx := context.Background()
 	namespaces := teamNamespaces(t, c.Clientset(), 20)
 	named := []string{"team-03", "team-07"}
-	m, cp := startCanaryMesh(t, c, named, 3*time.Second)
+	const promotionPause = 2 * time.Second
+	m, cp, kubelet := startPromotingCanaryMesh(t, c, named, 3*time.Second, promotionPause)
 
 	// Step 1: the named namespaces are the canary's, and only they.
 	sc := m.waitCanary(30*time.Second, "the named namespaces handed over", func(st *meshv1alpha1.CanaryStatus) bool {
@@ -234,28 +341,61 @@ func TestCanaryPromotes(t *testing.T) {
 		t.Errorf("100%% step: the canary owns %v", a[canaryShard])
 	}
 
-	// Promote: the canary keeps everything until the stable pods run its images.
+	// Promote: the manager rolls the StatefulSet; the canary keeps everything until every stable pod runs its image.
 	m.patchCanary(func(c *meshv1alpha1.Canary) { c.Action = meshv1alpha1.CanaryPromote })
-	sc = m.waitCanary(30*time.Second, "phase Promoted", func(st *meshv1alpha1.CanaryStatus) bool { return st.Phase == meshv1alpha1.CanaryPromoted })
-	if !statusAssignment(t, sc)[canaryShard].IsFull() {
+	sc = m.waitCanary(30*time.Second, "phase Promoted", func(st *meshv1alpha1.CanaryStatus) bool {
+		kubelet.tick()
+		return st.Phase == meshv1alpha1.CanaryPromoted
+	})
+	if !statusAssignment(t, sc)[canaryShard].IsFull() && (sc.Status.Canary.Promotion == nil || !sc.Status.Canary.Promotion.Done) {
 		t.Errorf("promoted before the stable pods run the new version: the canary gave namespaces back")
 	}
-	eventually(t, 10*time.Second, "a RollStableShards Event naming the canary's images", func() (bool, error) {
-		return hasEvent(t, c.Clientset(), "RollStableShards", "op=operator:v2"), nil
-	})
-	for i := range 2 {
-		pod, err := c.Clientset().CoreV1().Pods(meshNamespace).Get(ctx, fmt.Sprintf("op-%d", i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+	eventually(t, 60*time.Second, "every namespace back on the stable shards after the roll", func() (bool, error) {
+		kubelet.tick()
+		st := m.shardingConfig().Status.Canary
+		if st.Promotion == nil || !st.Promotion.Done || len(st.Ranges) != 0 || st.Namespaces != 0 {
+			return false, fmt.Errorf("canary status %+v, promotion %+v", st, st.Promotion)
 		}
-		pod.Spec.Containers[0].Image = "operator:v2"
-		if _, err := c.Clientset().CoreV1().Pods(meshNamespace).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+		return true, nil
+	})
+	sc = m.waitCanary(30*time.Second, "every proxy acknowledged the stable assignment", func(st *meshv1alpha1.CanaryStatus) bool {
+		kubelet.tick()
+		return st.Phase == meshv1alpha1.CanaryPromoted && len(st.Ranges) == 0
+	})
+	if p := sc.Status.Canary.Promotion; p.Image != "operator:v2" || p.Batches != 2 || p.BatchesDone != 2 {
+		t.Errorf("promotion status %+v, want image operator:v2 and 2 of 2 batches", p)
+	}
+	// The StatefulSet runs the new image, updated OnDelete, and its pods were replaced shard by shard, the second
+	// only after the first was ready and its pause was over.
+	sts, err := c.Clientset().AppsV1().StatefulSets(meshNamespace).Get(ctx, "op", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "operator:v2" || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("StatefulSet template image %s, strategy %s; want operator:v2, OnDelete", img, sts.Spec.UpdateStrategy.Type)
+	}
+	pods, err := c.Clientset().CoreV1().Pods(meshNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.Containers[0].Image != "operator:v2" {
+			t.Errorf("stable pod %s runs %s, want operator:v2", p.Name, p.Spec.Containers[0].Image)
 		}
 	}
-	sc = m.waitCanary(30*time.Second, "every namespace back on the stable shards", func(st *meshv1alpha1.CanaryStatus) bool {
-		return st.Phase == meshv1alpha1.CanaryPromoted && len(st.Ranges) == 0 && st.Namespaces == 0
-	})
+	if r := kubelet.replaced; len(r) != 2 || r[0].pod != "op-0" || r[1].pod != "op-1" || r[0].image != "operator:v2" ||
+		r[1].image != "operator:v2" || !r[0].rolling || !r[1].rolling {
+		t.Errorf("replaced pods %+v, want op-0 then op-1, on operator:v2, each shown rolling while the canary kept everything", r)
+	} else if gap := r[1].at.Sub(r[0].at); gap < promotionPause {
+		t.Errorf("op-1 was replaced %v after op-0, before the pause of %v was over", gap, promotionPause)
+	}
+	for _, want := range []string{"RollingBatch/batch 1 of 2: shard 0", "BatchRolled/pods op-0", "RollingBatch/batch 2 of 2: shard 1",
+		"BatchRolled/pods op-1", "StableRolledOut/every stable pod (2)", "Released/"} {
+		reason, note, _ := strings.Cut(want, "/")
+		if !hasEvent(t, c.Clientset(), reason, note) {
+			t.Errorf("no %s Event saying %q", reason, note)
+		}
+	}
 	everyNamespaceStable(t, sc, namespaces)
 	if a, stable := statusAssignment(t, sc), mustAssignment(t, sc.Status.Canary.StableAssignment); !a.Equal(stable) {
 		t.Errorf("after the promotion the assignment is %v, want the stable one %v", a, stable)

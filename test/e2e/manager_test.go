@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +56,14 @@ func startMesh(t *testing.T, c *cluster.Cluster) *mesh { return startMeshWith(t,
 // startMeshWith starts a mesh whose manager and proxies get extra flags.
 func startMeshWith(t *testing.T, c *cluster.Cluster, managerArgs, proxyArgs []string) *mesh {
 	t.Helper()
+	m := newMesh(t, c, managerArgs, proxyArgs)
+	m.startManager()
+	return m
+}
+
+// newMesh prepares a mesh (CRDs, the operator's service account, a client) without a manager.
+func newMesh(t *testing.T, c *cluster.Cluster, managerArgs, proxyArgs []string) *mesh {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.InstallCRDs(ctx, filepath.Join(sourceRoot(t), "charts/fedmesh/crds")); err != nil {
 		t.Fatal(err)
@@ -64,7 +75,6 @@ func startMeshWith(t *testing.T, c *cluster.Cluster, managerArgs, proxyArgs []st
 	cl := startMeshClient(t, c)
 	m := &mesh{t: t, c: c, client: cl, xds: freeAddr(t), identity: identity, proxies: map[int]*proxyInstance{}, relays: map[int]*relay{},
 		managerArgs: managerArgs, proxyArgs: proxyArgs}
-	m.startManager()
 	return m
 }
 
@@ -104,8 +114,8 @@ func (m *mesh) createPod(pod *corev1.Pod) {
 }
 
 // runProxy starts pod's proxy as shard, at p's addresses, authenticated by a token bound to the pod and reaching
-// the manager through a relay of its own.
-func (m *mesh) runProxy(pod *corev1.Pod, shard int, p *proxyInstance) {
+// the manager through a relay of its own. kill stops it.
+func (m *mesh) runProxy(pod *corev1.Pod, shard int, p *proxyInstance) (kill func()) {
 	t := m.t
 	t.Helper()
 	tr, err := m.c.Clientset().CoreV1().ServiceAccounts(meshNamespace).CreateToken(context.Background(), "op", &authenticationv1.TokenRequest{
@@ -125,7 +135,8 @@ func (m *mesh) runProxy(pod *corev1.Pod, shard int, p *proxyInstance) {
 		"--xds-address", m.relays[shard].addr, "--xds-insecure", "--xds-token-file", tokenFile,
 		"--sharding-config", meshNamespace + "/op", "--shard", strconv.Itoa(shard), "--pod-name", pod.Name,
 		"--pod-namespace", meshNamespace}, m.proxyArgs...)
-	p.output = startBinary(t, fedmeshBinary(t, "proxy"), args...)
+	p.output, kill = startKillableBinary(t, fedmeshBinary(t, "proxy"), args...)
+	return kill
 }
 
 // createShardingConfig creates ShardingConfig ops/op, selecting the pods labelled app=op.
@@ -410,5 +421,109 @@ func TestManagerHandsOverPastAPartitionedProxy(t *testing.T) {
 	}
 	if per[2] == 0 || per[0] == 0 {
 		t.Errorf("writes after the cut per shard %v: shard 2 should have taken over, and shard 0 resumed after healing", per)
+	}
+}
+
+// startManagerReplica runs a manager that elects its leader (Lease ops/fedmesh-manager) and listens for xDS at
+// xdsAddr.
+func (m *mesh) startManagerReplica(xdsAddr string) (kill func()) {
+	m.t.Helper()
+	probes := freeAddr(m.t)
+	args := append([]string{"--kubeconfig", m.c.Kubeconfig(), "--health-probe-bind-address", probes,
+		"--metrics-bind-address", freeAddr(m.t), "--leader-elect", "--leader-election-namespace", meshNamespace,
+		"--xds-insecure", "--xds-bind-address", xdsAddr}, m.managerArgs...)
+	out, kill := startKillableBinary(m.t, fedmeshBinary(m.t, "manager"), args...)
+	waitHTTP(m.t, "http://"+probes+"/readyz", out)
+	return kill
+}
+
+// roundRobin forwards each new TCP connection to the next of its targets, as a Service spreads connections over
+// its endpoints. A target that cannot be dialled closes the connection (the client dials again).
+type roundRobin struct {
+	addr    string
+	mu      sync.Mutex
+	next    int
+	dialled []int // connections per target
+}
+
+func startRoundRobin(t *testing.T, targets ...string) *roundRobin {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	rr := &roundRobin{addr: lis.Addr().String(), dialled: make([]int, len(targets))}
+	go func() {
+		for {
+			in, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			rr.mu.Lock()
+			i := rr.next
+			rr.next = (rr.next + 1) % len(targets)
+			rr.dialled[i]++
+			rr.mu.Unlock()
+			out, err := net.Dial("tcp", targets[i])
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return rr
+}
+
+func (rr *roundRobin) dials(i int) int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.dialled[i]
+}
+
+// Two manager replicas behind one address: the non-leader refuses xDS streams with a reason, the proxies reach
+// the leader by dialling again, and once the leader dies the other replica takes over, serves the proxies and
+// completes a handover.
+func TestManagerOnlyTheLeaderServesXDS(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	teamNamespaces(t, c.Clientset(), 10)
+	m := newMesh(t, c, nil, nil)
+	first, second := freeAddr(t), freeAddr(t)
+	killFirst := m.startManagerReplica(first)
+	eventually(t, 30*time.Second, "the first replica leads", func() (bool, error) {
+		l, err := c.Clientset().CoordinationV1().Leases(meshNamespace).Get(context.Background(), "fedmesh-manager", metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", err
+	})
+	m.startManagerReplica(second)
+	rr := startRoundRobin(t, second, first) // the first connection meets the non-leader
+	m.xds = rr.addr
+	m.addShardPod(0)
+	m.addShardPod(1)
+	m.createShardingConfig(meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}})
+	before := m.waitReady(2)
+	if rr.dials(0) == 0 {
+		t.Fatal("no proxy connection went to the non-leader")
+	}
+	refused := false
+	for _, p := range m.proxies {
+		refused = refused || strings.Contains(p.output(), "not the leader; only the leader serves xDS")
+	}
+	if !refused {
+		t.Error("no proxy was told that the replica it reached is not the leader")
+	}
+
+	// The leader dies without releasing its Lease: the other replica takes over when the Lease expires, and the
+	// proxies, dialling again, find it. A new shard count needs a handover that only it can drive.
+	killFirst()
+	patchShards(t, m, 1)
+	after := m.waitReady(2)
+	if after.Status.Epoch <= before.Status.Epoch {
+		t.Errorf("epoch %d after the new leader's handover, want more than %d", after.Status.Epoch, before.Status.Epoch)
+	}
+	if a := statusAssignment(t, after); !a[0].IsFull() {
+		t.Errorf("after scaling to 1 shard, shard 0 owns %v", a[0])
 	}
 }

@@ -4,9 +4,8 @@
 //
 // What is measured, per canary pod:
 //   - API requests and errors (HTTP 5xx and 429, as spec.canary.analysis.maxErrorRatePercent defines them) from the
-//     pod's proxy's fedmesh_proxy_requests_total, and breaker trips: how often one of its
-//     fedmesh_proxy_breaker_state series was seen leaving "closed" (the proxy exports the state, not a count of
-//     trips, so a breaker that opens and closes between two observations is missed).
+//     pod's proxy's fedmesh_proxy_requests_total, and breaker trips: transitions to open counted by its
+//     fedmesh_proxy_breaker_trips_total (a breaker that opens and closes between two scrapes still counts).
 //     The proxy's /metrics is found through the pod annotation fedmesh.io/proxy-metrics: "host:port" (the
 //     proxy's --probe-address, which must then listen where the manager can reach it, e.g. the pod IP; the
 //     default is loopback). A pod without the annotation contributes no metrics. Tests, whose pods have no IP and

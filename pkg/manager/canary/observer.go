@@ -22,7 +22,7 @@ const MetricsAnnotation = "fedmesh.io/proxy-metrics"
 type Measurement struct {
 	// Requests and Errors are API requests through the canary proxies and the failed ones (5xx and 429).
 	Requests, Errors int
-	// BreakerTrips counts circuit breakers seen leaving the closed state.
+	// BreakerTrips counts circuit breakers opening (the proxies' fedmesh_proxy_breaker_trips_total).
 	BreakerTrips int
 	// Restarts counts container restarts of the canary pods.
 	Restarts int
@@ -48,9 +48,7 @@ type window struct {
 // podCounters follows one pod: the last raw values seen and what accumulated since the baseline. A raw value that
 // goes down (a restarted proxy) counts from zero again.
 type podCounters struct {
-	requests, errors, restarts counter
-	breakers                   map[string]float64 // last state per breaker series
-	trips                      int
+	requests, errors, restarts, trips counter
 }
 
 type counter struct {
@@ -112,7 +110,7 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 	for _, p := range pods {
 		pc := w.pods[p.UID]
 		if pc == nil {
-			pc = &podCounters{breakers: map[string]float64{}}
+			pc = &podCounters{}
 			w.pods[p.UID] = pc
 		}
 		bornInStep := p.CreationTimestamp.After(stepStart)
@@ -125,7 +123,7 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, s.err))
 			continue
 		}
-		var requests, failed float64
+		var requests, failed, trips float64
 		for _, smp := range s.samples {
 			switch smp.name {
 			case "fedmesh_proxy_requests_total":
@@ -133,23 +131,20 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 				if code := smp.labels["code"]; strings.HasPrefix(code, "5") || code == "429" {
 					failed += smp.value
 				}
-			case "fedmesh_proxy_breaker_state":
-				prev, seen := pc.breakers[smp.series]
-				if smp.value != 0 && (seen && prev == 0 || !seen && bornInStep) {
-					pc.trips++
-				}
-				pc.breakers[smp.series] = smp.value
+			case "fedmesh_proxy_breaker_trips_total":
+				trips += smp.value
 			}
 		}
 		pc.requests.observe(requests, bornInStep)
 		pc.errors.observe(failed, bornInStep)
+		pc.trips.observe(trips, bornInStep)
 	}
 	// Pods gone since the step began still count: a canary pod that failed and was replaced failed in this step.
 	for _, pc := range w.pods {
 		m.Requests += int(pc.requests.acc)
 		m.Errors += int(pc.errors.acc)
 		m.Restarts += int(pc.restarts.acc)
-		m.BreakerTrips += pc.trips
+		m.BreakerTrips += int(pc.trips.acc)
 	}
 	if len(errs) > 0 {
 		return m, fmt.Errorf("canary proxy metrics: %s", strings.Join(errs, "; "))
@@ -201,7 +196,7 @@ func (o *Observer) scrape(ctx context.Context, addr string) ([]sample, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
 	}
-	return parseMetrics(resp.Body, "fedmesh_proxy_requests_total", "fedmesh_proxy_breaker_state")
+	return parseMetrics(resp.Body, "fedmesh_proxy_requests_total", "fedmesh_proxy_breaker_trips_total")
 }
 
 // sample is one line of the Prometheus text format.

@@ -19,36 +19,38 @@ func TestParseMetrics(t *testing.T) {
 # TYPE fedmesh_proxy_requests_total counter
 fedmesh_proxy_requests_total{cluster="",code="200",resource="configmaps",verb="create"} 7
 fedmesh_proxy_requests_total{cluster="",code="503",resource="config\"maps",verb="get"} 2
-fedmesh_proxy_breaker_state{cluster="a",rule="r"} 2
+fedmesh_proxy_breaker_trips_total{cluster="a",rule="r"} 2
 other_metric 5
 `
-	got, err := parseMetrics(strings.NewReader(text), "fedmesh_proxy_requests_total", "fedmesh_proxy_breaker_state")
+	got, err := parseMetrics(strings.NewReader(text), "fedmesh_proxy_requests_total", "fedmesh_proxy_breaker_trips_total")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || got[0].value != 7 || got[1].labels["code"] != "503" || got[1].labels["resource"] != `config"maps` ||
-		got[2].series != `fedmesh_proxy_breaker_state{cluster="a",rule="r"}` || got[2].value != 2 {
+		got[2].series != `fedmesh_proxy_breaker_trips_total{cluster="a",rule="r"}` || got[2].value != 2 {
 		t.Fatalf("parsed %+v", got)
 	}
 }
 
 // fakeProxy serves /metrics with counters the test sets.
 type fakeProxy struct {
-	mu                  sync.Mutex
-	ok, failed, breaker int
+	mu                sync.Mutex
+	ok, failed, trips int
 }
 
 func (f *fakeProxy) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fmt.Fprintf(w, "fedmesh_proxy_requests_total{code=\"200\"} %d\nfedmesh_proxy_requests_total{code=\"500\"} %d\nfedmesh_proxy_requests_total{code=\"429\"} 0\n", f.ok, f.failed)
-	fmt.Fprintf(w, "fedmesh_proxy_breaker_state{cluster=\"\",rule=\"r\"} %d\n", f.breaker)
+	// Two breakers: trips of every series add up.
+	fmt.Fprintf(w, "fedmesh_proxy_breaker_trips_total{cluster=\"\",rule=\"r\"} %d\n", f.trips)
+	fmt.Fprintf(w, "fedmesh_proxy_breaker_trips_total{cluster=\"m1\",rule=\"r\"} %d\n", f.trips)
 }
 
-func (f *fakeProxy) set(ok, failed, breaker int) {
+func (f *fakeProxy) set(ok, failed, trips int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.ok, f.failed, f.breaker = ok, failed, breaker
+	f.ok, f.failed, f.trips = ok, failed, trips
 }
 
 func TestObserverCountsFromTheStepStart(t *testing.T) {
@@ -62,18 +64,18 @@ func TestObserverCountsFromTheStepStart(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 4}}}}
 	var o Observer
 	ctx := context.Background()
-	fp.set(100, 10, 0)
+	fp.set(100, 10, 1) // trips before the step do not count
 	m, err := o.Observe(ctx, "ops/op", start, []corev1.Pod{pod})
 	if err != nil || m != (Measurement{Ready: 1, Total: 1}) {
 		t.Fatalf("baseline: %+v, %v", m, err)
 	}
-	fp.set(110, 12, 2)
+	fp.set(110, 12, 3) // each breaker opened twice more, whatever its state now
 	pod.Status.ContainerStatuses[0].RestartCount = 5
-	if m, _ = o.Observe(ctx, "ops/op", start, []corev1.Pod{pod}); m != (Measurement{Requests: 12, Errors: 2, BreakerTrips: 1, Restarts: 1, Ready: 1, Total: 1}) {
+	if m, _ = o.Observe(ctx, "ops/op", start, []corev1.Pod{pod}); m != (Measurement{Requests: 12, Errors: 2, BreakerTrips: 4, Restarts: 1, Ready: 1, Total: 1}) {
 		t.Fatalf("after: %+v", m)
 	}
-	fp.set(3, 1, 2) // the proxy restarted: its counters start again
-	if m, _ = o.Observe(ctx, "ops/op", start, []corev1.Pod{pod}); m.Requests != 16 || m.Errors != 3 || m.BreakerTrips != 1 {
+	fp.set(3, 1, 1) // the proxy restarted: its counters start again
+	if m, _ = o.Observe(ctx, "ops/op", start, []corev1.Pod{pod}); m.Requests != 16 || m.Errors != 3 || m.BreakerTrips != 6 {
 		t.Fatalf("after a proxy restart: %+v", m)
 	}
 	// A new step starts new baselines.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,6 +28,9 @@ import (
 //   - The rollout's State is status.canary; the set the canary is to own is status.canary.ranges (during a
 //     handover the published assignment does not give it to the canary yet).
 //   - Changing spec.shards during a rollout changes the canary's shard ID; finish or roll back the canary first.
+//   - On Promote, with spec.canary.promotion the manager rolls the stable StatefulSet (promote.go) and the stable
+//     shards count as rolled out when status.canary.promotion.done; without it, when every stable pod runs the
+//     canary pods' images, whoever changed them.
 
 // observer is the Reconciler's Observer, made on first use.
 func (r *Reconciler) observer() *mcanary.Observer {
@@ -59,6 +63,16 @@ type rolloutResult struct {
 	requeue  time.Duration
 	step     *int32 // the API's current step, for the metric
 	rollback bool
+	// deletePods are stable pods to delete for the promotion once the status is written, by name and UID.
+	deletePods map[string]ktypes.UID
+}
+
+// act does what the rollout decided beyond the status, once the status is written.
+func (ro rolloutResult) act(ctx context.Context, r *Reconciler, sc *meshv1alpha1.ShardingConfig) error {
+	if len(ro.deletePods) == 0 {
+		return nil
+	}
+	return r.deleteStablePods(ctx, sc.Namespace, ro.deletePods)
 }
 
 // record emits the events and metrics of a rollout step whose status was written.
@@ -134,7 +148,47 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		Ready: m.Ready, Total: m.Total, Action: sc.Spec.Canary.Action,
 		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary),
 	}
-	next, res := canary.Step(plan, state, obs, time.Now())
+	promotion := sc.Spec.Canary.Promotion
+	var promo *meshv1alpha1.CanaryPromotionStatus
+	if prev != nil {
+		promo = prev.Promotion
+	}
+	if promotion != nil {
+		// The manager rolls the stable shards itself: they are rolled out when its roll says so.
+		obs.StableRolledOut = promo != nil && promo.Done
+	}
+	now := time.Now()
+	next, res := canary.Step(plan, state, obs, now)
+	var deletePods map[string]ktypes.UID
+	if res.Promote && promotion != nil {
+		var roll canary.RollResult
+		promo, roll, err = r.rollStable(ctx, sc, promo, pods)
+		if err != nil {
+			logger.Error(err, "rolling the stable shards")
+			res.Events = append(res.Events, canary.Event{Type: canary.EventWarning, Reason: "RollFailed", Message: err.Error()})
+		}
+		res.Events = append(res.Events, roll.Events...)
+		res.RequeueAfter = minRequeue(res.RequeueAfter, roll.RequeueAfter)
+		uids := map[string]ktypes.UID{}
+		for _, p := range pods.stable {
+			uids[p.Name] = p.UID
+		}
+		for _, name := range roll.Delete {
+			if deletePods == nil {
+				deletePods = map[string]ktypes.UID{}
+			}
+			deletePods[name] = uids[name]
+		}
+		if promo.Done {
+			// Rolled out in this reconcile: release the canary's namespaces now rather than at the next one.
+			obs.StableRolledOut = true
+			var again canary.Result
+			next, again = canary.Step(plan, next, obs, now)
+			res.Events = append(res.Events, again.Events...)
+			res.Canary, res.Promote, res.Finished = again.Canary, again.Promote, again.Finished
+			res.RequeueAfter = minRequeue(res.RequeueAfter, again.RequeueAfter)
+		}
+	}
 	// The status keeps the step's start to the second: keep the same time in memory, so that the baselines below
 	// are those the next reconcile finds.
 	next.StepStart = next.StepStart.Truncate(time.Second)
@@ -148,6 +202,9 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	st := plan.Status(next)
 	st.Ranges = hashRanges(next.Canary)
 	st.StableAssignment = assignmentStatus(stable)
+	if next.Phase == canary.Promoted {
+		st.Promotion = promo
+	}
 	for _, ns := range namespaces {
 		if pub.Assignment[canaryShard].ContainsNamespace(ns) {
 			st.Namespaces++
@@ -159,12 +216,17 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		events:  res.Events,
 		requeue: res.RequeueAfter,
 		step:    &st.CurrentStep,
+
+		deletePods: deletePods,
 	}
 	for _, e := range res.Events {
 		switch e.Reason {
 		case "AnalysisFailed", "RolledBack":
 			ro.rollback = true
 		case "Promoted":
+			if promotion != nil {
+				break
+			}
 			ro.events = append(ro.events, canary.Event{Type: canary.EventNormal, Reason: "RollStableShards", Message: fmt.Sprintf(
 				"roll the stable shards' pods to the canary's images (%s), one shard at a time, non-leaders before the leader; "+
 					"the canary keeps its namespaces until every stable pod runs them", images(pods.canary))})
@@ -184,4 +246,12 @@ func images(pods []corev1.Pod) string {
 		parts = append(parts, name+"="+imgs[name])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// minRequeue is the sooner of two requeues, 0 meaning none.
+func minRequeue(a, b time.Duration) time.Duration {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
 }

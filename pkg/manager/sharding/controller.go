@@ -224,6 +224,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		ro.record(r, &sc)
+		if err := ro.act(ctx, r, &sc); err != nil {
+			return reconcile.Result{}, err
+		}
 		if len(pending) > 0 {
 			logger.V(1).Info("waiting for proxies to acknowledge", "epoch", pub.Epoch, "pending", pending)
 			return reconcile.Result{RequeueAfter: r.Poll}, nil
@@ -241,6 +244,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	ro.record(r, &sc)
+	if err := ro.act(ctx, r, &sc); err != nil {
+		return reconcile.Result{}, err
+	}
 	phase := "Granted"
 	if next.Assignment.Owned().Fraction() < 1 {
 		phase = "Revoked"

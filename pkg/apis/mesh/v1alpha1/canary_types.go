@@ -40,6 +40,35 @@ type Canary struct {
 	// +kubebuilder:default=Continue
 	// +optional
 	Action CanaryAction `json:"action,omitempty"`
+	// Promotion names the stable shards' workload, which the manager rolls to the canary's version on Promote.
+	// Unset means someone else rolls the stable pods (the manager waits until they run the canary pods' images).
+	// +optional
+	Promotion *CanaryPromotion `json:"promotion,omitempty"`
+}
+
+// CanaryPromotion is how the manager rolls the stable shards to the canary's version: it sets the container's
+// image in the StatefulSet's pod template with updateStrategy OnDelete, then deletes the stable pods itself, one
+// shard at a time, the pods that do not hold their shard's leader Lease before the one that does, waiting for each
+// batch to be Ready on the new image and then for the pause. OnDelete rather than a partition: a partition rolls by
+// descending ordinal only, and cannot keep each shard's leader for last.
+type CanaryPromotion struct {
+	// StatefulSet is the name of the stable shards' StatefulSet in this object's namespace; its pods must be those
+	// of spec.selector.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	StatefulSet string `json:"statefulSet"`
+	// Container is the name of the operator's container in the pod template.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Container string `json:"container"`
+	// Image is the new version's image; unset means that container's image in the canary pods.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Pause is how long to wait after each batch of pods is Ready on the new image, e.g. "30s". Unset means none.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	Pause *metav1.Duration `json:"pause,omitempty"`
 }
 
 // CanaryStep is one step of a canary rollout.
@@ -124,6 +153,32 @@ type CanaryStatus struct {
 	// +listType=atomic
 	// +optional
 	StableAssignment []ShardAssignment `json:"stableAssignment,omitempty"`
+	// Promotion is the progress of rolling the stable shards to the canary's version (spec.canary.promotion).
+	// +optional
+	Promotion *CanaryPromotionStatus `json:"promotion,omitempty"`
+}
+
+// CanaryPromotionStatus is the progress of rolling the stable shards.
+type CanaryPromotionStatus struct {
+	// Image is the image the stable pods are rolled to.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Batches and BatchesDone count the batches of pods: per shard, the non-leaders, then the leader.
+	// +optional
+	Batches int32 `json:"batches,omitempty"`
+	// +optional
+	BatchesDone int32 `json:"batchesDone,omitempty"`
+	// Rolling are the pods of the batch being rolled: deleted and not yet Ready on the new image.
+	// +kubebuilder:validation:MaxItems=1024
+	// +listType=atomic
+	// +optional
+	Rolling []string `json:"rolling,omitempty"`
+	// BatchFinishedTime is when the last batch was Ready on the new image: the start of its pause.
+	// +optional
+	BatchFinishedTime *metav1.Time `json:"batchFinishedTime,omitempty"`
+	// Done reports that every stable pod runs the new image and the last pause is over.
+	// +optional
+	Done bool `json:"done,omitempty"`
 }
 
 // CanaryPhase is where a canary rollout is.

@@ -1,0 +1,198 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/canary"
+	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
+)
+
+// Promotion with spec.canary.promotion: the manager rolls the stable StatefulSet itself. It sets the container's
+// image in the pod template and the update strategy to OnDelete (so the StatefulSet controller replaces no pod by
+// itself), then deletes the pods canary.Roll names, batch by batch; the StatefulSet recreates each from the new
+// template. The roll's state is status.canary.promotion, written before the pods it names are deleted, so that a
+// restarted manager carries on where it was.
+
+// promotionPoll is how often a roll waiting for pods to come back is looked at again.
+const promotionPoll = time.Second
+
+// rollStable runs one step of the stable shards' roll. It returns the promotion status to write and the pods to
+// delete once it is written.
+func (r *Reconciler) rollStable(ctx context.Context, sc *meshv1alpha1.ShardingConfig, prev *meshv1alpha1.CanaryPromotionStatus,
+	pods shardPods) (*meshv1alpha1.CanaryPromotionStatus, canary.RollResult, error) {
+	spec := sc.Spec.Canary.Promotion
+	st := prev.DeepCopy()
+	if st == nil {
+		st = &meshv1alpha1.CanaryPromotionStatus{}
+	}
+	if st.Done {
+		return st, canary.RollResult{}, nil
+	}
+	if st.Image == "" {
+		st.Image = spec.Image
+		if st.Image == "" && len(pods.canary) > 0 {
+			st.Image = mcanary.Images(&pods.canary[0])[spec.Container]
+		}
+		if st.Image == "" {
+			return st, canary.RollResult{RequeueAfter: canary.DefaultInterval}, fmt.Errorf(
+				"spec.canary.promotion: no image, and no canary pod has a container %q", spec.Container)
+		}
+	}
+	sts, err := r.setTemplateImage(ctx, sc.Namespace, spec, st.Image)
+	if err != nil {
+		return st, canary.RollResult{RequeueAfter: promotionPoll}, err
+	}
+	stablePods, err := r.stablePods(ctx, sc, sts, pods.stable, spec.Container, st.Image)
+	if err != nil {
+		return st, canary.RollResult{RequeueAfter: promotionPoll}, err
+	}
+	state := canary.RollState{Rolling: st.Rolling, BatchesDone: int(st.BatchesDone), Done: st.Done}
+	if st.BatchFinishedTime != nil {
+		state.BatchFinished = st.BatchFinishedTime.Time
+	}
+	var pause time.Duration
+	if spec.Pause != nil {
+		pause = spec.Pause.Duration
+	}
+	// The status keeps times to the second: decide with the same time the next reconcile reads back.
+	next, res := canary.Roll(state, stablePods, pause, promotionPoll, time.Now().Truncate(time.Second))
+	st.Rolling, st.BatchesDone, st.Batches, st.Done = next.Rolling, int32(next.BatchesDone), int32(res.Batches), next.Done
+	st.BatchFinishedTime = nil
+	if !next.BatchFinished.IsZero() {
+		st.BatchFinishedTime = &metav1.Time{Time: next.BatchFinished}
+	}
+	return st, res, nil
+}
+
+// setTemplateImage makes the StatefulSet's pod template run image in the container, with updateStrategy OnDelete.
+func (r *Reconciler) setTemplateImage(ctx context.Context, namespace string, spec *meshv1alpha1.CanaryPromotion, image string) (*appsv1.StatefulSet, error) {
+	key := ktypes.NamespacedName{Namespace: namespace, Name: spec.StatefulSet}
+	var sts appsv1.StatefulSet
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.reader().Get(ctx, key, &sts); err != nil {
+			return err
+		}
+		found, changed := false, false
+		for i := range sts.Spec.Template.Spec.Containers {
+			c := &sts.Spec.Template.Spec.Containers[i]
+			if c.Name == spec.Container {
+				found, changed = true, changed || c.Image != image
+				c.Image = image
+			}
+		}
+		if !found {
+			return fmt.Errorf("statefulset %s has no container %q", key, spec.Container)
+		}
+		if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		log.FromContext(ctx).Info("setting the stable StatefulSet's image for the promotion", "statefulset", key, "image", image)
+		return r.Client.Update(ctx, &sts)
+	})
+	return &sts, err
+}
+
+// stablePods are the StatefulSet's pods (<name>-0 .. <name>-<replicas-1>) as the roll sees them: which run image,
+// which are ready, which hold their shard's Lease.
+func (r *Reconciler) stablePods(ctx context.Context, sc *meshv1alpha1.ShardingConfig, sts *appsv1.StatefulSet,
+	live []corev1.Pod, container, image string) ([]canary.StablePod, error) {
+	byName := map[string]*corev1.Pod{}
+	for i := range live {
+		byName[live[i].Name] = &live[i]
+	}
+	label := sc.Spec.ShardOrdinalLabel
+	if label == "" {
+		label = "apps.kubernetes.io/pod-index"
+	}
+	holders := map[int]string{}
+	holder := func(shard int) (string, error) {
+		if h, ok := holders[shard]; ok || sc.Spec.LeaderElection == nil {
+			return h, nil
+		}
+		le := sc.Spec.LeaderElection
+		ns := le.LeaseNamespace
+		if ns == "" {
+			ns = sc.Namespace
+		}
+		// The proxies rename the operator's Lease per shard; see spec.leaderElection.
+		var lease coordinationv1.Lease
+		err := r.reader().Get(ctx, ktypes.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-shard-%d", le.LeaseName, shard)}, &lease)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", err
+		}
+		if lease.Spec.HolderIdentity != nil {
+			holders[shard] = *lease.Spec.HolderIdentity
+		}
+		return holders[shard], nil
+	}
+	replicas := 1
+	if sts.Spec.Replicas != nil {
+		replicas = int(*sts.Spec.Replicas)
+	}
+	out := make([]canary.StablePod, 0, replicas)
+	for i := range replicas {
+		name := fmt.Sprintf("%s-%d", sts.Name, i)
+		sp := canary.StablePod{Name: name, Shard: i}
+		p := byName[name]
+		if p == nil {
+			sp.Missing = true
+			out = append(out, sp)
+			continue
+		}
+		if n, err := strconv.Atoi(p.Labels[label]); err == nil {
+			sp.Shard = n
+		}
+		h, err := holder(sp.Shard)
+		if err != nil {
+			return nil, err
+		}
+		// Leader-election identities are the pod's name, often with a suffix ("op-0_3f2a...").
+		sp.Leader = h != "" && (h == name || strings.HasPrefix(h, name+"_"))
+		sp.Updated = mcanary.Images(p)[container] == image
+		sp.Ready = podReady(p)
+		sp.Terminating = p.DeletionTimestamp != nil
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// deleteStablePods deletes the pods the roll named, each only if it is still the pod that was judged (same UID):
+// its StatefulSet may have replaced it meanwhile.
+func (r *Reconciler) deleteStablePods(ctx context.Context, namespace string, pods map[string]ktypes.UID) error {
+	for name, uid := range pods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting stable pod %s for the promotion: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
