@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `make kind-up`: kind clusters fedmesh-host, fedmesh-member1 and fedmesh-member2; the image $IMAGE (built by
-# `make images`) loaded into the host; the chart installed there; both members joined; and the demo app of
+# `make kind-up`: kind clusters fedmesh-host, fedmesh-member1 and fedmesh-member2; the images
+# $IMAGE/{manager,federator,proxy}:$IMAGE_TAG (built by `make images`) loaded into the host; the chart installed there; both members joined; and the demo app of
 # docs/examples/app.yaml propagated. Needs Docker, Go and helm (PATH or $FEDMESH_BIN_DIR). Re-running it is safe.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/env.sh"
-: "${IMAGE:?set IMAGE=repository:tag (make kind-up does)}"
+: "${IMAGE:?set IMAGE=repository and IMAGE_TAG=tag (make kind-up does)}"
+: "${IMAGE_TAG:?set IMAGE=repository and IMAGE_TAG=tag (make kind-up does)}"
 
 helm=$(command -v helm || echo "${FEDMESH_BIN_DIR:-${FEDMESH_CACHE:-$HOME/.cache/fedmesh}/bin}/helm")
 [ -x "$helm" ] || { echo "kind-up needs helm: none in PATH or the binary cache (make binaries)" >&2; exit 1; }
@@ -20,11 +21,13 @@ for c in "$HOST_CLUSTER" $(for m in "${MEMBERS[@]}"; do kind_name "$m"; done); d
 done
 host="$KIND_DIR/$HOST_CLUSTER.kubeconfig"
 
-echo "loading $IMAGE into $HOST_CLUSTER and installing the chart"
-kind load docker-image "$IMAGE" --name "$HOST_CLUSTER"
+echo "loading $IMAGE/{manager,federator,proxy}:$IMAGE_TAG into $HOST_CLUSTER and installing the chart"
+for image in manager federator proxy; do
+	kind load docker-image "$IMAGE/$image:$IMAGE_TAG" --name "$HOST_CLUSTER"
+done
 "$helm" upgrade --install fedmesh "$root/charts/fedmesh" --kubeconfig "$host" \
 	--namespace fedmesh-system --create-namespace \
-	--set image.repository="${IMAGE%:*}" --set image.tag="${IMAGE##*:}" --wait --timeout 5m
+	--set image.repository="$IMAGE" --set image.tag="$IMAGE_TAG" --wait --timeout 5m
 
 (cd "$root" && go build -o bin/ ./cmd/kubectl-fedmesh)
 for m in "${MEMBERS[@]}"; do

@@ -20,7 +20,8 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("%d FROM lines; want a multi-stage build", n)
 	}
 	for _, want := range []string{"CGO_ENABLED=0", "ARG LDFLAGS", "${LDFLAGS}", "USER 65532:65532",
-		"./cmd/proxy", "./cmd/manager", "./cmd/federator", "./cmd/kubectl-fedmesh"} {
+		"./cmd/proxy", "./cmd/manager", "./cmd/federator", "./cmd/kubectl-fedmesh",
+		"AS manager", "AS federator", "AS proxy"} { // the images the chart pulls as <repository>/<name>
 		if !strings.Contains(df, want) {
 			t.Errorf("the Dockerfile lacks %q", want)
 		}
@@ -53,7 +54,7 @@ func TestMakeImages(t *testing.T) {
 	}
 
 	args := filepath.Join(t.TempDir(), "args")
-	fake := "#!/usr/bin/env bash\n[ \"$1\" = info ] && exit 0\nprintf '%s\\n' \"$@\" >" + args + "\n"
+	fake := "#!/usr/bin/env bash\n[ \"$1\" = info ] && exit 0\nprintf '%s\\n' \"$@\" >>" + args + "\n"
 	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestMakeImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"build\n", "-X github.com/fedmesh/fedmesh/pkg/version.gitVersion=v9.8.7",
-		"-t\nexample.com/fedmesh:v9.8.7\n"} {
+		"--target\nmanager\n-t\nexample.com/fedmesh/manager:v9.8.7\n", "-t\nexample.com/fedmesh/proxy:v9.8.7\n", "-t\nexample.com/fedmesh/federator:v9.8.7\n"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("docker was called with\n%s\nwant %q in it", got, want)
 		}
