@@ -22,6 +22,10 @@ type ManagerFlags struct {
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	// QPS and Burst limit the requests to the API server; client-go's own defaults (5 and 10) would make a
+	// controller that writes several objects per reconcile crawl.
+	QPS   float32
+	Burst int
 }
 
 // AddFlags registers the flags; defaultLeaseName names the Lease unless --leader-election-id is given.
@@ -32,6 +36,8 @@ func (f *ManagerFlags) AddFlags(fs *pflag.FlagSet, defaultLeaseName string) {
 	fs.BoolVar(&f.LeaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&f.LeaderElectionID, "leader-election-id", defaultLeaseName, "Name of the leader-election Lease.")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease; empty means the pod's namespace.")
+	fs.Float32Var(&f.QPS, "kube-api-qps", 100, "Queries per second to the API server (or to the proxy in front of it).")
+	fs.IntVar(&f.Burst, "kube-api-burst", 200, "Burst of queries to the API server.")
 }
 
 // Validate checks the addresses before anything starts.
@@ -44,6 +50,9 @@ func (f *ManagerFlags) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
+	}
+	if f.QPS <= 0 || f.Burst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
 	if f.LeaderElect && f.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty when --leader-elect is on"))
@@ -58,6 +67,7 @@ func (f *ManagerFlags) NewManager(scheme *runtime.Scheme, customize func(*ctrl.O
 	if err != nil {
 		return nil, err
 	}
+	cfg.QPS, cfg.Burst = f.QPS, f.Burst
 	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: f.MetricsAddress},
