@@ -60,7 +60,7 @@ func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.Aggreg
 	kind := countedKinds[obj.GroupVersionKind()]
 	sums := make(map[string]int64, len(kind.fields))
 	disrupted := map[string]any{}
-	caughtUp := true
+	caughtUp := len(items) > 0 // no cluster has reported yet: nothing is observed
 	for i := range items {
 		var s map[string]any
 		ok, err := decodeItem(&items[i], &s)

@@ -139,3 +139,18 @@ func TestBadInputsFail(t *testing.T) {
 		t.Error("InterpretReplica accepted a fractional replica count")
 	}
 }
+
+// A template no cluster has reported on yet is not observed: its status must not claim its generation.
+func TestAggregateWithoutItemsObservesNothing(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "generation": int64(3)},
+	}}
+	out, err := New().AggregateStatus(context.Background(), obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if og, found, _ := unstructured.NestedInt64(out.Object, "status", "observedGeneration"); found {
+		t.Errorf("observedGeneration %d with no cluster reporting", og)
+	}
+}
