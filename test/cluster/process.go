@@ -107,3 +107,6 @@ func newStateDir(name string) (string, error) {
 
 // LogPath is the file the process logs to.
 func (p *Process) LogPath() string { return p.logPath }
+
+// PID is the process's id, for reading its resource use from /proc.
+func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -1,0 +1,82 @@
+// Command bench runs fedmesh's benchmark scenarios against real API servers on this machine and writes
+// bench/report.md, bench/report.json and PNG plots.
+//
+//	go run ./test/bench                                  # every scenario, small scale, 3 repetitions
+//	go run ./test/bench -scenario proxy-overhead -scale full
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/fedmesh/fedmesh/test/bench/runner"
+	"github.com/fedmesh/fedmesh/test/bench/suite"
+)
+
+func main() {
+	var opts runner.Options
+	var scale, scenarios string
+	flag.StringVar(&scenarios, "scenario", "", "comma-separated scenarios to run; empty runs all: "+strings.Join(runner.Names(), ", "))
+	flag.StringVar(&scale, "scale", "small", "object counts: tiny (seconds, CI), small (minutes, 2 cores) or full (the issue's numbers)")
+	flag.IntVar(&opts.Reps, "reps", 3, "repetitions of every variant, interleaved")
+	flag.StringVar(&opts.OutDir, "out", "bench", "directory of the report, its JSON and plots")
+	render := flag.String("render", "", "measure nothing: write the report and plots again from this report.json")
+	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render, opts.OutDir); err != nil {
+			fail(err)
+		}
+		return
+	}
+	var err error
+	if opts.Scale, err = suite.ParseScale(scale); err != nil {
+		fail(err)
+	}
+	if scenarios != "" {
+		opts.Scenarios = strings.Split(scenarios, ",")
+	}
+	opts.Command = "go run ./test/bench " + strings.Join(os.Args[1:], " ")
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, files, err := runner.Run(ctx, opts)
+	for _, f := range files {
+		fmt.Println("wrote", f)
+	}
+	if err != nil {
+		fail(err)
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			fail(fmt.Errorf("scenario %s failed: %s", r.Scenario, r.Error))
+		}
+	}
+}
+
+// rerender writes the report of an earlier run again, e.g. after a change to how plots are drawn.
+func rerender(jsonPath, outDir string) error {
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var rep suite.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	files, err := rep.Write(outDir)
+	for _, f := range files {
+		fmt.Println("wrote", f)
+	}
+	return err
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,247 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/test/bench/suite"
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// All is every scenario, in the order the report shows them.
+func All() []suite.Scenario {
+	return []suite.Scenario{ProxyOverhead(), ShardScaling(), Interpreter(), FederationThroughput()}
+}
+
+// unlimited is cfg without client-side rate limits, so they never bound a figure.
+func unlimited(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// parallel calls fn for 0..n-1 from workers goroutines and returns the first error.
+func parallel(n, workers int, fn func(i int) error) error {
+	var next atomic.Int64
+	var first atomic.Value
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || first.Load() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := first.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// benchCluster starts an API server for pods that are only API objects: without the ServiceAccount admission
+// plugin, a namespace needs no default service account before its pods are created.
+func benchCluster(ctx context.Context, name string) (*cluster.Cluster, error) {
+	return cluster.Start(ctx, cluster.Options{Name: name, APIServerFlags: []string{"--disable-admission-plugins=ServiceAccount"}})
+}
+
+// podNamespaces names n namespaces bench-0000, bench-0001, ...
+func podNamespaces(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("bench-%04d", i)
+	}
+	return out
+}
+
+// createPods creates the namespaces and perNS pods in each, labeled with their hash bucket as the manager's
+// label mode would, in parallel.
+func createPods(ctx context.Context, cs kubernetes.Interface, namespaces []string, perNS int) error {
+	if err := parallel(len(namespaces), 16, func(i int) error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaces[i]}}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	return parallel(len(namespaces)*perNS, 32, func(i int) error {
+		ns := namespaces[i%len(namespaces)]
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(ns, i/len(namespaces)), metav1.CreateOptions{})
+		return err
+	})
+}
+
+func benchPod(ns string, j int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", j), Namespace: ns,
+			Labels: map[string]string{"app": "bench", shard.BucketLabel: shard.BucketLabelValue(ns)}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+			Resources: corev1.ResourceRequirements{}}}},
+	}
+}
+
+// proxy is a standalone cmd/proxy in front of an API server, serving plain HTTP on loopback.
+type proxy struct {
+	addr string
+	proc *cluster.Process
+}
+
+// startProxy runs a proxy for shard own.Shard and waits until it serves.
+func startProxy(ctx context.Context, binDir string, c *cluster.Cluster, own config.Ownership) (*proxy, error) {
+	dir, err := os.MkdirTemp("", "fedmesh-bench-proxy-")
+	if err != nil {
+		return nil, err
+	}
+	ownership, err := json.Marshal(own)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "proxy.json")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `{"ownership": %s, "traffic": {}}`, ownership), 0o600); err != nil {
+		return nil, err
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := cluster.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	p.proc, err = cluster.StartProcess(fmt.Sprintf("proxy-%d", own.Shard), dir, filepath.Join(binDir, "proxy"),
+		"--upstream-kubeconfig", c.Kubeconfig(), "--listen-address", p.addr,
+		"--probe-address", fmt.Sprintf("127.0.0.1:%d", probePort), "--config", cfgPath, "--state-dir", filepath.Join(dir, "state"))
+	if err != nil {
+		return nil, err
+	}
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if done, err := p.proc.Exited(); done {
+			return nil, fmt.Errorf("proxy exited (%v): %s", err, p.proc.Tail(20))
+		}
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.stop()
+			return nil, fmt.Errorf("proxy not ready: %s", p.proc.Tail(20))
+		}
+	}
+}
+
+// config points cfg, whose credentials are kept, at the proxy.
+func (p *proxy) config(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Host = "http://" + p.addr
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return cfg
+}
+
+func (p *proxy) usage() (suite.Usage, error) { return suite.ReadUsage(p.proc.PID()) }
+
+func (p *proxy) stop() {
+	p.proc.Stop(5 * time.Second)
+	_ = os.RemoveAll(filepath.Dir(p.proc.LogPath()))
+}
+
+// countingTransport counts the bytes of response bodies.
+type countingTransport struct {
+	next  http.RoundTripper
+	bytes *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = countingBody{resp.Body, t.bytes}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// liveHeap is the heap still in use after a collection: what the informer's store holds, once subtracted.
+func liveHeap() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc)
+}
+
+// syncResult is what an informer's initial LIST and sync cost.
+type syncResult struct {
+	seconds   float64
+	bytes     float64
+	heapBytes float64
+	objects   int
+}
+
+// syncPodInformer starts a pod informer over every namespace and returns once it has synced, with the time from
+// its start, the bytes read and the pods in its store. The informer is stopped before returning.
+func syncPodInformer(ctx context.Context, cfg *rest.Config) (syncResult, error) {
+	var n atomic.Int64
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &n} }
+	// JSON, as the proxy sees it in client mode; protobuf would make both paths cheaper alike.
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return syncResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	before := liveHeap()
+	start := time.Now()
+	factory.Start(ctx.Done())
+	// Poll tightly: cache.WaitForCacheSync checks every 100 ms, coarser than the figure.
+	for !inf.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return syncResult{}, fmt.Errorf("pod informer did not sync: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	res := syncResult{seconds: time.Since(start).Seconds(), bytes: float64(n.Load()), objects: len(inf.GetStore().ListKeys())}
+	res.heapBytes = max(0, liveHeap()-before)
+	runtime.KeepAlive(inf)
+	cancel()
+	factory.Shutdown()
+	return res, nil
+}

@@ -1,0 +1,67 @@
+package suite
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat; 100 on every Linux architecture Go
+// supports.
+const clockTicks = 100
+
+// Usage is a process's resident memory and the CPU time it has used so far.
+type Usage struct {
+	RSSBytes   float64
+	CPUSeconds float64
+}
+
+// ReadUsage reads pid's usage from /proc.
+func ReadUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields start after its closing parenthesis.
+	rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+	fields := strings.Fields(string(rest))
+	// After the name: state(3) ... utime(14) stime(15) ... rss(24), counted from 1 with pid and name first.
+	if len(fields) < 22 {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	rssPages, _ := strconv.ParseFloat(fields[21], 64)
+	return Usage{RSSBytes: rssPages * float64(os.Getpagesize()), CPUSeconds: (utime + stime) / clockTicks}, nil
+}
+
+// ChildPIDs are the running processes whose parent is this process and whose command name is name.
+func ChildPIDs(name string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// MiB is bytes in MiB.
+func MiB(bytes float64) float64 { return bytes / (1 << 20) }
