@@ -296,10 +296,14 @@ func (e *fedEnv) dividedWithOverride(t *testing.T) {
 		t.Errorf("member2 image %q, want the template's", got)
 	}
 	for m, cs := range e.members {
-		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
-		if err != nil || cm.Data["mode"] != "federated" {
-			t.Errorf("%s: dependency ConfigMap: %v %v", m, cm, err)
-		}
+		// The dependency follows the workload in the Work, so it may land a moment later.
+		eventually(t, 30*time.Second, m+": the dependency ConfigMap", func() (bool, error) {
+			cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return cm.Data["mode"] == "federated", fmt.Errorf("data %v", cm.Data)
+		})
 	}
 	eventually(t, 120*time.Second, "template status: 6 ready replicas from the members", func() (bool, error) {
 		d := e.template(ns, "web")
