@@ -36,9 +36,6 @@ const ns = "shop"
 // member owns, dropping a removed manifest, conflicts under Abort and Overwrite (taking over without new pods),
 // deletion with and without preserveResourcesOnDeletion, and an unreachable member.
 func TestExecution(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts API servers")
-	}
 	f := fedtest.Start(t, fedtest.Options{Members: 1, Workloads: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -33,9 +33,6 @@ const ns = "shop"
 // manifestStatuses, the binding's aggregatedStatus, and the template's summed status; then member2's API server
 // stops and its Cluster turns not Ready, and its item turns Unknown instead of staying Healthy.
 func TestStatusFlowsUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts API servers")
-	}
 	f := fedtest.Start(t, fedtest.Options{Members: 2, Workloads: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
