@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,9 +56,16 @@ type Factory struct {
 }
 
 type cached struct {
-	version string
-	client  *Client
+	clusterVersion string // the Cluster's resourceVersion
+	version        string // and its Secret's
+	secretRead     time.Time
+	client         *Client
 }
+
+// secretRecheck is how long a client is handed out without reading its Secret again: every reconcile of every Work
+// asks for a client, and a direct read of the Secret each time would cost a request per reconcile, while a rotated
+// token only needs to be noticed within a while.
+const secretRecheck = time.Minute
 
 // Client returns a client for the named Cluster.
 func (f *Factory) Client(ctx context.Context, name string) (*Client, error) {
@@ -73,8 +81,15 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	if c.Spec.SyncMode == clusterv1alpha1.Pull {
 		return nil, fmt.Errorf("cluster %s is in Pull mode: the federation does not reach it", c.Name)
 	}
+	f.mu.Lock()
+	if hit, ok := f.clients[c.Name]; ok && hit.clusterVersion == c.ResourceVersion && time.Since(hit.secretRead) < secretRecheck {
+		f.mu.Unlock()
+		return hit.client, nil
+	}
+	f.mu.Unlock()
 	var secret corev1.Secret
 	version := c.ResourceVersion
+	read := time.Now()
 	if ref := c.Spec.SecretRef; ref != nil {
 		secrets := f.Secrets
 		if secrets == nil {
@@ -87,6 +102,8 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	}
 	f.mu.Lock()
 	if hit, ok := f.clients[c.Name]; ok && hit.version == version {
+		hit.secretRead = read
+		f.clients[c.Name] = hit
 		f.mu.Unlock()
 		return hit.client, nil
 	}
@@ -105,7 +122,7 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	if f.clients == nil {
 		f.clients = map[string]cached{}
 	}
-	f.clients[c.Name] = cached{version: version, client: mc}
+	f.clients[c.Name] = cached{clusterVersion: c.ResourceVersion, version: version, secretRead: read, client: mc}
 	return mc, nil
 }
 

@@ -1,0 +1,71 @@
+package member
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/fedmesh/fedmesh/pkg/apis"
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// countingReader counts the Secret reads.
+type countingReader struct {
+	client.Reader
+	secrets int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		r.secrets++
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A client is handed out again without reading the Secret each time; a changed Cluster is read afresh.
+func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apis.AddToScheme(s)
+	c := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fedmesh-system", Name: "member1"}},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
+		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
+	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).Build()
+	secrets := &countingReader{Reader: fc}
+	f := &Factory{Host: fc, Secrets: secrets}
+	ctx := context.Background()
+	first, err := f.Client(ctx, "member1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		again, err := f.Client(ctx, "member1")
+		if err != nil || again != first {
+			t.Fatalf("a new client (%v) for an unchanged Cluster", err)
+		}
+	}
+	if secrets.secrets != 1 {
+		t.Errorf("the Secret was read %d times for 6 clients of an unchanged Cluster; want 1", secrets.secrets)
+	}
+	c.Spec.APIEndpoint = "https://127.0.0.1:7443"
+	if err := fc.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := f.Client(ctx, "member1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed == first || changed.Config.Host != "https://127.0.0.1:7443" || secrets.secrets != 2 {
+		t.Errorf("after the Cluster changed: same client %t, host %s, secret reads %d", changed == first, changed.Config.Host, secrets.secrets)
+	}
+}
