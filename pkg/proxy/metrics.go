@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 // metrics are the proxy's Prometheus series. "cluster" is "@host" for the API server the proxy fronts directly.
 type metrics struct {
 	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
 	listWatches  *prometheus.CounterVec
 	fenced       *prometheus.CounterVec
 	rejected     *prometheus.CounterVec
@@ -24,11 +26,23 @@ type metrics struct {
 	ownedShare   prometheus.Gauge
 }
 
+// durationBuckets run from 100µs, where a loopback hop to the API server answers, to a minute, the API server's
+// default request timeout.
+var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fedmesh_proxy_requests_total", Help: "Requests answered, by verb, resource, HTTP code and upstream cluster.",
 		}, []string{"verb", "resource", "code", "cluster"}),
+		// No resource label: requests_total already says which resources are busy, and a resource label would
+		// multiply every verb's and cluster's buckets by each resource the operator touches.
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fedmesh_proxy_request_duration_seconds",
+			Help: "Time the proxy took to answer a request, from its arrival to the end of the response, by verb and upstream cluster. " +
+				"Long-running requests (watches, lists with watch=true, exec/attach/port-forward/proxy) are not observed: their duration is the connection's lifetime.",
+			Buckets: durationBuckets,
+		}, []string{"verb", "cluster"}),
 		listWatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fedmesh_proxy_list_watch_total", Help: "Lists and watches of sharded resources, by the filter that narrowed them (server, label, client, none).",
 		}, []string{"verb", "resource", "filter", "cluster"}),
@@ -65,9 +79,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fedmesh_proxy_owned_fraction", Help: "Fraction of the namespace-hash space this shard owns.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.listWatches, m.fenced, m.rejected, m.delayed, m.breakerState, m.breakerTrips, m.watchEvents,
+	reg.MustRegister(m.requests, m.duration, m.listWatches, m.fenced, m.rejected, m.delayed, m.breakerState, m.breakerTrips, m.watchEvents,
 		m.endedWatches, m.config, m.epoch, m.ownedShare)
 	return m
+}
+
+// answered records one answered request. Long-running ones count but get no duration: see the histogram's Help.
+func (m *metrics) answered(req *Request, code int, took time.Duration) {
+	cluster := clusterLabel(req.Cluster)
+	m.requests.WithLabelValues(req.Verb, resourceLabel(req), strconv.Itoa(code), cluster).Inc()
+	if !req.longRunning() {
+		m.duration.WithLabelValues(req.Verb, cluster).Observe(took.Seconds())
+	}
 }
 
 // observer feeds the traffic policy's events into the metrics.

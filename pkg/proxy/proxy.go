@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -95,15 +94,14 @@ func (p *Proxy) Ready() bool { return p.ownership() != nil }
 
 // ServeHTTP classifies the request once, then runs it through the traffic policy and the ownership rules.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	req, err := Classify(r)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, "BadRequest", err.Error())
 		return
 	}
 	rec := &statusRecorder{ResponseWriter: w}
-	defer func() {
-		p.metrics.requests.WithLabelValues(req.Verb, resourceLabel(&req), strconv.Itoa(rec.code()), clusterLabel(req.Cluster)).Inc()
-	}()
+	defer func() { p.metrics.answered(&req, rec.code(), time.Since(start)) }()
 	p.handler.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestKey{}, &req)))
 }
 

@@ -18,6 +18,14 @@ import (
 // newTestProxy fronts upstream with a proxy that owns everything.
 func newTestProxy(t *testing.T, upstream *httptest.Server) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(newOwningProxy(t, upstream))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newOwningProxy builds a proxy of upstream that owns everything, for tests that call it directly.
+func newOwningProxy(t *testing.T, upstream *httptest.Server) *Proxy {
+	t.Helper()
 	store, err := config.NewStore("")
 	if err != nil {
 		t.Fatal(err)
@@ -29,9 +37,7 @@ func newTestProxy(t *testing.T, upstream *httptest.Server) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return srv
+	return p
 }
 
 // exec, attach and port-forward are connection upgrades: the proxy hands the raw connection through, both ways,
