@@ -34,6 +34,7 @@ type options struct {
 	upstreamKubeconfig string
 	tlsCertFile        string
 	tlsKeyFile         string
+	tlsSelfSigned      bool
 	configFile         string
 	stateDir           string
 
@@ -52,8 +53,9 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1:5443", "Loopback address the operator's API traffic is sent to.")
 	fs.StringVar(&o.probeAddress, "probe-address", "127.0.0.1:5444", "Address of /metrics, /healthz and /readyz (ready once a shard configuration is loaded).")
 	fs.StringVar(&o.upstreamKubeconfig, "upstream-kubeconfig", "", "Kubeconfig naming the real API server and its CA (its credentials are never used for proxied requests); empty means in-cluster.")
-	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP on loopback when empty).")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP on loopback when empty, unless --tls-self-signed).")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "Private key of --tls-cert-file.")
+	fs.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "Serve TLS with a certificate for 127.0.0.1 generated at start, for clients in the pod that skip verification (client-go sends a kubeconfig's credentials only over TLS).")
 	fs.StringVar(&o.configFile, "config", "", "Standalone configuration file (ownership and traffic policy), re-read when it changes.")
 	fs.StringVar(&o.stateDir, "state-dir", "", "Directory where the last good configuration is kept across restarts.")
 	fs.StringVar(&o.xdsAddress, "xds-address", "", "The manager's xDS address (host:port); the configuration then comes from the manager.")
@@ -77,6 +79,9 @@ func (o *options) Validate() error {
 	}
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
+	if o.tlsSelfSigned && o.tlsCertFile != "" {
+		errs = append(errs, errors.New("--tls-self-signed and --tls-cert-file exclude each other"))
 	}
 	if (o.configFile == "") == (o.xdsAddress == "") {
 		errs = append(errs, errors.New("exactly one of --config and --xds-address is needed"))
@@ -157,6 +162,11 @@ func (o *options) Run(ctx context.Context) error {
 		return serve(ctx, &http.Server{Addr: o.probeAddress, Handler: probes, ReadHeaderTimeout: 10 * time.Second}, "", "")
 	})
 	srv := &http.Server{Addr: o.listenAddress, Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	if o.tlsSelfSigned {
+		if srv.TLSConfig, err = selfSignedTLS(); err != nil {
+			return err
+		}
+	}
 	log.Info("proxying", "listen", o.listenAddress, "upstream", upstream.Host)
 	g.Go(func() error { return serve(ctx, srv, o.tlsCertFile, o.tlsKeyFile) })
 	return g.Wait()
@@ -189,7 +199,7 @@ func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) erro
 		_ = srv.Shutdown(shutdown)
 	}()
 	var err error
-	if certFile != "" {
+	if certFile != "" || srv.TLSConfig != nil {
 		err = srv.ListenAndServeTLS(certFile, keyFile)
 	} else {
 		err = srv.ListenAndServe()

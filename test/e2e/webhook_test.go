@@ -296,7 +296,7 @@ func TestInjectionWebhook(t *testing.T) {
 			t.Errorf("container %s: KUBECONFIG %v, config mount %v; want %v", ctr.Name, hasEnv, hasMount, want)
 		}
 	}
-	if !strings.Contains(injected.Annotations[inject.KubeconfigAnnotation], "http://127.0.0.1:5443") {
+	if !strings.Contains(injected.Annotations[inject.KubeconfigAnnotation], "https://127.0.0.1:5443") {
 		t.Errorf("kubeconfig annotation %q", injected.Annotations[inject.KubeconfigAnnotation])
 	}
 

@@ -152,6 +152,7 @@ func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways), // a native sidecar
 		Args: []string{
 			"--listen-address=127.0.0.1:" + strconv.Itoa(int(opts.ListenPort)),
+			"--tls-self-signed", // see Kubeconfig
 			"--probe-address=:" + strconv.Itoa(int(opts.ProbePort)),
 			"--xds-address=" + opts.XDSAddress,
 			"--xds-ca-file=" + xdsCAPath,

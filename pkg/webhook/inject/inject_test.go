@@ -3,6 +3,8 @@ package inject
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -116,14 +118,28 @@ func checkProxy(t *testing.T, pod *corev1.Pod) {
 		t.Fatalf("kubeconfig annotation: %v", err)
 	}
 	ctx := cfg.Contexts[cfg.CurrentContext]
-	if s := cfg.Clusters[ctx.Cluster].Server; s != "http://127.0.0.1:5443" {
-		t.Errorf("kubeconfig server %q", s)
+	if s := cfg.Clusters[ctx.Cluster].Server; s != "https://127.0.0.1:5443" || !slices.Contains(p.Args, "--tls-self-signed") {
+		t.Errorf("kubeconfig server %q, proxy args %q: want TLS on loopback", s, p.Args)
 	}
 	if f := cfg.AuthInfos[ctx.AuthInfo].TokenFile; f != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
 		t.Errorf("kubeconfig token file %q", f)
 	}
 	if ctx.Namespace != pod.Namespace {
 		t.Errorf("kubeconfig namespace %q, want %q", ctx.Namespace, pod.Namespace)
+	}
+	// What a client makes of it (with the token somewhere it can read): client-go drops a kubeconfig's
+	// credentials unless the server speaks TLS.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("pod-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.AuthInfos[ctx.AuthInfo].TokenFile = tokenFile
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.BearerToken != "pod-token" {
+		t.Error("a client of the kubeconfig sends no token")
 	}
 	if pod.Annotations[XDSCAAnnotation] != "-----CA-----" {
 		t.Errorf("xDS CA annotation %q", pod.Annotations[XDSCAAnnotation])
