@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -128,7 +129,7 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		}
 	}
 	// The proxies refuse everything until the manager has configured them: start the federators after that.
-	if err := r.waitConfigured(ctx, sc); err != nil {
+	if err := WaitConfigured(ctx, opts.Client, sc, opts.Shards); err != nil {
 		return r, err
 	}
 	for i := range opts.Shards {
@@ -144,15 +145,16 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 	return r, nil
 }
 
-// waitConfigured waits until the ShardingConfig is Ready with every proxy acknowledging it.
-func (r *Run) waitConfigured(ctx context.Context, sc *meshv1alpha1.ShardingConfig) error {
+// WaitConfigured waits until the ShardingConfig is Ready with proxies proxies acknowledging it, and leaves its
+// latest state in sc.
+func WaitConfigured(ctx context.Context, c client.Reader, sc *meshv1alpha1.ShardingConfig, proxies int) error {
 	var last string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if err := r.opts.Client.Get(ctx, client.ObjectKeyFromObject(sc), sc); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sc), sc); err != nil {
 			return err
 		}
 		ready := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
-		if ready != nil && ready.Status == metav1.ConditionTrue && int(sc.Status.ReadyProxies) == r.opts.Shards {
+		if ready != nil && ready.Status == metav1.ConditionTrue && int(sc.Status.ReadyProxies) == proxies {
 			return nil
 		}
 		last = fmt.Sprintf("ready proxies %d, condition %+v", sc.Status.ReadyProxies, ready)
@@ -172,7 +174,7 @@ func (r *Run) startManager(xds string) error {
 		return err
 	}
 	r.procs = append(r.procs, p)
-	return waitReady(p, "http://"+probes+"/readyz")
+	return WaitReady(p, "http://"+probes+"/readyz")
 }
 
 // startProxy makes shard i's pod (an API object: its identity, the manager's view of the shard) and runs its
@@ -188,14 +190,12 @@ func (r *Run) startProxy(ctx context.Context, i int, xds string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(names.SystemNamespace).CreateToken(ctx, Name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
-	}, metav1.CreateOptions{})
+	token, err := BoundToken(ctx, cs, pod, nil, 0)
 	if err != nil {
 		return "", err
 	}
 	tokenFile := filepath.Join(r.dir, pod.Name+".token")
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return "", err
 	}
 	addr, err := freeAddr()
@@ -222,10 +222,30 @@ func (r *Run) startProxy(ctx context.Context, i int, xds string) (string, error)
 		return "", err
 	}
 	r.procs = append(r.procs, p)
-	if err := waitReady(p, "http://"+probes+"/readyz"); err != nil {
+	if err := WaitReady(p, "http://"+probes+"/readyz"); err != nil {
 		return "", err
 	}
 	r.Proxies = append(r.Proxies, addr)
+	return token, nil
+}
+
+// BoundToken is a token of pod's service account bound to pod, as the kubelet projects it into the pod (for
+// audiences, or the API server's when empty; expiring after seconds, or the API server's default when 0): the
+// token a proxy proves its pod with to the manager, and the one the pod's containers authenticate with.
+func BoundToken(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, audiences []string, seconds int64) (string, error) {
+	spec := authenticationv1.TokenRequestSpec{Audiences: audiences,
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}
+	if seconds > 0 {
+		spec.ExpirationSeconds = &seconds
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token bound to pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	return tr.Status.Token, nil
 }
 
@@ -242,17 +262,22 @@ func (r *Run) startFederator(name, kubeconfig string, extra []string) error {
 		return err
 	}
 	r.procs = append(r.procs, p)
-	return waitReady(p, "http://"+probes+"/readyz")
+	return WaitReady(p, "http://"+probes+"/readyz")
 }
 
 func (r *Run) writeKubeconfig(name, server, token string, ca []byte) (string, error) {
 	path := filepath.Join(r.dir, name+".kubeconfig")
+	return path, WriteKubeconfig(path, server, token, ca)
+}
+
+// WriteKubeconfig writes a kubeconfig to path: server, verified with the PEM bundle ca, and a bearer token.
+func WriteKubeconfig(path, server, token string, ca []byte) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	cfg.CurrentContext = "c"
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // ProxyConfig is cfg (credentials) pointed at shard i's proxy.
@@ -296,7 +321,8 @@ func (r *Run) Stop() {
 	}
 }
 
-func waitReady(p *cluster.Process, url string) error {
+// WaitReady waits until url answers 200, and fails early with the end of p's log if p exits first.
+func WaitReady(p *cluster.Process, url string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if done, err := p.Exited(); done {
