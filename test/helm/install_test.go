@@ -4,8 +4,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,8 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
@@ -31,8 +27,11 @@ import (
 )
 
 // TestInstallUpgradeUninstall installs the chart into a real host (controllers and a fake node, so the manager's
-// pods run), checks what it created, runs the manager and federator built from this repo under the chart's own
-// service accounts, changes the shard count with an upgrade and uninstalls.
+// pods run), checks what it created, and runs the sharded path the chart deploys with the binaries of this repo:
+// the manager under the chart's service account serves the injection webhook, the StatefulSet's federator pods are
+// admitted with the proxy injected, and each pod's proxy and federator run from the pod's own containers — the
+// proxy configured over xDS with the pod's bound token, the federator reaching the host and the member only
+// through it — until a ConfigMap is propagated. Then it changes the shard count with an upgrade and uninstalls.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	ctx := t.Context()
 	bins := t.TempDir()
@@ -101,7 +100,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	verifyCert(t, validating.Webhooks[0].ClientConfig.CABundle, certs.Data["federator.crt"], "fedmesh-federator.fedmesh-system.svc")
 
 	// The manager's pod runs (on the fake node). The federator's pods ask for injection, so the API server calls
-	// the manager's webhook, which no real pod serves here: the refusal proves the registration is live.
+	// the manager's webhook, which no real pod serves here: the refusal proves the registration is live, and that
+	// no federator pod starts without its proxy.
 	poll(t, "manager Deployment available", func() (bool, string) {
 		var d appsv1.Deployment
 		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-manager"}, &d); err != nil {
@@ -123,29 +123,46 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	})
 
 	t.Log("installed: objects, CRDs, webhooks, manager pod")
-	// The binaries of this repo, as local processes with the chart's identities.
+	// The binaries of this repo, as local processes, run as the chart's pods would run them (see localpod_test.go).
 	if err := <-built; err != nil {
 		t.Fatal(err)
 	}
-	// They run with the flags the chart gives its containers, certificates from the chart's Secret at the path
-	// the pods mount them, and only what a local process must change appended (later flags win): the ports, the
-	// credentials, and the federator reaching the host directly instead of through an injected proxy.
 	run := t.TempDir()
-	managerArgs, federatorArgs := chartArgs(t, manifest, run, certs.Data)
-	startAs(t, host, run, filepath.Join(bins, "manager"), "fedmesh-manager", append(managerArgs,
-		"--xds-bind-address="+freeAddr(t), "--webhook-port="+port(t))...)
-	startAs(t, host, run, filepath.Join(bins, "federator"), "fedmesh-federator", append(federatorArgs,
-		"--webhook-port="+port(t), "--member-through-proxy=false")...)
-	waitObserved(t, c, 2)
-	t.Log("manager and federator run with the chart's flags and RBAC")
+	m := startManager(t, c, host, run, filepath.Join(bins, "manager"), manifest)
+	waitRegistered(t, c, m, manifest)
+	t.Log("the manager runs with the chart's flags and RBAC and serves the injection webhook")
+
+	// The federator's pods: created by the StatefulSet controller, admitted by our webhook with the proxy injected.
+	var sc meshv1alpha1.ShardingConfig
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-federator"}, &sc); err != nil {
+		t.Fatal(err)
+	}
+	pods := injectedPods(t, c, "fedmesh-federator-r0", int(sc.Spec.Shards))
+	for _, pod := range pods {
+		checkInjected(t, pod, m, sc.Name)
+	}
+	// Each pod's proxy and federator, from the pod's own containers; the federator reaches the host and (as the
+	// chart sets --member-through-proxy) the member clusters only through its proxy.
+	shards := make([]*shardPod, len(pods))
+	for i, pod := range pods {
+		shards[i] = startProxy(t, c, host, pod, run, filepath.Join(bins, "proxy"), m.XDS)
+	}
+	checkConfigured(t, c, sc.Name, shards)
+	for _, sp := range shards {
+		startFederator(t, c, host, sp, run, filepath.Join(bins, "federator"))
+	}
+	checkLeaders(t, c, sc.Name, shards)
+	t.Log("injected proxies configured over xDS with their pods' tokens; a leader per shard")
 
 	f := &fedtest.Federation{Federation: cf, Host: c, Scheme: scheme}
 	if err := f.Register(ctx, cf.Members[0], fedtest.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	propagateConfigMap(t, c, cf.Members[0])
-	t.Log("ConfigMap propagated by the federator under the chart's identity")
+	checkFence(t, shards, "shop", "settings")
+	t.Log("ConfigMap propagated by the sharded federator through its proxy; the other shard's proxy fences the namespace")
 
+	restoreRegistration(t, c, manifest)
 	// Upgrade: four shards. The ShardingConfig and the StatefulSet follow; the certificates are kept.
 	helm("upgrade", "fedmesh", ChartDir(), "--reuse-values", "--set", "federator.shards=4")
 	waitObserved(t, c, 4)
@@ -232,8 +249,7 @@ func waitObserved(t *testing.T, c client.Client, shards int32) {
 	})
 }
 
-// startAs runs bin with a kubeconfig holding a token of the chart's service account sa, and waits for its
-// readiness probe; its log is printed if the test fails.
+// startAs runs bin with a kubeconfig holding a token of the chart's service account sa straight to the host.
 func startAs(t *testing.T, host *cluster.Cluster, dir, bin, sa string, args ...string) {
 	t.Helper()
 	tr, err := host.Clientset().CoreV1().ServiceAccounts(Namespace).CreateToken(t.Context(), sa,
@@ -241,79 +257,36 @@ func startAs(t *testing.T, host *cluster.Cluster, dir, bin, sa string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: host.Host(), CertificateAuthorityData: host.CAData()}
-	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	cfg.CurrentContext = "c"
 	kubeconfig := filepath.Join(dir, sa+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+	if err := fedrun.WriteKubeconfig(kubeconfig, host.Host(), tr.Status.Token, host.CAData()); err != nil {
 		t.Fatal(err)
 	}
+	start(t, dir, bin, sa, append(args, "--kubeconfig="+kubeconfig)...)
+}
+
+// start runs a controller binary (the manager, the federator) with its probes on a free port and no metrics, and
+// waits for its readiness probe.
+func start(t *testing.T, dir, bin, name string, args ...string) {
+	t.Helper()
 	probes := freeAddr(t)
-	p, err := cluster.StartProcess(sa, dir, bin, append(args, "--kubeconfig", kubeconfig,
-		"--health-probe-bind-address", probes, "--metrics-bind-address", "0")...)
+	p, err := cluster.StartProcess(name, dir, bin, append(args, "--health-probe-bind-address="+probes, "--metrics-bind-address=0")...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanup(t, name, p)
+	if err := fedrun.WaitReady(p, "http://"+probes+"/readyz"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cleanup stops p when the test ends, and prints its log if the test failed.
+func cleanup(t *testing.T, name string, p *cluster.Process) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s log:\n%s", sa, p.Tail(60))
+			t.Logf("%s log:\n%s", name, p.Tail(60))
 		}
 		p.Stop(5 * time.Second)
 	})
-	poll(t, sa+" ready", func() (bool, string) {
-		if done, err := p.Exited(); done {
-			t.Fatalf("%s exited: %v\n%s", sa, err, p.Tail(40))
-		}
-		resp, err := http.Get("http://" + probes + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-}
-
-// chartArgs are the arguments of the manager's and the federator's containers in manifest, with the certificate
-// directory moved under dir and filled from the chart's certificate Secret data, as the pods' volumes would be.
-func chartArgs(t *testing.T, manifest, dir string, certs map[string][]byte) (manager, federator []string) {
-	t.Helper()
-	const mounted = "/etc/fedmesh/certs"
-	for _, u := range decode(t, manifest) {
-		var spec corev1.PodSpec
-		switch u.GetKind() {
-		case "Deployment":
-			spec = into[appsv1.Deployment](t, u).Spec.Template.Spec
-		case "StatefulSet":
-			spec = into[appsv1.StatefulSet](t, u).Spec.Template.Spec
-		default:
-			continue
-		}
-		component := strings.TrimPrefix(spec.ServiceAccountName, "fedmesh-")
-		certDir := filepath.Join(dir, component+"-certs")
-		if err := os.MkdirAll(certDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for file, key := range map[string]string{"ca.crt": "ca.crt", "tls.crt": component + ".crt", "tls.key": component + ".key"} {
-			if err := os.WriteFile(filepath.Join(certDir, file), certs[key], 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var args []string
-		for _, a := range spec.Containers[0].Args {
-			args = append(args, strings.ReplaceAll(a, mounted, certDir))
-		}
-		if component == "manager" {
-			manager = args
-		} else {
-			federator = args
-		}
-	}
-	if manager == nil || federator == nil {
-		t.Fatal("the release has no manager Deployment or federator StatefulSet")
-	}
-	return manager, federator
 }
 
 // kubectlGet lists which objects of manifest exist in host.
