@@ -96,7 +96,8 @@ func (o *webhookOptions) clientConfig(path string) (admissionregistrationv1.Webh
 	}, nil
 }
 
-// setup registers the webhooks, the label-mode controller, and the injection registration.
+// setup registers the webhooks, the label-mode controller, and the injection registration with the controller that
+// replaces pods admitted before it.
 func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 	if !o.enabled() {
 		ctrl.Log.Info("admission webhooks off (no --webhook-cert-dir): label mode relies on the proxies' own stamping, no sidecar injection")
@@ -132,6 +133,11 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSCA: xdsCA, XDSAudience: o.proxyTokenA,
 	}}})
 	injectConfig, err := o.clientConfig(inject.Path)
+	if err != nil {
+		return err
+	}
+	err = (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
+		Recorder: mgr.GetEventRecorder("fedmesh-manager")}).SetupWithManager(mgr)
 	if err != nil {
 		return err
 	}
