@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +128,9 @@ func TestRenderedObjects(t *testing.T) {
 			pod.Annotations[inject.ShardingConfigAnnotation] != Namespace+"/"+sc.Name ||
 			pod.Annotations[inject.ContainersAnnotation] != pod.Spec.Containers[0].Name {
 			t.Errorf("%s: pod template does not ask for injection: labels %v annotations %v", s.Name, pod.Labels, pod.Annotations)
+		}
+		if !slices.Contains(pod.Spec.Containers[0].Args, "--kubeconfig="+inject.KubeconfigPath) {
+			t.Errorf("%s: the federator does not insist on the proxy's kubeconfig: %q", s.Name, pod.Spec.Containers[0].Args)
 		}
 		if sc.Spec.ShardOrdinalLabel != inject.DefaultOrdinalLabel {
 			t.Errorf("shard ordinal label %q, want the StatefulSet's %q", sc.Spec.ShardOrdinalLabel, inject.DefaultOrdinalLabel)
