@@ -127,18 +127,28 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := <-built; err != nil {
 		t.Fatal(err)
 	}
+	var sc meshv1alpha1.ShardingConfig
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-federator"}, &sc); err != nil {
+		t.Fatal(err)
+	}
+	// Helm creates a chart's webhook configurations after its workloads, so on install the StatefulSet controller
+	// may create federator pods before the injection webhook exists. Open that window on purpose: without the
+	// registration the pods are admitted without the proxy (their federator, pointed at the proxy's kubeconfig by
+	// the chart, cannot start); the manager must replace them.
+	deleteRegistration(t, c)
+	holes := statefulSetPods(t, c, "fedmesh-federator-r0", int(sc.Spec.Shards), false)
 	run := t.TempDir()
 	m := startManager(t, c, host, run, filepath.Join(bins, "manager"), manifest)
 	waitRegistered(t, c, m, manifest)
 	t.Log("the manager runs with the chart's flags and RBAC and serves the injection webhook")
 
-	// The federator's pods: created by the StatefulSet controller, admitted by our webhook with the proxy injected.
-	var sc meshv1alpha1.ShardingConfig
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "fedmesh-federator"}, &sc); err != nil {
-		t.Fatal(err)
-	}
-	pods := injectedPods(t, c, "fedmesh-federator-r0", int(sc.Spec.Shards))
-	for _, pod := range pods {
+	// The federator's pods: replaced by the manager, created again by the StatefulSet controller and admitted by
+	// our webhook with the proxy injected.
+	pods := statefulSetPods(t, c, "fedmesh-federator-r0", int(sc.Spec.Shards), true)
+	for i, pod := range pods {
+		if pod.UID == holes[i].UID {
+			t.Errorf("pod %s was injected in place: a pod's containers cannot change", pod.Name)
+		}
 		checkInjected(t, pod, m, sc.Name)
 	}
 	// Each pod's proxy and federator, from the pod's own containers; the federator reaches the host and (as the

@@ -121,9 +121,19 @@ func releaseInjection(t *testing.T, manifest string) *admissionregistrationv1.Mu
 	return nil
 }
 
+// deleteRegistration deletes the chart's injection registration.
+func deleteRegistration(t *testing.T, c client.Client) {
+	t.Helper()
+	reg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "fedmesh-proxy-injection"}}
+	if err := c.Delete(t.Context(), reg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // restoreRegistration puts the chart's client config back into the injection registration, as the in-cluster
 // manager (run with --webhook-service) keeps it. Helm's three-way merge on upgrade would add the chart's Service
-// beside the URL the local manager registered, which the API server refuses (a webhook has a URL or a Service).
+// beside the URL the local manager registered, which the API server refuses (a webhook has a URL or a Service);
+// the labels and annotations the registration lost with deleteRegistration, the upgrade puts back.
 func restoreRegistration(t *testing.T, c client.Client, manifest string) {
 	t.Helper()
 	var live admissionregistrationv1.MutatingWebhookConfiguration
@@ -136,17 +146,17 @@ func restoreRegistration(t *testing.T, c client.Client, manifest string) {
 	}
 }
 
-// injectedPods waits for the pods of StatefulSet sts, which the webhook now admits, and returns them by ordinal.
-func injectedPods(t *testing.T, c client.Client, sts string, replicas int) []*corev1.Pod {
+// statefulSetPods waits until the pods of StatefulSet sts all exist and are injected (or all not), and returns
+// them by ordinal.
+func statefulSetPods(t *testing.T, c client.Client, sts string, replicas int, injected bool) []*corev1.Pod {
 	t.Helper()
 	ctx := t.Context()
 	// The StatefulSet controller backs off longer after each refused create; a change to the StatefulSet
-	// requeues it at once. Nudge it once a second until the pods exist: the API server may still have called
-	// the old registration once after the manager replaced it.
+	// requeues it at once. Nudge it once a second until the pods are there.
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: sts}}
 	var nudged time.Time
 	pods := make([]*corev1.Pod, replicas)
-	poll(t, fmt.Sprintf("%d pods of %s created", replicas, sts), func() (bool, string) {
+	poll(t, fmt.Sprintf("%d pods of %s, injected %v", replicas, sts, injected), func() (bool, string) {
 		if time.Since(nudged) > time.Second {
 			nudged = time.Now()
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{"fedmesh.test/nudged":%q}}}`, nudged.Format(time.RFC3339Nano))
@@ -158,6 +168,9 @@ func injectedPods(t *testing.T, c client.Client, sts string, replicas int) []*co
 			pod := &corev1.Pod{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: fmt.Sprintf("%s-%d", sts, i)}, pod); err != nil {
 				return false, err.Error()
+			}
+			if inject.Injected(pod) != injected || pod.DeletionTimestamp != nil {
+				return false, fmt.Sprintf("pod %s: injected %v, deleting %v", pod.Name, inject.Injected(pod), pod.DeletionTimestamp != nil)
 			}
 			pods[i] = pod
 		}
@@ -264,8 +277,8 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 }
 
 // startFederator runs the federator container of sp's pod with the chart's args and the kubeconfig the injector
-// pointed it at (KUBECONFIG, given as --kubeconfig: a local process inherits the test's environment), with the
-// pod's loopback port moved to the local proxy's and the token file to the local copy of the pod's token.
+// pointed it at (KUBECONFIG, which the chart also names with --kubeconfig) with the pod's loopback port moved to
+// the local proxy's and the token file to the local copy of the pod's token.
 func startFederator(t *testing.T, c client.Client, host *cluster.Cluster, sp *shardPod, dir, bin string) {
 	t.Helper()
 	dir = filepath.Join(dir, sp.pod.Name)
