@@ -171,6 +171,19 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return c.runAPIServer(ctx)
 }
 
+// PID is the process ID of the running component name (etcd, kube-apiserver, kube-controller-manager, ...),
+// for benchmarks that read its CPU and memory use; 0 when it does not run.
+func (c *Cluster) PID(name string) int {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if p := c.procs[i]; p.name == name {
+			if done, _ := p.Exited(); !done {
+				return p.PID()
+			}
+		}
+	}
+	return 0
+}
+
 // Config is an admin (system:masters) client configuration for the API server.
 func (c *Cluster) Config() *rest.Config {
 	return &rest.Config{

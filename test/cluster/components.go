@@ -22,16 +22,16 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.start("kube-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+c.kubeconfig,
-		"--authentication-kubeconfig="+c.kubeconfig, "--authorization-kubeconfig="+c.kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(c.dir, "kcm-certs"),
+	args := []string{"--kubeconfig=" + c.kubeconfig,
+		"--authentication-kubeconfig=" + c.kubeconfig, "--authorization-kubeconfig=" + c.kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(c.dir, "kcm-certs"),
 		"--leader-elect=false",
-		"--service-account-private-key-file="+c.creds.saKey,
-		"--root-ca-file="+c.creds.servingCert,
+		"--service-account-private-key-file=" + c.creds.saKey,
+		"--root-ca-file=" + c.creds.servingCert,
 		"--controllers=*",
-		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10")
+		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10"}
+	p, err := c.start("kube-controller-manager", "kube-controller-manager", append(args, c.opts.ControllerManagerFlags...)...)
 	if err != nil {
 		return err
 	}

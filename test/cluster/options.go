@@ -24,6 +24,10 @@ type Options struct {
 	FakeNodes int
 	// APIServerFlags are appended to kube-apiserver's command line.
 	APIServerFlags []string
+	// ControllerManagerFlags are appended to kube-controller-manager's command line (a later flag wins, so
+	// they may override the defaults: a benchmark raises --kube-api-qps so the members' controllers do not
+	// bound what it measures).
+	ControllerManagerFlags []string
 	// StartTimeout bounds how long Start waits for every component to be ready; defaults to 90s.
 	StartTimeout time.Duration
 }
