@@ -29,6 +29,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
+	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
 )
 
@@ -40,6 +41,8 @@ type options struct {
 	memberBurst        int
 	webhookCertDir     string
 	webhookPort        int
+	workers            int
+	statusCoalesce     time.Duration
 }
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
@@ -51,6 +54,10 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.memberBurst, "member-burst", 100, "Burst of queries to each member cluster.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the admission webhook that validates ResourceInterpreterCustomizations; empty serves no webhook.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook.")
+	fs.IntVar(&o.workers, "concurrent-reconciles", 8,
+		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
+	fs.DurationVar(&o.statusCoalesce, "status-coalesce-window", 250*time.Millisecond,
+		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. 0 writes every change.")
 }
 
 func (o *options) Validate() error {
@@ -58,14 +65,23 @@ func (o *options) Validate() error {
 	if o.probeInterval <= 0 {
 		errs = append(errs, errors.New("--cluster-probe-interval must be positive"))
 	}
+	if o.statusCoalesce < 0 {
+		errs = append(errs, errors.New("--status-coalesce-window must not be negative"))
+	}
+	if o.workers <= 0 {
+		errs = append(errs, errors.New("--concurrent-reconciles must be positive"))
+	}
 	if o.memberQPS <= 0 || o.memberBurst <= 0 {
 		errs = append(errs, errors.New("--member-qps and --member-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }
 
-// customize serves the admission webhook when it has certificates.
+// customize sets the stages' concurrency and serves the admission webhook when it has certificates.
 func (o *options) customize(opts *ctrl.Options) {
+	// A stage waits on the API servers far more than it computes: one worker per stage would leave the
+	// federator idle while a single template's writes are in flight.
+	opts.Controller.MaxConcurrentReconciles = o.workers
 	if o.webhookCertDir != "" {
 		opts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{CertDir: o.webhookCertDir, Port: o.webhookPort})
 	}
@@ -89,20 +105,25 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// One informer per selected template kind, run for the detector and read by the binding and status stages.
+	tpls := templates.New(dyn, mgr.GetAPIReader())
+	if err := mgr.Add(tpls); err != nil {
+		return err
+	}
 	recorder := mgr.GetEventRecorder("fedmesh-federator")
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
 		&cluster.Reconciler{Client: mgr.GetClient(), Members: members, Recorder: recorder,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
-		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
+		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder},
-		// Templates and their dependencies are read directly: caching every kind a policy may select (Secrets
+		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.
-		&binding.Reconciler{Client: mgr.GetClient(), Templates: mgr.GetAPIReader(), Interpreter: chain, Recorder: recorder},
+		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Recorder: recorder, Coalesce: o.statusCoalesce},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Recorder: recorder},
-		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain},
-		&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Discovery: disc},
+		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, Coalesce: o.statusCoalesce},
+		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Discovery: disc, Coalesce: o.statusCoalesce},
 	}
 	for _, c := range controllers {
 		if err := c.SetupWithManager(mgr); err != nil {

@@ -19,7 +19,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
@@ -191,4 +193,24 @@ func StartManager(t testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return mgr
+}
+
+// ReleaseFinalizer is a setup for StartManager that stands in for the stage owning finalizer, in a test that
+// runs another stage alone: it removes finalizer from every object of obj's type being deleted. (A stage creates
+// objects with the next stage's finalizer already on.)
+func ReleaseFinalizer(obj client.Object, finalizer string) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		c := mgr.GetClient()
+		return ctrl.NewControllerManagedBy(mgr).Named("release-" + finalizer).For(obj).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				cur := obj.DeepCopyObject().(client.Object)
+				if err := c.Get(ctx, req.NamespacedName, cur); err != nil {
+					return reconcile.Result{}, client.IgnoreNotFound(err)
+				}
+				if cur.GetDeletionTimestamp().IsZero() || !controllerutil.RemoveFinalizer(cur, finalizer) {
+					return reconcile.Result{}, nil
+				}
+				return reconcile.Result{}, client.IgnoreNotFound(c.Update(ctx, cur))
+			}))
+	}
 }

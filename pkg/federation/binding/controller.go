@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,8 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
 )
@@ -40,16 +41,19 @@ type EventRecorder interface {
 type Reconciler struct {
 	// Client reads and writes bindings, Works, override policies and Clusters.
 	Client client.Client
-	// Templates reads templates and their dependencies as unstructured objects; nil means Client. (The manager's
-	// client reads unstructured objects from the API server, not a cache, unless told otherwise.)
+	// Templates reads templates and their dependencies as unstructured objects: the federator passes the
+	// detector's template cache, which reads what it does not cache from the API server. Nil means Client.
 	Templates client.Reader
 	// Interpreter revises replicas and finds dependencies; the lead passes the full chain.
 	Interpreter Interpreter
 	// Recorder records events on bindings; nil records none.
 	Recorder EventRecorder
+	// Coalesce is how long the changes of a binding's Works (applied, observed) are gathered before the binding
+	// is looked at again; 0 looks at every change.
+	Coalesce time.Duration
 }
 
-// SetupWithManager watches bindings, the Works they own, the override policies (a change re-renders the bindings
+// SetupWithManager watches bindings, their Works, the override policies (a change re-renders the bindings
 // it may select, before and after the change) and the Clusters' labels and spec (override rules target by them).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Templates == nil {
@@ -58,7 +62,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
 		For(&workv1alpha1.ResourceBinding{}).
-		Owns(&workv1alpha1.Work{}).
+		// Each Work is applied and observed one after another: gathered, their changes restate FullyApplied once.
+		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfCluster),
@@ -170,6 +175,9 @@ func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding,
 		if err := controllerutil.SetControllerReference(b, desired, r.Client.Scheme()); err != nil {
 			return nil, false, err
 		}
+		// Born with the execution stage's finalizer, which that stage would otherwise add in a write of its own
+		// before it applies the Work.
+		controllerutil.AddFinalizer(desired, names.ExecutionFinalizer)
 		if err := r.Client.Create(ctx, desired); err != nil {
 			return nil, false, err
 		}
@@ -276,25 +284,21 @@ func (r *Reconciler) policies(ctx context.Context, namespace string) (override.P
 	return ps, nil
 }
 
-// setFullyApplied writes the binding's FullyApplied condition when it changed, on the latest binding, leaving the
-// rest of the status to its other writers. A change to a failure is also an event.
+// setFullyApplied writes the binding's FullyApplied condition when it changed, leaving the rest of the status
+// to its other writers. A change to a failure is also an event.
 func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.ResourceBinding, o outcome) error {
-	cond := fullyApplied(b, o)
-	changed := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur workv1alpha1.ResourceBinding
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), &cur); err != nil {
-			return err
-		}
-		if changed = meta.SetStatusCondition(&cur.Status.Conditions, cond); !changed {
-			return nil
-		}
-		return r.Client.Status().Update(ctx, &cur)
-	})
-	if err != nil {
-		return client.IgnoreNotFound(err)
+	if len(b.Spec.Clusters) == 0 && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
+		return nil // a binding the scheduler has not looked at yet: its Scheduled condition will say more
 	}
-	if changed && cond.Status != metav1.ConditionTrue && cond.Reason != ReasonNotFullyApplied {
+	cond, changed := applystatus.Condition(b.Status.Conditions, fullyApplied(b, o))
+	if !changed {
+		return nil
+	}
+	if err := applystatus.Apply(ctx, r.Client, b, names.BindingFieldManager,
+		&workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
+		return err
+	}
+	if cond.Status != metav1.ConditionTrue && cond.Reason != ReasonNotFullyApplied {
 		r.event(b, corev1.EventTypeWarning, cond.Reason, "Render", "%s", cond.Message)
 	}
 	return nil

@@ -46,6 +46,7 @@ func TestBindingController(t *testing.T) {
 		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: mgr.GetEventRecorder("fedmesh-binding")}
 		return r.SetupWithManager(mgr)
 	})
+	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf"}, Data: map[string]string{"k": "v"}}))

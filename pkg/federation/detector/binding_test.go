@@ -91,24 +91,6 @@ func deploymentAt(resourceVersion string) *unstructured.Unstructured {
 	return d
 }
 
-func TestSpecOrMetaChanged(t *testing.T) {
-	old := deploymentAt("1")
-	_ = unstructured.SetNestedField(old.Object, int64(3), "spec", "replicas")
-	statusOnly := old.DeepCopy()
-	statusOnly.SetResourceVersion("2")
-	_ = unstructured.SetNestedField(statusOnly.Object, int64(3), "status", "readyReplicas")
-	if specOrMetaChanged(old, statusOnly) {
-		t.Error("a status write counts as a change")
-	}
-	scaled := old.DeepCopy()
-	_ = unstructured.SetNestedField(scaled.Object, int64(5), "spec", "replicas")
-	relabelled := old.DeepCopy()
-	relabelled.SetLabels(map[string]string{"x": "y"})
-	if !specOrMetaChanged(old, scaled) || !specOrMetaChanged(old, relabelled) {
-		t.Error("a spec or label change is missed")
-	}
-}
-
 func TestHeldBack(t *testing.T) {
 	lazy := func(s *policyv1alpha1.PropagationSpec) { s.ActivationPreference = policyv1alpha1.LazyActivation }
 	built := DesiredSpec(deploymentAt("7"), pp("a", "p", byName("web")), 1, nil)

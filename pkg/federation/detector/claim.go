@@ -13,14 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
-
-var metav1GetOptions = metav1.GetOptions{}
 
 // claimLabels are the claim labels for p: p's label names it and the other is removed (a nil value).
 func claimLabels(p Policy) map[string]any {
@@ -70,7 +70,7 @@ func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured
 		logf.FromContext(ctx).Info("released: no policy selects it")
 		r.Recorder.Eventf(out, nil, corev1.EventTypeNormal, ReasonReleased, ReasonReleased, "no policy selects it any more")
 	}
-	return r.deleteBinding(ctx, keyOf(obj), true)
+	return r.deleteBinding(ctx, templates.KeyOf(obj), true)
 }
 
 func (r *Reconciler) patchLabels(ctx context.Context, obj *unstructured.Unstructured, labels map[string]any) (*unstructured.Unstructured, error) {
@@ -78,7 +78,7 @@ func (r *Reconciler) patchLabels(ctx context.Context, obj *unstructured.Unstruct
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.resource(keyOf(obj))
+	res, err := r.resource(templates.KeyOf(obj))
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +106,11 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 			b.SetName(key.Name)
 			setBindingMeta(b, obj, p)
 			SetDesired(bindingSpec(b), desired)
+			if _, ok := b.(*workv1alpha1.ResourceBinding); ok {
+				// Born with the binding stage's finalizer, which that stage would otherwise add in a write of
+				// its own before its first Work.
+				controllerutil.AddFinalizer(b, names.BindingFinalizer)
+			}
 			if err := r.Client.Create(ctx, b); err != nil {
 				return err
 			}
@@ -148,7 +153,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 
 // deleteBinding deletes the binding of the template key names, if it has one. With preserve, the binding is first
 // told to leave the propagated copies in the members.
-func (r *Reconciler) deleteBinding(ctx context.Context, key templateKey, preserve bool) error {
+func (r *Reconciler) deleteBinding(ctx context.Context, key templates.Key, preserve bool) error {
 	bkey := bindingKey(key.GVK.Kind, key.Namespace, key.Name)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		b := newBinding(key.Namespace)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -26,6 +26,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
 
 // ReplicaInterpreter finds a template's replicas and what each replica needs.
@@ -60,8 +61,11 @@ const (
 type Reconciler struct {
 	// Client reads policies and bindings (cached) and writes bindings on the host.
 	Client client.Client
-	// Dynamic reads and patches templates; made from the manager's config when nil.
+	// Dynamic patches templates (their claim labels); made from the manager's config when nil.
 	Dynamic dynamic.Interface
+	// Templates runs an informer for every kind some policy selects and reads templates from them; the binding
+	// and status stages share it. Made from Dynamic and the manager's API reader when nil.
+	Templates *templates.Cache
 	// Mapper resolves the selected kinds to resources; the manager's when nil.
 	Mapper meta.RESTMapper
 	// Interpreter finds replicas and replica requirements.
@@ -72,8 +76,7 @@ type Reconciler struct {
 	// (its CRD may be installed later); default 30s.
 	UnknownKindRetry time.Duration
 
-	informers *kindInformers
-	templates *templateQueue
+	queue *templateQueue
 }
 
 // SetupWithManager registers the reconciler's controllers and informers with mgr.
@@ -100,12 +103,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Dynamic = d
 	}
-	r.templates = &templateQueue{}
-	r.informers = newKindInformers(r.Dynamic, r.templates.add)
-	if err := mgr.Add(r.informers); err != nil {
-		return err
+	if r.Templates == nil {
+		r.Templates = templates.New(r.Dynamic, mgr.GetAPIReader())
+		if err := mgr.Add(r.Templates); err != nil {
+			return err
+		}
 	}
+	r.queue = &templateQueue{}
+	r.Templates.OnChange(r.queue.add)
+	// One policy at a time: each reconcile lists every policy and sets the running informers from the list, so
+	// two at once could leave the informers of the older list running.
 	err := ctrl.NewControllerManagedBy(mgr).Named(policiesControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&policyv1alpha1.PropagationPolicy{}).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, &handler.EnqueueRequestForObject{}).
 		Complete(reconcile.Func(r.reconcilePolicy))
@@ -119,28 +128,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
 	log := mgr.GetLogger().WithValues("controller", templatesControllerName)
-	return builder.TypedControllerManagedBy[templateKey](mgr).Named(templatesControllerName).
-		WatchesRawSource(r.templates).
+	return builder.TypedControllerManagedBy[templates.Key](mgr).Named(templatesControllerName).
+		WatchesRawSource(r.queue).
 		Watches(&workv1alpha1.ResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
-		WithLogConstructor(func(k *templateKey) logr.Logger {
+		WithLogConstructor(func(k *templates.Key) logr.Logger {
 			if k == nil {
 				return log
 			}
 			return log.WithValues("kind", k.GVK.Kind, "namespace", k.Namespace, "name", k.Name)
 		}).
-		Complete(reconcile.TypedFunc[templateKey](r.reconcileTemplate))
+		Complete(reconcile.TypedFunc[templates.Key](r.reconcileTemplate))
 }
 
 // WatchedKinds lists the template kinds the detector runs an informer for: those some policy selects.
 func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
-	return r.informers.Kinds()
+	return r.Templates.Kinds()
 }
 
 // reconcileTemplate claims the template for the policy that wins it and writes its binding, or releases it and
 // deletes its binding when no policy selects it or it is gone.
-func (r *Reconciler) reconcileTemplate(ctx context.Context, key templateKey) (reconcile.Result, error) {
-	obj, err := r.template(ctx, key)
+func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (reconcile.Result, error) {
+	obj, err := r.Templates.Template(ctx, key)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -169,28 +178,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templateKey) (re
 	return r.writeBinding(ctx, obj, policy, DesiredSpec(obj, policy, replicas, req))
 }
 
-// template returns the template from its kind's informer, or from the API server when no informer runs for the
-// kind (any more); nil when it does not exist.
-func (r *Reconciler) template(ctx context.Context, key templateKey) (*unstructured.Unstructured, error) {
-	obj, running, err := r.informers.get(key)
-	if running || err != nil {
-		return obj, err
-	}
-	res, err := r.resource(key)
-	if meta.IsNoMatchError(err) {
-		return nil, nil // the kind is gone, and its templates with it
-	}
-	if err != nil {
-		return nil, err
-	}
-	obj, err = res.Get(ctx, key.Name, metav1GetOptions)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return obj, err
-}
-
-func (r *Reconciler) resource(key templateKey) (dynamic.ResourceInterface, error) {
+func (r *Reconciler) resource(key templates.Key) (dynamic.ResourceInterface, error) {
 	m, err := r.Mapper.RESTMapping(key.GVK.GroupKind(), key.GVK.Version)
 	if err != nil {
 		return nil, err
@@ -232,12 +220,12 @@ func (r *Reconciler) candidates(ctx context.Context, namespace string) ([]Policy
 // it, and it hands them to the controller's queue once that starts.
 type templateQueue struct {
 	mu      sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[templateKey]
-	pending []templateKey
+	queue   workqueue.TypedRateLimitingInterface[templates.Key]
+	pending []templates.Key
 }
 
 // Start hands the keys added so far, and every key added later, to queue.
-func (t *templateQueue) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[templateKey]) error {
+func (t *templateQueue) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[templates.Key]) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.queue = queue
@@ -248,7 +236,7 @@ func (t *templateQueue) Start(_ context.Context, queue workqueue.TypedRateLimiti
 	return nil
 }
 
-func (t *templateQueue) add(k templateKey) {
+func (t *templateQueue) add(k templates.Key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.queue == nil {
@@ -261,7 +249,7 @@ func (t *templateQueue) add(k templateKey) {
 func (t *templateQueue) String() string { return "detector templates" }
 
 // bindingTemplate is the template a binding was made for.
-func bindingTemplate(_ context.Context, obj client.Object) []templateKey {
+func bindingTemplate(_ context.Context, obj client.Object) []templates.Key {
 	spec := bindingSpec(obj)
 	if spec == nil {
 		return nil
@@ -270,7 +258,7 @@ func bindingTemplate(_ context.Context, obj client.Object) []templateKey {
 	if err != nil {
 		return nil
 	}
-	k := templateKey{GVK: gv.WithKind(spec.Resource.Kind)}
+	k := templates.Key{GVK: gv.WithKind(spec.Resource.Kind)}
 	k.Namespace, k.Name = spec.Resource.Namespace, spec.Resource.Name
-	return []templateKey{k}
+	return []templates.Key{k}
 }

@@ -138,13 +138,14 @@ func TestDetector(t *testing.T) {
 	})
 
 	t.Run("deleting the policy releases the template, deletes its binding and stops the informer", func(t *testing.T) {
-		// Stand in for the binding controller's finalizer, to see the binding told to keep the members' copies.
+		// A finalizer of the test's holds the binding, to see it told to keep the members' copies.
+		const hold = "test.fedmesh.io/hold"
 		key := client.ObjectKey{Namespace: "a", Name: "settings-configmap"}
 		rb := &workv1alpha1.ResourceBinding{}
 		if err := c.Get(ctx, key, rb); err != nil {
 			t.Fatal(err)
 		}
-		rb.Finalizers = []string{names.BindingFinalizer}
+		rb.Finalizers = append(rb.Finalizers, hold)
 		if err := c.Update(ctx, rb); err != nil {
 			t.Fatal(err)
 		}
@@ -164,10 +165,13 @@ func TestDetector(t *testing.T) {
 		if p := rb.Spec.PreserveResourcesOnDeletion; p == nil || !*p {
 			t.Errorf("a binding deleted because its policy went does not preserve the members' copies")
 		}
-		rb.Finalizers = nil
-		if err := c.Update(ctx, rb); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, func() error {
+			if err := c.Get(ctx, key, rb); err != nil {
+				return err
+			}
+			rb.Finalizers = slices.DeleteFunc(rb.Finalizers, func(f string) bool { return f == hold })
+			return c.Update(ctx, rb)
+		})
 		waitGone(t, c, key, &workv1alpha1.ResourceBinding{})
 		eventually(t, func() error {
 			if kinds := r.WatchedKinds(); slices.Contains(kinds, configMapKind) || !slices.Contains(kinds, deploymentKind) {
@@ -267,6 +271,7 @@ func startDetector(t *testing.T, host *cluster.Cluster, events *eventLog) *Recon
 		UnknownKindRetry: time.Second,
 	}
 	fedtest.StartManager(t, host.Config(), r.SetupWithManager)
+	fedtest.StartManager(t, host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.ResourceBinding{}, names.BindingFinalizer))
 	return r
 }
 

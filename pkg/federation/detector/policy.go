@@ -61,7 +61,7 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 			wanted[gvk] = m
 		}
 	}
-	r.informers.sync(wanted)
+	r.Templates.Sync(wanted)
 	if obj == nil {
 		return reconcile.Result{}, nil
 	}
@@ -122,8 +122,8 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 		}
 		return p.Match(u) != NoMatch
 	}
-	for _, k := range r.informers.keys(concerned) {
-		r.templates.add(k)
+	for _, k := range r.Templates.Keys(concerned) {
+		r.queue.add(k)
 	}
 	label := client.MatchingLabels{p.ClaimLabel(): p.Name}
 	var rbs workv1alpha1.ResourceBindingList
@@ -132,7 +132,7 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 	}
 	for i := range rbs.Items {
 		for _, k := range bindingTemplate(ctx, &rbs.Items[i]) {
-			r.templates.add(k)
+			r.queue.add(k)
 		}
 	}
 	if !p.IsCluster() {
@@ -144,7 +144,7 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 	}
 	for i := range crbs.Items {
 		for _, k := range bindingTemplate(ctx, &crbs.Items[i]) {
-			r.templates.add(k)
+			r.queue.add(k)
 		}
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +26,7 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
@@ -195,19 +195,14 @@ func (r *Reconciler) conflictResolution(ctx context.Context, work *workv1alpha1.
 	return policyv1alpha1.ConflictAbort, nil
 }
 
-// setApplied writes the Applied condition, touching nothing else of the status.
+// setApplied writes the Applied condition when it changed, touching nothing else of the status.
 func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, cond metav1.Condition) error {
-	key := client.ObjectKeyFromObject(work)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur workv1alpha1.Work
-		if err := r.Client.Get(ctx, key, &cur); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if !meta.SetStatusCondition(&cur.Status.Conditions, cond) {
-			return nil
-		}
-		return r.Client.Status().Update(ctx, &cur)
-	})
+	cond, changed := applystatus.Condition(work.Status.Conditions, cond)
+	if !changed {
+		return nil
+	}
+	return applystatus.Apply(ctx, r.Client, work, names.ExecutionFieldManager,
+		&workv1alpha1.WorkStatus{Conditions: []metav1.Condition{cond}})
 }
 
 // maxNote keeps an event's note within what the events API accepts.

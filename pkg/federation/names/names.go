@@ -1,16 +1,28 @@
 package names
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // FieldManager is the server-side apply field manager of everything fedmesh writes to member clusters.
 const FieldManager = "fedmesh"
+
+// Field managers of the host status fields each stage owns and applies (pkg/federation/applystatus).
+const (
+	SchedulerFieldManager = "fedmesh-scheduler"
+	BindingFieldManager   = "fedmesh-binding"
+	ExecutionFieldManager = "fedmesh-execution"
+	StatusFieldManager    = "fedmesh-status"
+)
 
 // Labels and annotations on templates: which policy claimed them.
 const (
@@ -103,4 +115,14 @@ func BindingOf(work metav1.Object) string {
 		return ref.Name
 	}
 	return work.GetLabels()[BindingLabel]
+}
+
+// BindingRequests is the reconcile request for the ResourceBinding a Work was rendered from (none when BindingOf
+// knows none): a handler.MapFunc for the stages a Work's changes concern.
+func BindingRequests(_ context.Context, work client.Object) []reconcile.Request {
+	name := BindingOf(work)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: work.GetNamespace(), Name: name}}}
 }

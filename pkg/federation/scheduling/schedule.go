@@ -16,6 +16,8 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
 
@@ -128,23 +130,25 @@ func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters [
 	return d.recheck, nil
 }
 
-// writeStatus sets the scheduler's fields of the status for d, if they change, re-reading the binding on a
-// conflict; fields and conditions of other controllers are left as they are.
+// writeStatus sets the scheduler's fields of the status for d, if they change; fields and conditions of other
+// stages are left as they are.
 func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decision, placed bool) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-				return err
-			}
-		}
-		first = false
-		_, status := parts(obj)
-		if !applyStatus(status, d, placed, metav1.NewTime(r.Now())) {
-			return nil
-		}
-		return r.Client.Status().Update(ctx, obj)
-	})
+	_, status := parts(obj)
+	next := status.DeepCopy()
+	if !applyStatus(next, d, placed, metav1.NewTime(r.Now())) {
+		return nil
+	}
+	owned := &workv1alpha1.ResourceBindingStatus{
+		SchedulerObservedGeneration:   next.SchedulerObservedGeneration,
+		SchedulerObservedAffinityName: next.SchedulerObservedAffinityName,
+		LastScheduledTime:             next.LastScheduledTime,
+		Conditions:                    []metav1.Condition{*meta.FindStatusCondition(next.Conditions, workv1alpha1.ConditionScheduled)},
+	}
+	if err := applystatus.Apply(ctx, r.Client, obj, names.SchedulerFieldManager, owned); err != nil {
+		return err
+	}
+	*status = *next
+	return nil
 }
 
 // applyStatus sets the scheduler's part of status for d at now, and reports whether anything changed.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +20,8 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
@@ -33,11 +35,18 @@ type StatusAggregator interface {
 // BindingReconciler writes each ResourceBinding's aggregatedStatus from its Works, and the template's status
 // from that.
 type BindingReconciler struct {
-	// Client reads bindings, Works, Clusters and templates, and writes their status, in the host.
-	Client     client.Client
+	// Client reads bindings, Works and Clusters, and writes their status and the templates', in the host. It also
+	// reads a template again after a conflict (the manager's client reads unstructured objects from the API
+	// server).
+	Client client.Client
+	// Templates reads templates first (the detector's template cache, whose copy may lag); Client when nil.
+	Templates  client.Reader
 	Aggregator StatusAggregator
 	// Discovery of the host tells which template kinds have a status subresource; from the manager's config when nil.
 	Discovery discovery.DiscoveryInterface
+	// Coalesce is how long the changes of a binding's Works are gathered before its status is written; 0 writes
+	// every change.
+	Coalesce time.Duration
 
 	mu sync.Mutex
 	// statusSubresource caches, per template resource, whether it has a status subresource.
@@ -54,20 +63,17 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Discovery = dc
 	}
+	if r.Templates == nil {
+		r.Templates = r.Client
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding-status").
-		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(bindingOfWork)).
+		// A binding's own changes are gathered too: placing it, rendering its Works and applying them come in
+		// quick succession, and each would otherwise restate its status.
+		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self)).
+		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster)).
 		Complete(r)
-}
-
-func bindingOfWork(_ context.Context, obj client.Object) []reconcile.Request {
-	name := names.BindingOf(obj)
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 func (r *BindingReconciler) bindingsOnCluster(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -79,7 +85,7 @@ func (r *BindingReconciler) bindingsOnCluster(ctx context.Context, obj client.Ob
 	seen := map[reconcile.Request]bool{}
 	var reqs []reconcile.Request
 	for i := range works.Items {
-		for _, req := range bindingOfWork(ctx, &works.Items[i]) {
+		for _, req := range names.BindingRequests(ctx, &works.Items[i]) {
 			if !seen[req] {
 				seen[req] = true
 				reqs = append(reqs, req)
@@ -122,18 +128,7 @@ func (r *BindingReconciler) writeItems(ctx context.Context, rb *workv1alpha1.Res
 	if itemsEqual(rb.Status.AggregatedStatus, items) {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(rb)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur workv1alpha1.ResourceBinding
-		if err := r.Client.Get(ctx, key, &cur); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if itemsEqual(cur.Status.AggregatedStatus, items) {
-			return nil
-		}
-		cur.Status.AggregatedStatus = items
-		return client.IgnoreNotFound(r.Client.Status().Update(ctx, &cur))
-	})
+	return applystatus.Apply(ctx, r.Client, rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})
 }
 
 // reflectToTemplate writes the template's status from items through the interpreter, when its kind has a status
@@ -149,12 +144,15 @@ func (r *BindingReconciler) reflectToTemplate(ctx context.Context, rb *workv1alp
 		return err
 	}
 	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	read := r.Templates
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		tpl := &unstructured.Unstructured{}
 		tpl.SetGroupVersionKind(gvk)
-		if err := r.Client.Get(ctx, key, tpl); err != nil {
+		if err := read.Get(ctx, key, tpl); err != nil {
 			return client.IgnoreNotFound(err)
 		}
+		// A conflict means the copy read was stale: read the next from the API server.
+		read = r.Client
 		if ref.UID != "" && tpl.GetUID() != ref.UID {
 			return nil // a new template of the same name; its binding will be rebuilt
 		}
@@ -162,7 +160,7 @@ func (r *BindingReconciler) reflectToTemplate(ctx context.Context, rb *workv1alp
 		if err != nil {
 			return fmt.Errorf("aggregate status of %s %s: %w", ref.Kind, key, err)
 		}
-		if equality.Semantic.DeepEqual(tpl.Object["status"], out.Object["status"]) {
+		if sameStatus(tpl.Object["status"], out.Object["status"]) {
 			return nil
 		}
 		err = r.Client.Status().Update(ctx, out)

@@ -117,3 +117,61 @@ func itemsEqual(a, b []workv1alpha1.AggregatedStatusItem) bool {
 			x.Health == y.Health && rawEqual(x.Status, y.Status)
 	})
 }
+
+// sameStatus reports whether two statuses say the same, a field holding its zero value counting as absent: the
+// API server drops zero-valued fields of built-in kinds (omitempty), so the status read back from a write of
+// {replicas: 0} has no replicas at all, and comparing them plainly would rewrite it on every pass.
+func sameStatus(a, b any) bool {
+	return reflect.DeepEqual(withoutZeros(a), withoutZeros(b))
+}
+
+// withoutZeros is v, a JSON value, without zero values: 0, "", false, null, and maps and lists left empty.
+func withoutZeros(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e = withoutZeros(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutZeros(e)
+		}
+		return out
+	case int64:
+		if x == 0 {
+			return nil
+		}
+		return float64(x)
+	case int32:
+		return withoutZeros(int64(x))
+	case int:
+		return withoutZeros(int64(x))
+	case float64:
+		if x == 0 {
+			return nil
+		}
+		return x
+	case string:
+		if x == "" {
+			return nil
+		}
+		return x
+	case bool:
+		if !x {
+			return nil
+		}
+		return x
+	}
+	return v
+}

@@ -103,3 +103,23 @@ func TestEquality(t *testing.T) {
 }
 
 func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+func TestSameStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"zeros written, none read back", map[string]any{"replicas": int64(0), "readyReplicas": int64(0)}, nil, true},
+		{"a count that differs", map[string]any{"replicas": int64(3)}, map[string]any{"replicas": int64(2)}, false},
+		{"a count that went to zero", map[string]any{"replicas": int64(0)}, map[string]any{"replicas": int64(2)}, false},
+		{"int and float of one number", map[string]any{"replicas": int64(2)}, map[string]any{"replicas": float64(2)}, true},
+		{"empty nested map and list", map[string]any{"conditions": []any{}, "x": map[string]any{"y": ""}}, map[string]any{}, true},
+		{"list elements keep their place", []any{"", "a"}, []any{"a"}, false},
+		{"a flag", map[string]any{"paused": true}, map[string]any{"paused": false}, false},
+	} {
+		if got := sameStatus(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameStatus = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

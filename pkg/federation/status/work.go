@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,6 +24,8 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -45,6 +45,9 @@ type WorkReconciler struct {
 	Interpreter interpreter.Interpreter
 	// SyncPoll is how soon a Work waiting for a new member informer to sync is looked at again; default 500ms.
 	SyncPoll time.Duration
+	// Coalesce is how long a member object's changes are gathered before its Work's status is written; 0 writes
+	// every change.
+	Coalesce time.Duration
 
 	watches *memberWatches
 	changes chan event.GenericEvent
@@ -78,7 +81,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("work-status").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.changes, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.changes, coalesce.Handler(r.Coalesce, coalesce.Self))).
 		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
@@ -239,20 +242,5 @@ func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, sta
 	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(work)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur workv1alpha1.Work
-		if err := r.Client.Get(ctx, key, &cur); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if manifestStatusesEqual(cur.Status.ManifestStatuses, statuses) {
-			return nil
-		}
-		cur.Status.ManifestStatuses = statuses
-		err := r.Client.Status().Update(ctx, &cur)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	})
+	return applystatus.Apply(ctx, r.Client, work, names.StatusFieldManager, &workv1alpha1.WorkStatus{ManifestStatuses: statuses})
 }

@@ -1,0 +1,240 @@
+package templates
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Key identifies a template: its kind and where it is.
+type Key struct {
+	GVK schema.GroupVersionKind
+	types.NamespacedName
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s %s", k.GVK.Kind, k.NamespacedName)
+}
+
+// KeyOf is obj's key.
+func KeyOf(obj *unstructured.Unstructured) Key {
+	return Key{GVK: obj.GroupVersionKind(), NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+}
+
+// Cache runs one dynamic informer per template kind it is told to (Sync) and serves reads of templates from
+// them. It is a manager Runnable: its informers stop with the manager. As a client.Reader it answers Gets of
+// unstructured objects of a cached kind from the informer, and everything else from the API reader it wraps.
+type Cache struct {
+	dynamic dynamic.Interface
+	// api answers what the informers cannot: kinds no informer runs for, Lists, and misses (an object created an
+	// instant ago may not have reached the informer yet).
+	api client.Reader
+
+	mu       sync.Mutex
+	running  map[schema.GroupVersionKind]*kindInformer
+	onChange func(Key)
+	shutdown bool
+}
+
+var _ client.Reader = &Cache{}
+
+type kindInformer struct {
+	informer cache.SharedIndexInformer
+	stop     chan struct{}
+}
+
+// New returns a cache whose informers list and watch with d, and which falls back to api.
+func New(d dynamic.Interface, api client.Reader) *Cache {
+	return &Cache{dynamic: d, api: api, running: map[schema.GroupVersionKind]*kindInformer{}}
+}
+
+// OnChange sets the function told of every template that is added, deleted, or changed in anything but its
+// status and bookkeeping metadata. Set it before the first Sync.
+func (c *Cache) OnChange(fn func(Key)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onChange = fn
+}
+
+// Start waits for ctx to end, then stops every informer.
+func (c *Cache) Start(ctx context.Context) error {
+	<-ctx.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shutdown = true
+	for gvk, ki := range c.running {
+		close(ki.stop)
+		delete(c.running, gvk)
+	}
+	return nil
+}
+
+// Sync runs an informer for each kind of wanted, and stops the others.
+func (c *Cache) Sync(wanted map[schema.GroupVersionKind]*meta.RESTMapping) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return
+	}
+	for gvk, ki := range c.running {
+		if wanted[gvk] == nil {
+			close(ki.stop)
+			delete(c.running, gvk)
+		}
+	}
+	for gvk, m := range wanted {
+		if c.running[gvk] == nil {
+			c.running[gvk] = c.start(gvk, m)
+		}
+	}
+}
+
+func (c *Cache) start(gvk schema.GroupVersionKind, m *meta.RESTMapping) *kindInformer {
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, m.Resource, "", 0, cache.Indexers{}, nil).Informer()
+	// Templates are read often and written rarely: their managed fields are dead weight in memory.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	notify := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok && c.onChange != nil {
+			key := KeyOf(u)
+			key.GVK = gvk // list items may lack their kind
+			c.onChange(key)
+		}
+	}
+	// The status stage writes the templates' status; those writes change nothing a template's readers act on.
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		DeleteFunc: notify,
+		UpdateFunc: func(old, cur any) {
+			if o, ok := old.(*unstructured.Unstructured); ok {
+				if cu, ok := cur.(*unstructured.Unstructured); ok && !specOrMetaChanged(o, cu) {
+					return
+				}
+			}
+			notify(cur)
+		},
+	})
+	ki := &kindInformer{informer: inf, stop: make(chan struct{})}
+	go inf.Run(ki.stop)
+	return ki
+}
+
+// specOrMetaChanged reports whether cur differs from old in anything but status and bookkeeping metadata.
+func specOrMetaChanged(old, cur *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		unstructured.RemoveNestedField(c.Object, "status")
+		for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
+			unstructured.RemoveNestedField(c.Object, "metadata", f)
+		}
+		return c.Object
+	}
+	return !equality.Semantic.DeepEqual(strip(old), strip(cur))
+}
+
+// Kinds lists the kinds with a running informer, sorted.
+func (c *Cache) Kinds() []schema.GroupVersionKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]schema.GroupVersionKind, 0, len(c.running))
+	for gvk := range c.running {
+		out = append(out, gvk)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Template returns the template key names, or nil when it does not exist.
+func (c *Cache) Template(ctx context.Context, key Key) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(key.GVK)
+	err := c.Get(ctx, key.NamespacedName, obj)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil // gone, or its kind is gone and the template with it
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Get reads obj from its kind's informer when one runs and holds it, else from the API server.
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		gvk := u.GroupVersionKind()
+		if cached := c.cached(gvk, key); cached != nil {
+			cached.DeepCopyInto(u)
+			u.SetGroupVersionKind(gvk)
+			return nil
+		}
+	}
+	return c.api.Get(ctx, key, obj, opts...)
+}
+
+// List lists from the API server: lists are rare here, and may be of kinds no informer runs for.
+func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.api.List(ctx, list, opts...)
+}
+
+// cached is the object key names in gvk's informer; nil when no synced informer runs for gvk or it lacks key.
+func (c *Cache) cached(gvk schema.GroupVersionKind, key client.ObjectKey) *unstructured.Unstructured {
+	c.mu.Lock()
+	ki := c.running[gvk]
+	c.mu.Unlock()
+	if ki == nil || !ki.informer.HasSynced() {
+		return nil
+	}
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	item, exists, err := ki.informer.GetStore().GetByKey(storeKey)
+	if err != nil || !exists {
+		return nil
+	}
+	u, _ := item.(*unstructured.Unstructured)
+	return u
+}
+
+// Keys returns the keys of the templates of every running informer for which keep is true. keep must not
+// change the template it is given.
+func (c *Cache) Keys(keep func(*unstructured.Unstructured) bool) []Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Key
+	for gvk, ki := range c.running {
+		for _, item := range ki.informer.GetStore().List() {
+			u, ok := item.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if u.GroupVersionKind() != gvk {
+				u = u.DeepCopy()
+				u.SetGroupVersionKind(gvk)
+			}
+			if keep(u) {
+				out = append(out, KeyOf(u))
+			}
+		}
+	}
+	return out
+}
