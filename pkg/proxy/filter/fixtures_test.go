@@ -105,7 +105,7 @@ func (c codec) watchEvent(t testing.TB, ev watch.Event) *metav1.WatchEvent {
 func (c codec) readWatch(t testing.TB, stream []byte) []watch.Event {
 	t.Helper()
 	frames := c.framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, 16<<20) // client-go reads events of up to 16 MiB
 	var out []watch.Event
 	for {
 		n, err := frames.Read(buf)

@@ -56,6 +56,70 @@ func unwrapProto(data []byte) (runtime.Unknown, error) {
 	return u, nil
 }
 
+// Field numbers of runtime.Unknown, the envelope, and of metav1.WatchEvent and runtime.RawExtension.
+const (
+	fieldUnknownTypeMeta = 1 // TypeMeta: apiVersion 1, kind 2
+	fieldUnknownRaw      = 2
+	fieldTypeAPIVersion  = 1
+	fieldTypeKind        = 2
+	fieldEventType       = 1
+	fieldEventObject     = 2 // a RawExtension
+	fieldRawExtension    = 1
+)
+
+// protoEnvelope reads an enveloped protobuf body as unwrapProto does, but in place: raw is a slice of data.
+func protoEnvelope(data []byte) (gvk schema.GroupVersionKind, raw []byte, err error) {
+	rest, ok := bytes.CutPrefix(data, protoMagic)
+	if !ok {
+		return gvk, nil, errors.New("protobuf body does not start with the Kubernetes magic number")
+	}
+	var apiVersion, kind []byte
+	err = walkProto(rest, func(num protowire.Number, typ protowire.Type, value, _ []byte) error {
+		switch {
+		case num == fieldUnknownRaw && typ == protowire.BytesType:
+			raw = value
+		case num == fieldUnknownTypeMeta && typ == protowire.BytesType:
+			return walkProto(value, func(num protowire.Number, typ protowire.Type, value, _ []byte) error {
+				switch {
+				case typ != protowire.BytesType:
+				case num == fieldTypeAPIVersion:
+					apiVersion = value
+				case num == fieldTypeKind:
+					kind = value
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return gvk, nil, fmt.Errorf("protobuf envelope: %w", err)
+	}
+	return schema.FromAPIVersionAndKind(string(apiVersion), string(kind)), raw, nil
+}
+
+// protoWatchEvent reads the type and the object's bytes of a metav1.WatchEvent message, in place.
+func protoWatchEvent(data []byte) (eventType string, object []byte, err error) {
+	err = walkProto(data, func(num protowire.Number, typ protowire.Type, value, _ []byte) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case fieldEventType:
+			eventType = string(value)
+		case fieldEventObject:
+			return walkProto(value, func(num protowire.Number, typ protowire.Type, value, _ []byte) error {
+				if num == fieldRawExtension && typ == protowire.BytesType {
+					object = value
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	return eventType, object, err
+}
+
 func wrapProto(u runtime.Unknown) ([]byte, error) {
 	data, err := u.Marshal()
 	if err != nil {

@@ -27,6 +27,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			_, _, _ = ShardInfoSelector(body, c.contentType)
 			_, _ = StampCreate(body, c.contentType, mine)
 			_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), c.contentType, keepMine))
+			_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), c.contentType, nil))
 		}
 	}
 }
@@ -61,5 +62,6 @@ func FuzzFilterList(f *testing.F) {
 		_, _ = FilterList(body, contentType, keepMine)
 		_, _ = StampCreate(body, contentType, mine)
 		_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), contentType, keepMine))
+		_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), contentType, nil))
 	})
 }

@@ -4,68 +4,63 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/fxamacker/cbor/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// maxProtoFrame bounds one protobuf watch frame, so that a corrupt length cannot ask for gigabytes.
-const maxProtoFrame = 64 << 20
+// readBuffer is how much of a watch stream is read at once.
+const readBuffer = 64 << 10
+
+// maxFrame bounds one watch event, so that a corrupt length or a stream without newlines cannot ask for
+// gigabytes. client-go's watch decoder refuses events over 16 MiB anyway (runtime/serializer/streaming).
+const maxFrame = 64 << 20
 
 // WatchReader reads a watch stream one event at a time and hands on only the events to pass: ADDED, MODIFIED and
 // DELETED events of an object that keep accepts, and every BOOKMARK (the initial-events-end one included) and
-// ERROR, unchanged, so that resourceVersions stay consistent. Each event is returned as soon as it has been read,
-// so a caller that writes and flushes it at once adds no delay.
+// ERROR, unchanged, so that resourceVersions stay consistent. With keep nil every event passes, and none is
+// decoded: the stream is only cut into events. Each event is returned as soon as it has been read, so a caller
+// that writes and flushes it at once adds no delay.
 type WatchReader struct {
 	read   func() (frame []byte, err error)
-	decide func(frame []byte) (out []byte, err error) // nil out: drop
+	decide func(frame []byte) (out []byte, err error) // nil out: drop; nil decide: pass all
 	err    error
 }
 
-// NewWatchReader reads the watch stream r, encoded as contentType says: JSON (a sequence of documents), CBOR (a
-// sequence of data items), or protobuf (length-prefixed frames of metav1.WatchEvent, built-in kinds).
+// NewWatchReader reads the watch stream r, encoded as contentType says: JSON (one event per line, as the API
+// server writes it), CBOR (a sequence of data items), or protobuf (length-prefixed frames of metav1.WatchEvent,
+// built-in kinds). keep nil passes every event.
 func NewWatchReader(r io.Reader, contentType string, keep func(namespace string) bool) (*WatchReader, error) {
 	f, err := parseFormat(contentType)
 	if err != nil {
 		return nil, err
 	}
+	w, buf := &WatchReader{}, &frames{}
 	switch f {
 	case formatJSON:
-		dec := json.NewDecoder(r)
-		return &WatchReader{
-			read: func() ([]byte, error) {
-				var raw json.RawMessage
-				err := dec.Decode(&raw)
-				return append(raw, '\n'), err // the API server ends each event with a newline
-			},
-			decide: func(frame []byte) ([]byte, error) { return decideJSONEvent(frame, keep) },
-		}, nil
+		w.read = newJSONLines(r).next
+		w.decide = func(frame []byte) ([]byte, error) { return decideJSONEvent(frame, keep) }
 	case formatCBOR:
 		dec := cbor.NewDecoder(r)
-		return &WatchReader{
-			read: func() ([]byte, error) {
-				var raw cbor.RawMessage
-				err := dec.Decode(&raw)
-				// The decoder drops the self-described tag that the API server puts before each event; put
-				// it back, so that what passes is what came.
-				return append(bytes.Clone(selfDescribedCBOR), raw...), err
-			},
-			decide: func(frame []byte) ([]byte, error) { return decideCBOREvent(frame, keep) },
-		}, nil
+		w.read = func() ([]byte, error) { return buf.readCBOR(dec) }
+		w.decide = func(frame []byte) ([]byte, error) { return decideCBOREvent(frame, keep) }
+	case formatProtobuf:
+		br := bufio.NewReaderSize(r, readBuffer)
+		w.read = func() ([]byte, error) { return buf.readProto(br) }
+		w.decide = func(frame []byte) ([]byte, error) { return decideProtoEvent(frame, keep) }
 	}
-	br := bufio.NewReader(r)
-	return &WatchReader{
-		read:   func() ([]byte, error) { return readProtoFrame(br) },
-		decide: func(frame []byte) ([]byte, error) { return decideProtoEvent(frame, keep) },
-	}, nil
+	if keep == nil {
+		w.decide = nil
+	}
+	return w, nil
 }
 
 // Next is the next event to pass on, as the bytes to write downstream (framed as it came), or io.EOF at the clean
-// end of the stream. After an error, Next returns it again: a stream that cannot be read safely must end.
+// end of the stream. The bytes are valid until the next call: the reader reuses its buffers. After an error, Next
+// returns it again: a stream that cannot be read safely must end.
 func (w *WatchReader) Next() ([]byte, error) {
 	for w.err == nil {
 		frame, err := w.read()
@@ -75,6 +70,9 @@ func (w *WatchReader) Next() ([]byte, error) {
 			}
 			w.err = err
 			break
+		}
+		if w.decide == nil {
+			return frame, nil
 		}
 		out, err := w.decide(frame)
 		if err != nil {
@@ -140,57 +138,72 @@ func (s *watchStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readProtoFrame reads one 4-byte big-endian length-prefixed frame, prefix included.
-func readProtoFrame(r io.Reader) ([]byte, error) {
-	var head [4]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(head[:])
-	if n > maxProtoFrame {
-		return nil, fmt.Errorf("protobuf frame of %d bytes is over the limit of %d", n, maxProtoFrame)
-	}
-	var buf bytes.Buffer
-	buf.Grow(4 + int(min(n, 64<<10)))
-	buf.Write(head[:])
-	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
-		return nil, io.ErrUnexpectedEOF
-	}
-	return buf.Bytes(), nil
+// frames is where a WatchReader puts the event it reads. It is reused from event to event: an event is handed
+// on before the next one is read, so one buffer serves the whole watch.
+type frames struct {
+	buf  []byte
+	head [4]byte // a protobuf frame's length prefix (a local array would escape to the heap on every read)
 }
 
-// decideJSONEvent passes frame, drops it (nil), or for a Table event passes it with the foreign rows removed.
-func decideJSONEvent(frame []byte, keep func(string) bool) ([]byte, error) {
-	var ev struct {
-		Type   string          `json:"type"`
-		Object json.RawMessage `json:"object"`
+// reset empties the buffer for the next event, and lets go of the memory that a very large event took, rather
+// than keep it for the rest of the watch.
+func (f *frames) reset() []byte {
+	if cap(f.buf) > 4*readBuffer {
+		f.buf = nil
 	}
-	if err := json.Unmarshal(frame, &ev); err != nil {
+	return f.buf[:0]
+}
+
+// readProto reads one 4-byte big-endian length-prefixed frame, prefix included.
+func (f *frames) readProto(r io.Reader) ([]byte, error) {
+	if _, err := io.ReadFull(r, f.head[:]); err != nil {
 		return nil, err
 	}
-	if passesAlways(ev.Type) {
-		return frame, nil
+	n := int(binary.BigEndian.Uint32(f.head[:]))
+	if n > maxFrame {
+		return nil, fmt.Errorf("protobuf frame of %d bytes is over the limit of %d", n, maxFrame)
 	}
-	var obj partialMeta
-	if err := json.Unmarshal(ev.Object, &obj); err != nil {
-		return nil, fmt.Errorf("%s event: %w", ev.Type, err)
+	buf := append(f.reset(), f.head[:]...)
+	// Grow with what arrives, not by what the prefix claims, so that a corrupt length allocates little.
+	for len(buf) < 4+n {
+		chunk := min(4+n-len(buf), 1<<20)
+		buf = slices.Grow(buf, chunk)
+		m, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, io.ErrUnexpectedEOF
+		}
 	}
-	if obj.Kind != kindTable {
-		return keepIf(frame, keep(obj.Metadata.Namespace)), nil
-	}
-	table, kept, err := filterJSONList(ev.Object, keep)
-	if err != nil || kept == 0 {
+	f.buf = buf
+	return buf, nil
+}
+
+// readCBOR reads one CBOR data item.
+func (f *frames) readCBOR(dec *cbor.Decoder) ([]byte, error) {
+	var raw cbor.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return nil, err
 	}
-	event, err := parseJSONObject(frame)
-	if err != nil {
-		return nil, err
-	}
-	return append(event.set("object", table).marshal(), '\n'), nil
+	// The decoder drops the self-described tag that the API server puts before each event; put it back, so
+	// that what passes is what came.
+	f.buf = append(append(f.reset(), selfDescribedCBOR...), raw...)
+	return f.buf, nil
 }
 
 // decideCBOREvent is decideJSONEvent for CBOR.
 func decideCBOREvent(frame []byte, keep func(string) bool) ([]byte, error) {
+	// One pass reads the type and the object's kind and namespace. A Table, or an event that does not read so,
+	// takes the two steps below, which keep the object whole (and give the errors that name the event).
+	var quick struct {
+		Type   string      `json:"type"`
+		Object partialMeta `json:"object"`
+	}
+	if err := cborPartial.Unmarshal(frame, &quick); err == nil && quick.Object.Kind != kindTable {
+		if passesAlways(quick.Type) {
+			return frame, nil
+		}
+		return keepIf(frame, keep(quick.Object.Metadata.Namespace)), nil
+	}
 	var ev struct {
 		Type   string          `json:"type"`
 		Object cbor.RawMessage `json:"object"`
@@ -221,33 +234,34 @@ func decideCBOREvent(frame []byte, keep func(string) bool) ([]byte, error) {
 }
 
 // decideProtoEvent passes or drops a protobuf frame. The frame holds a metav1.WatchEvent, bare (as the API server
-// writes it) or enveloped; its object is an enveloped built-in object.
+// writes it) or enveloped; its object is an enveloped built-in object. The messages are read where they lie,
+// without copying the object out.
 func decideProtoEvent(frame []byte, keep func(string) bool) ([]byte, error) {
 	data := frame[4:]
 	if bytes.HasPrefix(data, protoMagic) {
-		u, err := unwrapProto(data)
+		_, raw, err := protoEnvelope(data)
 		if err != nil {
 			return nil, err
 		}
-		data = u.Raw
+		data = raw
 	}
-	var ev metav1.WatchEvent
-	if err := ev.Unmarshal(data); err != nil {
+	typ, object, err := protoWatchEvent(data)
+	if err != nil {
 		return nil, fmt.Errorf("protobuf WatchEvent: %w", err)
 	}
-	if passesAlways(ev.Type) {
+	if passesAlways(typ) {
 		return frame, nil
 	}
-	u, err := unwrapProto(ev.Object.Raw)
+	gvk, raw, err := protoEnvelope(object)
 	if err != nil {
-		return nil, fmt.Errorf("%s event: %w", ev.Type, err)
+		return nil, fmt.Errorf("%s event: %w", typ, err)
 	}
-	if err := checkLayout(u.GroupVersionKind(), false); err != nil {
-		return nil, fmt.Errorf("%s event: %w", ev.Type, err)
+	if err := checkLayout(gvk, false); err != nil {
+		return nil, fmt.Errorf("%s event: %w", typ, err)
 	}
-	ns, err := objectNamespace(u.Raw)
+	ns, err := objectNamespace(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s event: %w", ev.Type, err)
+		return nil, fmt.Errorf("%s event: %w", typ, err)
 	}
 	return keepIf(frame, keep(ns)), nil
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -192,5 +195,75 @@ func TestWatchErrors(t *testing.T) {
 				t.Errorf("error %v, want one that says %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// bigPod is a pod with an annotation of size bytes: one event far larger than the readers' buffers.
+func bigPod(ns, name string, size int) *corev1.Pod {
+	p := pod(ns, name)
+	p.Annotations = map[string]string{"big": strings.Repeat("x\"{\\", size/4)}
+	return p
+}
+
+// However the stream arrives (a byte at a time, in uneven chunks), the same events pass, byte for byte; and a
+// relay (keep nil) passes the stream unchanged. The stream holds events much larger than the read buffers.
+func TestWatchSplitReads(t *testing.T) {
+	for _, c := range codecs {
+		events := append(watchEvents()[:7:7],
+			watch.Event{Type: watch.Added, Object: bigPod(mine, "big", 3<<20)},
+			watch.Event{Type: watch.Added, Object: bigPod(foreign, "big", 200<<10)},
+			watch.Event{Type: watch.Modified, Object: pod(also, "small")},
+			watch.Event{Type: watch.Modified, Object: bigPod(also, "big", 100<<10)},
+		)
+		in := c.watchStream(t, events...)
+		want, err := io.ReadAll(FilterWatch(bytes.NewReader(in), c.contentType, keepMine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := namespacesOf(t, c.readWatch(t, want)); len(got) != 8 {
+			t.Fatalf("%s: passed %v", c.name, got)
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		for name, split := range map[string]func() io.Reader{
+			"one byte at a time": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(in)) },
+			"uneven chunks":      func() io.Reader { return &unevenReader{data: in, rng: rng} },
+		} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				got, err := io.ReadAll(FilterWatch(split(), c.contentType, keepMine))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("filtered: error %v, output the same: %v", err, bytes.Equal(got, want))
+				}
+				got, err = io.ReadAll(FilterWatch(split(), c.contentType, nil))
+				if err != nil || !bytes.Equal(got, in) {
+					t.Errorf("relayed: error %v, output the same as the input: %v", err, bytes.Equal(got, in))
+				}
+			})
+		}
+	}
+}
+
+// unevenReader hands out its data in reads of random sizes, from 1 byte to 100 KiB.
+type unevenReader struct {
+	data []byte
+	rng  *rand.Rand
+}
+
+func (r *unevenReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+r.rng.IntN(100<<10))], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// A relay passes Table events unread and whole; a filter keeps their own rows (TestFilterWatchTable).
+func TestRelayWatchTable(t *testing.T) {
+	for _, c := range codecs[:2] {
+		in := c.watchStream(t, watch.Event{Type: watch.Added, Object: table(t, c, foreign, mine)})
+		var out bytes.Buffer
+		if n, err := CopyWatch(&out, bytes.NewReader(in), c.contentType, nil); err != nil || n != 1 || !bytes.Equal(out.Bytes(), in) {
+			t.Errorf("%s: passed %d events, error %v, unchanged: %v", c.name, n, err, bytes.Equal(out.Bytes(), in))
+		}
 	}
 }
