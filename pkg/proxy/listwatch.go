@@ -179,19 +179,32 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool) func(*http.R
 			return err
 		}
 		resource, cluster := resourceLabel(req), clusterLabel(req.Cluster)
-		counted := func(ns string) bool {
-			if keep == nil || keep(ns) {
-				p.metrics.watchEvents.WithLabelValues(resource, "relayed", cluster).Inc()
-				return true
+		relayed := p.metrics.watchEvents.WithLabelValues(resource, "relayed", cluster)
+		// Drops are counted where keep refuses; relays where an event leaves the reader, so that keep stays nil
+		// when nothing is filtered and the reader relays events without decoding them.
+		var counted func(string) bool
+		if keep != nil {
+			dropped := p.metrics.watchEvents.WithLabelValues(resource, "dropped", cluster)
+			counted = func(ns string) bool {
+				if keep(ns) {
+					return true
+				}
+				dropped.Inc()
+				return false
 			}
-			p.metrics.watchEvents.WithLabelValues(resource, "dropped", cluster).Inc()
-			return false
 		}
 		events, err := filter.NewWatchReader(resp.Body, contentType, counted)
 		if err != nil {
 			return err
 		}
-		resp.Body = p.watches.track(resp.Body, events.Next, expired)
+		next := func() ([]byte, error) {
+			event, err := events.Next()
+			if err == nil {
+				relayed.Inc()
+			}
+			return event, err
+		}
+		resp.Body = p.watches.track(resp.Body, next, expired)
 		return nil
 	}
 }

@@ -64,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fedmesh_proxy_breaker_trips_total", Help: "Circuit breaker transitions to open, per rule and upstream cluster.",
 		}, []string{"rule", "cluster"}),
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fedmesh_proxy_watch_events_total", Help: "Watch events the proxy filtered, by result (relayed, dropped).",
+			Name: "fedmesh_proxy_watch_events_total", Help: "Watch events through the proxy, by result: relayed (passed on, bookmarks and errors included) or dropped (outside the shard; a Table row counts as one).",
 		}, []string{"resource", "result", "cluster"}),
 		endedWatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fedmesh_proxy_watches_ended_total", Help: "Watches ended because the shard's ownership changed, so the operator relists.",

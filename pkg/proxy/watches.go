@@ -49,7 +49,7 @@ func (w *watches) remove(b *relistingBody) {
 // follows the last whole one.
 type relistingBody struct {
 	upstream io.ReadCloser
-	next     func() ([]byte, error) // the next whole event to relay
+	next     func() ([]byte, error) // the next whole event to relay, valid until the following call
 	pending  []byte                 // what is left of the event being relayed
 	expired  []byte                 // the encoded ERROR event, in the stream's own framing
 	registry *watches

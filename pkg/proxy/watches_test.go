@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A relayed watch (nothing to filter: its events are not decoded) still ends at an event boundary when the
+// ownership changes: the events before it pass whole, a half-sent event is not passed at all, and the 410 ERROR
+// event comes last. Events reach the proxy split across writes, as they do over TCP.
+func TestRelayedWatchEndsBetweenEvents(t *testing.T) {
+	event := func(name string) string {
+		return `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"a"}}}` + "\n"
+	}
+	first, second := event("first"), event("second")
+	ended := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		flush := w.(http.Flusher).Flush
+		for _, part := range []string{first[:10], first[10:40], first[40:] + second[:30]} {
+			io.WriteString(w, part)
+			flush()
+			time.Sleep(10 * time.Millisecond)
+		}
+		select { // the rest of the second event never comes before the watch ends
+		case <-ended:
+		case <-r.Context().Done():
+		}
+	}))
+	defer upstream.Close()
+	p := newOwningProxy(t, upstream)
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/api/v1/namespaces/a/pods?watch=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	if got, err := lines.ReadString('\n'); got != first || err != nil {
+		t.Fatalf("first event %q, %v; want %q", got, err, first)
+	}
+	time.Sleep(50 * time.Millisecond) // let the half of the second event reach the proxy
+	if n := p.watches.endAll(); n != 1 {
+		t.Fatalf("ended %d watches, want 1", n)
+	}
+	close(ended)
+	rest, err := io.ReadAll(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Type   string
+		Object struct{ Code int }
+	}
+	if err := json.Unmarshal(rest, &ev); err != nil || ev.Type != "ERROR" || ev.Object.Code != http.StatusGone ||
+		strings.Count(string(rest), "\n") != 1 {
+		t.Errorf("after the first event: %q (%v), want one 410 ERROR event", rest, err)
+	}
+	if got := value(t, p.metrics.watchEvents.WithLabelValues("pods", "relayed", HostCluster)); got != 1 {
+		t.Errorf("relayed events counted: %v, want 1", got)
+	}
+}
