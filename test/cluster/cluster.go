@@ -27,6 +27,7 @@ type Cluster struct {
 	kubeconfig string
 	procs      []*Process // in start order; stopped in reverse
 	apiArgs    []string   // kube-apiserver's command line, to start it again
+	egress     *egressGuard
 	stopOnce   sync.Once
 }
 
@@ -115,6 +116,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		return err
 	}
 	c.host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	if c.egress, err = startEgressGuard(c.dir); err != nil {
+		return err
+	}
 	gate := "ShardedListAndWatch=true"
 	if c.opts.DisableShardedListWatch {
 		gate = "ShardedListAndWatch=false"
@@ -133,6 +137,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--feature-gates=" + gate,
 		"--enable-priority-and-fairness=false",
+		"--egress-selector-config-file=" + c.egress.config,
 	}
 	c.apiArgs = append(args, c.opts.APIServerFlags...)
 	if err := c.writeKubeconfig(); err != nil {
@@ -184,6 +189,15 @@ func (c *Cluster) PID(name string) int {
 	return 0
 }
 
+// EgressRefused lists the connections off loopback that kube-apiserver tried and the egress guard refused (a
+// webhook behind a Service, say: its cluster IP is served by no one here).
+func (c *Cluster) EgressRefused() []string {
+	if c.egress == nil {
+		return nil
+	}
+	return c.egress.Refused()
+}
+
 // Config is an admin (system:masters) client configuration for the API server.
 func (c *Cluster) Config() *rest.Config {
 	return &rest.Config{
@@ -232,6 +246,9 @@ func (c *Cluster) Stop() {
 			}
 			c.procs[i].Stop(grace)
 		}
+		if c.egress != nil {
+			c.egress.stop()
+		}
 		_ = os.RemoveAll(c.dir)
 	})
 }
@@ -241,6 +258,9 @@ func (c *Cluster) Logs(n int) string {
 	var b strings.Builder
 	for _, p := range c.procs {
 		fmt.Fprintf(&b, "----- %s/%s (last %d lines of %s) -----\n%s\n", c.opts.Name, p.name, n, p.logPath, p.Tail(n))
+	}
+	if refused := c.EgressRefused(); len(refused) > 0 {
+		fmt.Fprintf(&b, "----- %s: kube-apiserver connections refused off loopback -----\n%s\n", c.opts.Name, strings.Join(refused, "\n"))
 	}
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -207,5 +208,48 @@ func TestFederationHasIndependentMembers(t *testing.T) {
 				t.Errorf("cluster %d, namespace of cluster %d: err=%v", i, j, err)
 			}
 		}
+	}
+}
+
+// A webhook behind a Service is called at the Service's cluster IP, which here would leave the machine: the egress
+// guard refuses the connection, so the call fails as a webhook no one serves, and nothing leaves loopback.
+func TestAPIServerTrafficStaysOnLoopback(t *testing.T) {
+	c := cluster.New(t, cluster.Options{Name: "egress"})
+	ctx := context.Background()
+	cs := c.Clientset()
+	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "hook.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "default", Name: "hook"}},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var createErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, createErr = cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}}, metav1.CreateOptions{})
+		return createErr != nil, nil // the webhook configuration takes a moment to be used
+	})
+	if err != nil {
+		t.Fatalf("the webhook was never called: creates still succeed")
+	}
+	refused := c.EgressRefused()
+	if len(refused) == 0 || refused[0] != "CONNECT "+svc.Spec.ClusterIP+":443" {
+		t.Fatalf("egress refused %v, want a CONNECT to %s:443 (create error: %v)", refused, svc.Spec.ClusterIP, createErr)
 	}
 }

@@ -48,11 +48,11 @@ func (c *Cluster) startFakeNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sched, err := c.start("kube-scheduler", "kube-scheduler",
-		"--kubeconfig="+c.kubeconfig,
-		"--authentication-kubeconfig="+c.kubeconfig, "--authorization-kubeconfig="+c.kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort),
-		"--leader-elect=false")
+	schedArgs := []string{"--kubeconfig=" + c.kubeconfig,
+		"--authentication-kubeconfig=" + c.kubeconfig, "--authorization-kubeconfig=" + c.kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),
+		"--leader-elect=false"}
+	sched, err := c.start("kube-scheduler", "kube-scheduler", append(schedArgs, c.opts.SchedulerFlags...)...)
 	if err != nil {
 		return err
 	}

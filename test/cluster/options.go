@@ -28,6 +28,8 @@ type Options struct {
 	// they may override the defaults: a benchmark raises --kube-api-qps so the members' controllers do not
 	// bound what it measures).
 	ControllerManagerFlags []string
+	// SchedulerFlags are appended to kube-scheduler's command line (with FakeNodes).
+	SchedulerFlags []string
 	// StartTimeout bounds how long Start waits for every component to be ready; defaults to 90s.
 	StartTimeout time.Duration
 }
