@@ -15,6 +15,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/fedmesh/fedmesh/test/bench/runner"
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 )
@@ -43,6 +46,7 @@ func main() {
 	}
 	opts.Command = "go run ./test/bench " + strings.Join(os.Args[1:], " ")
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, files, err := runner.Run(ctx, opts)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -69,6 +70,7 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 	for _, s := range chosen {
 		opts.Logf("scenario %s (scale %s, %d repetitions)", s.Name, opts.Scale, opts.Reps)
 		res := &suite.Result{Scenario: s.Name, Description: s.Description, Scale: opts.Scale, Reps: opts.Reps,
+			Started: time.Now(), Commit: rep.Machine.Commit,
 			Command: fmt.Sprintf("go run ./test/bench -scenario %s -scale %s -reps %d", s.Name, opts.Scale, opts.Reps)}
 		start := time.Now()
 		if err := s.Run(ctx, env, res); err != nil {
@@ -80,6 +82,10 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	// A run of some scenarios updates the report of earlier runs instead of replacing it.
+	if earlier, err := suite.ReadReport(filepath.Join(opts.OutDir, "report.json")); err == nil && len(opts.Scenarios) > 0 {
+		rep.Merge(earlier, Names())
 	}
 	files, err := rep.Write(opts.OutDir)
 	return rep, files, err

@@ -17,18 +17,20 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
-// floor does, for one template, the API writes the federation makes, straight and in order, with nothing
-// decided: create the template, its ResourceBinding (placed: every member), the binding's Scheduled status, one
-// Work per member, the server-side apply to each member, each Work's Applied status, the binding's aggregated
-// status, and the template's status. Between the applies and the status it waits, as the federation must, for
-// each member's deployment controller to observe the Deployment, so the floor's status is as real as the
-// federator's.
-func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment) error {
+// floor does, for template number n, the API writes the federation makes, straight and in order, with nothing
+// decided: create the template, its ResourceBinding (placed), the binding's Scheduled status, one Work per target
+// member, the server-side apply to each, each Work's Applied status, the binding's aggregated status, and the
+// template's status. Targets are as the federation's division by equal weights makes them: every member while
+// there are no replicas, else the member whose turn n is (one replica to place). Between the applies and the
+// status it waits, as the federation must, for each member's deployment controller to observe the Deployment and
+// its replicas to be ready, so the floor's status is as real as the federator's.
+func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment, n int) error {
 	host := f.fastHost
 	if err := host.Create(ctx, d.DeepCopy()); err != nil {
 		return err
 	}
-	members := f.memberNames()
+	targets := floorTargets(n, *d.Spec.Replicas)
+	all := f.memberNames()
 	manifest, err := json.Marshal(memberCopy(d))
 	if err != nil {
 		return err
@@ -39,8 +41,8 @@ func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment) error
 			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name},
 		},
 	}
-	for _, m := range members {
-		rb.Spec.Clusters = append(rb.Spec.Clusters, workv1alpha1.TargetCluster{Name: m})
+	for _, m := range targets {
+		rb.Spec.Clusters = append(rb.Spec.Clusters, workv1alpha1.TargetCluster{Name: all[m], Replicas: *d.Spec.Replicas})
 	}
 	if err := host.Create(ctx, rb); err != nil {
 		return fmt.Errorf("binding: %w", err)
@@ -50,38 +52,40 @@ func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment) error
 	if err := host.Status().Update(ctx, rb); err != nil {
 		return fmt.Errorf("binding status: %w", err)
 	}
-	works := make([]*workv1alpha1.Work, len(members))
-	for i, m := range members {
-		works[i] = &workv1alpha1.Work{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: names.Work(rb.Name, m),
-				Labels: map[string]string{names.BindingLabel: rb.Name, names.ClusterLabel: m}},
-			Spec: workv1alpha1.WorkSpec{ClusterName: m, Workload: workv1alpha1.WorkloadTemplate{
+	works := map[int]*workv1alpha1.Work{}
+	for _, m := range targets {
+		works[m] = &workv1alpha1.Work{
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: names.Work(rb.Name, all[m]),
+				Labels: map[string]string{names.BindingLabel: rb.Name, names.ClusterLabel: all[m]}},
+			Spec: workv1alpha1.WorkSpec{ClusterName: all[m], Workload: workv1alpha1.WorkloadTemplate{
 				Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest}}}}},
 		}
-		if err := host.Create(ctx, works[i]); err != nil {
+		if err := host.Create(ctx, works[m]); err != nil {
 			return fmt.Errorf("work: %w", err)
 		}
 	}
-	for i, mc := range f.members {
+	for _, m := range targets {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(manifest); err != nil {
 			return err
 		}
-		if err := mc.Patch(ctx, obj, client.Apply, client.FieldOwner(names.FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply to %s: %w", members[i], err)
+		if err := f.members[m].Patch(ctx, obj, client.Apply, client.FieldOwner(names.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply to %s: %w", all[m], err)
 		}
-		meta.SetStatusCondition(&works[i].Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
-		if err := host.Status().Update(ctx, works[i]); err != nil {
+		meta.SetStatusCondition(&works[m].Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
+		if err := host.Status().Update(ctx, works[m]); err != nil {
 			return fmt.Errorf("work status: %w", err)
 		}
 	}
-	for i, mc := range f.members {
+	var ready int32
+	for _, m := range targets {
 		var md appsv1.Deployment
 		for {
-			if err := mc.Get(ctx, client.ObjectKeyFromObject(d), &md); err != nil {
+			if err := f.members[m].Get(ctx, client.ObjectKeyFromObject(d), &md); err != nil {
 				return err
 			}
-			if md.Status.ObservedGeneration == md.Generation {
+			if md.Status.ObservedGeneration == md.Generation && md.Status.ReadyReplicas == *md.Spec.Replicas {
+				ready += md.Status.ReadyReplicas
 				break
 			}
 			select {
@@ -95,7 +99,7 @@ func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment) error
 			return err
 		}
 		rb.Status.AggregatedStatus = append(rb.Status.AggregatedStatus, workv1alpha1.AggregatedStatusItem{
-			ClusterName: members[i], Applied: true, Health: workv1alpha1.ResourceHealthy, Status: &runtime.RawExtension{Raw: status}})
+			ClusterName: all[m], Applied: true, Health: workv1alpha1.ResourceHealthy, Status: &runtime.RawExtension{Raw: status}})
 	}
 	meta.SetStatusCondition(&rb.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
 	if err := host.Status().Update(ctx, rb); err != nil {
@@ -106,7 +110,21 @@ func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment) error
 		return err
 	}
 	tmpl.Status.ObservedGeneration = tmpl.Generation
+	tmpl.Status.Replicas, tmpl.Status.ReadyReplicas = ready, ready
 	return host.Status().Update(ctx, &tmpl)
+}
+
+// floorTargets are the indexes of the members template number n goes to, as the federation's division by equal
+// weights places it: every member while there are no replicas, else one, by turns.
+func floorTargets(n int, replicas int32) []int {
+	if replicas > 0 {
+		return []int{n % fedMembers}
+	}
+	out := make([]int, fedMembers)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // memberCopy is what is applied to a member: the template without server-set metadata or status.

@@ -29,6 +29,38 @@ type Report struct {
 	Results []*Result `json:"results"`
 }
 
+// Merge adds the results of rep to those of an earlier report, replacing the earlier results of the scenarios
+// rep ran and keeping the others, ordered as order names them: a run of some scenarios updates the report of a
+// full run. The machine and command are rep's; each result keeps when and at which commit it was measured.
+func (rep *Report) Merge(earlier *Report, order []string) {
+	byName := map[string]*Result{}
+	for _, r := range earlier.Results {
+		byName[r.Scenario] = r
+	}
+	for _, r := range rep.Results {
+		byName[r.Scenario] = r
+	}
+	rep.Results = rep.Results[:0]
+	for _, name := range order {
+		if r := byName[name]; r != nil {
+			rep.Results = append(rep.Results, r)
+		}
+	}
+}
+
+// ReadReport reads a report.json.
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &rep, nil
+}
+
 // Write writes dir/report.md, dir/report.json and a PNG per plot, and returns the files written.
 func (rep *Report) Write(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -68,13 +100,15 @@ func (rep *Report) markdown(dir string, plots map[*Result][]string) string {
 	for _, name := range sortedKeys(m.Components) {
 		fmt.Fprintf(&b, "%s %s; ", name, m.Components[name])
 	}
-	fmt.Fprintf(&b, "\n\nThe whole run: `%s`. Every variant of a comparison ran interleaved (A B A B ...) in the same "+
+	fmt.Fprintf(&b, "\n\nThe last run: `%s`. Every variant of a comparison ran interleaved (A B A B ...) in the same "+
 		"run; figures are the median of the repetitions, with their range (min–max) and spread ((max−min)/median). "+
-		"Ratios and differences are paired per repetition, then summarized. Client QPS limits were off "+
-		"(QPS −1), so they bound nothing. Every figure is in report.json.\n\n", rep.Command)
+		"Ratios and differences are paired per repetition, then summarized. The benchmark's own clients have no QPS "+
+		"limit, and fedmesh's binaries run with theirs raised far above what they reach, so client limits bound "+
+		"nothing; each figure says what did. Every figure is in report.json.\n\n", rep.Command)
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", r.Scenario, r.Description)
-		fmt.Fprintf(&b, "Scale **%s**, %d repetitions, %.0f s. Reproduce: `%s`.\n", r.Scale, r.Reps, r.Duration, r.Command)
+		fmt.Fprintf(&b, "Scale **%s**, %d repetitions, %.0f s, measured %s at %s. Reproduce: `%s`.\n", r.Scale, r.Reps,
+			r.Duration, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.Command)
 		if len(r.Parameters) > 0 {
 			var ps []string
 			for _, k := range sortedKeys(r.Parameters) {
@@ -94,8 +128,11 @@ func (rep *Report) markdown(dir string, plots map[*Result][]string) string {
 					met = map[bool]string{true: "yes", false: "**no**"}[*c.Met]
 				}
 				what := fmt.Sprintf("%s: %s / %s", c.Metric, c.A, c.B)
-				if c.Kind == "difference" {
+				switch c.Kind {
+				case "difference":
 					what = fmt.Sprintf("%s: %s − %s (%s)", c.Metric, c.A, c.B, c.Unit)
+				case "value":
+					what = fmt.Sprintf("%s: %s (%s)", c.Metric, c.A, c.Unit)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %s–%s | %s | %s | %s |\n", what, num(c.Median), num(c.Min), num(c.Max),
 					pct(c.Spread), c.Bar, met)

@@ -118,7 +118,8 @@ type Figure struct {
 // Comparison is a paired figure of two variants, their ratio or difference per repetition.
 type Comparison struct {
 	Metric string `json:"metric"`
-	// Kind is "ratio" (A/B) or "difference" (A-B, in the metric's unit).
+	// Kind is "ratio" (A/B), "difference" (A-B, in the metric's unit) or "value" (A itself, against an absolute
+	// bar; B is empty).
 	Kind    string    `json:"kind"`
 	A       string    `json:"a"`
 	B       string    `json:"b"`
@@ -148,7 +149,11 @@ type Series struct {
 
 // Result is everything a scenario measured.
 type Result struct {
-	Scenario    string         `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Started and Commit say when and on which fedmesh this scenario was measured: a report may hold scenarios
+	// of several runs (see Report.Merge).
+	Started     time.Time      `json:"started"`
+	Commit      string         `json:"commit,omitempty"`
 	Description string         `json:"description"`
 	Scale       Scale          `json:"scale"`
 	Reps        int            `json:"reps"`
@@ -197,6 +202,15 @@ func (r *Result) Compare(s Samples, metric, kind, a, b, bar string) Comparison {
 	// A ratio over a zero is no figure (and JSON has no NaN): such repetitions are left out.
 	xs := slices.DeleteFunc(Paired(s[a][metric], s[b][metric], fn), math.IsNaN)
 	c := Comparison{Metric: metric, Kind: kind, A: a, B: b, Unit: unit, Samples: xs, Summary: Summarize(xs), Bar: bar}
+	c.Met = meets(c.Median, bar)
+	r.Comparisons = append(r.Comparisons, c)
+	return c
+}
+
+// Check adds variant's own figure of metric, held against an absolute bar ("<= x" or ">= x").
+func (r *Result) Check(s Samples, metric, variant, bar string) Comparison {
+	xs := s[variant][metric]
+	c := Comparison{Metric: metric, Kind: "value", A: variant, Unit: r.unitOf(metric), Samples: xs, Summary: Summarize(xs), Bar: bar}
 	c.Met = meets(c.Median, bar)
 	r.Comparisons = append(r.Comparisons, c)
 	return c

@@ -1,0 +1,97 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// requestCounts are an API server's requests answered so far, by "VERB resource[/subresource]" (and the code
+// when it is not 2xx), from its
+// apiserver_request_total. LISTs and WATCHes are left out: a benchmark's own polling lists, and informers'
+// watches are not work per object.
+type requestCounts map[string]float64
+
+// readRequests scrapes the API server's /metrics with cfg's (admin) credentials.
+func readRequests(ctx context.Context, cfg *rest.Config) (requestCounts, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	out := requestCounts{}
+	fam := families["apiserver_request_total"]
+	if fam == nil {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["verb"] == "LIST" || l["verb"] == "WATCH" || l["resource"] == "" {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if code := l["code"]; code != "" && code[0] != '2' {
+			key += " (" + code + ")"
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// since is what was answered after before.
+func (c requestCounts) since(before requestCounts) requestCounts {
+	out := requestCounts{}
+	for k, v := range c {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (c requestCounts) total() float64 {
+	var sum float64
+	for _, v := range c {
+		sum += v
+	}
+	return sum
+}
+
+// per describes the counts divided by n, largest first, for a note or the log.
+func (c requestCounts) per(n int) string {
+	keys := slices.SortedFunc(maps.Keys(c), func(a, b string) int {
+		if c[a] != c[b] {
+			if c[a] > c[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2g", k, c[k]/float64(n)))
+	}
+	return strings.Join(parts, ", ")
+}
