@@ -210,17 +210,28 @@ func BenchmarkListServerMode(b *testing.B) {
 	}
 }
 
-// relayServerList is what the proxy does with a list response in server mode: check, then send on.
+// relayServerList is what the proxy does with a list response in server mode: check shardInfo at the start of
+// the body, then send the body on.
 func relayServerList(p *Prober, key ProbeKey, plan Plan, body io.Reader, contentType string, w io.Writer) error {
-	whole, err := io.ReadAll(body)
+	h, err := ReadListHead(body, contentType)
 	if err != nil {
 		return err
 	}
-	clientFilter, err := p.CheckList(key, plan, whole, contentType)
-	if err != nil || clientFilter {
-		return fmt.Errorf("the server's filtering was not recognized (%v)", err)
+	if !h.Known {
+		whole, err := io.ReadAll(io.MultiReader(bytes.NewReader(h.Read), body))
+		if err != nil {
+			return err
+		}
+		if clientFilter, err := p.CheckList(key, plan, whole, contentType); err != nil || clientFilter {
+			return fmt.Errorf("the server's filtering was not recognized (%v)", err)
+		}
+		_, err = w.Write(whole)
+		return err
 	}
-	_, err = io.Copy(w, bytes.NewReader(whole))
+	if p.CheckShardInfo(key, plan, h.ShardInfo) {
+		return errors.New("the server's filtering was not recognized")
+	}
+	_, err = io.Copy(w, io.MultiReader(bytes.NewReader(h.Read), body))
 	return err
 }
 

@@ -3,6 +3,7 @@ package filter
 import (
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -107,9 +108,22 @@ func (p *Prober) CheckList(key ProbeKey, plan Plan, body []byte, contentType str
 	if err != nil {
 		return true, err
 	}
-	filtered := ok && sameShardSelector(echoed, plan.ShardSelector)
+	var info *metav1.ShardInfo
+	if ok {
+		info = &metav1.ShardInfo{Selector: echoed}
+	}
+	return p.CheckShardInfo(key, plan, info), nil
+}
+
+// CheckShardInfo is CheckList for a list whose metadata.shardInfo has been read already (see ReadListHead); info
+// is nil when the list has none.
+func (p *Prober) CheckShardInfo(key ProbeKey, plan Plan, info *metav1.ShardInfo) (clientFilter bool) {
+	if !plan.VerifyShardInfo {
+		return plan.ClientFilter
+	}
+	filtered := info != nil && sameShardSelector(info.Selector, plan.ShardSelector)
 	p.Record(key, filtered)
-	return !filtered, nil
+	return !filtered
 }
 
 // sameShardSelector reports whether two shardSelectors select the same namespaces, however they are spelled.

@@ -25,6 +25,7 @@ func TestGarbageNeverPanics(t *testing.T) {
 			body := mutate(rng, seeds[rng.IntN(len(seeds))])
 			_, _ = FilterList(body, c.contentType, keepMine)
 			_, _, _ = ShardInfoSelector(body, c.contentType)
+			_, _ = ReadListHead(bytes.NewReader(body), c.contentType)
 			_, _ = StampCreate(body, c.contentType, mine)
 			_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), c.contentType, keepMine))
 			_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), c.contentType, nil))
@@ -63,5 +64,8 @@ func FuzzFilterList(f *testing.F) {
 		_, _ = StampCreate(body, contentType, mine)
 		_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), contentType, keepMine))
 		_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), contentType, nil))
+		if h, err := ReadListHead(bytes.NewReader(body), contentType); err == nil && !bytes.HasPrefix(body, h.Read) {
+			t.Errorf("ReadListHead read %q, not the start of the body", h.Read)
+		}
 	})
 }
