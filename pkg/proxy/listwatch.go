@@ -102,30 +102,63 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		return
 	}
 	if plan.ClientFilter || plan.VerifyShardInfo {
-		// The proxy reads this body: ask for it uncompressed.
+		// The proxy reads this body, or at least its start: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
-	forward(u, w, r, req, func(resp *http.Response) error {
+	forward(u, w, r, req, p.listResponse(req, key, plan, keep))
+}
+
+// listResponse checks a list response as plan says: that the server filtered it (metadata.shardInfo), else
+// filters it in the proxy.
+func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan, keep func(string) bool) func(*http.Response) error {
+	return func(resp *http.Response) error {
 		if resp.StatusCode != http.StatusOK || (!plan.ClientFilter && !plan.VerifyShardInfo) {
 			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
+		contentType := resp.Header.Get("Content-Type")
+		clientFilter, checked := plan.ClientFilter, !plan.VerifyShardInfo
+		var head []byte
+		if plan.VerifyShardInfo {
+			// A list mostly carries its metadata before its items: check shardInfo there and, when the server
+			// filtered, stream the items on instead of holding the whole list.
+			h, err := filter.ReadListHead(resp.Body, contentType)
+			if err != nil {
+				resp.Body.Close()
+				return err
+			}
+			if h.Known {
+				checked = true
+				if clientFilter = p.prober.CheckShardInfo(key, plan, h.ShardInfo); !clientFilter {
+					resp.Body = readCloser{io.MultiReader(bytes.NewReader(h.Read), resp.Body), resp.Body}
+					return nil
+				}
+			}
+			head = h.Read
+		}
+		body, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), resp.Body))
 		resp.Body.Close()
 		if err != nil {
 			return err
 		}
-		clientFilter, err := p.prober.CheckList(key, plan, body, resp.Header.Get("Content-Type"))
-		if err != nil {
-			p.log.V(1).Info("cannot read shardInfo; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
+		if !checked {
+			if clientFilter, err = p.prober.CheckList(key, plan, body, contentType); err != nil {
+				p.log.V(1).Info("cannot read shardInfo; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
+			}
 		}
 		if clientFilter {
-			if body, err = filter.FilterList(body, resp.Header.Get("Content-Type"), keep); err != nil {
+			if body, err = filter.FilterList(body, contentType, keep); err != nil {
 				return fmt.Errorf("filter %s list: %w", resourceLabel(req), err)
 			}
 		}
 		setBody(resp, body)
 		return nil
-	})
+	}
+}
+
+// readCloser reads from one reader and closes another: a body whose start was read already.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // probe lists one object with the shard's shardSelector, with the caller's credentials, to learn whether the
