@@ -80,8 +80,9 @@ func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs [
 	return client.IgnoreNotFound(r.Client.Patch(ctx, work, client.RawPatch(types.MergePatchType, patch)))
 }
 
-// applyManifest applies manifest ordinal of work to the member. The ref is that of the object the manifest
-// names, nil when the manifest cannot be read.
+// applyManifest applies manifest ordinal of work to the member, unless the member object is already as the
+// manifest says and the Work has not changed since it was applied (needsApply). The ref is that of the object the
+// manifest names, nil when the manifest cannot be read.
 func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ordinal int,
 	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution) (*objectRef, error) {
 	desired, err := decodeManifest(ordinal, m)
@@ -111,6 +112,14 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 			return &ref, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
 	}
+	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
+	need, why := needsApply(work, desired, observed)
+	if !need {
+		log.FromContext(ctx).V(1).Info("member object already as desired; apply skipped", "object", ref.String())
+		manifestsTotal.WithLabelValues("skipped").Inc()
+		return &ref, nil
+	}
+	log.FromContext(ctx).V(2).Info("applying", "object", ref.String(), "why", why)
 	data, err := json.Marshal(desired.Object)
 	if err != nil {
 		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
@@ -128,6 +137,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	if err != nil {
 		return &ref, fmt.Errorf("applying %s: %w", ref, err)
 	}
+	manifestsTotal.WithLabelValues("applied").Inc()
 	return &ref, nil
 }
 

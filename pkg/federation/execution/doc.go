@@ -5,6 +5,11 @@
 // the pods keep running. Deleting a Work deletes its objects from the member unless the Work preserves them, and
 // a manifest dropped from a Work is deleted from the member too.
 //
-// plan.go is the pure core (identity labels, conflict decisions, the record of what was applied, the Applied
-// condition); the Reconciler in execution.go, apply.go and delete.go does the I/O around it.
+// A reconcile that finds a member object already as its manifest says, for a Work applied in full at its current
+// generation, reads it and writes nothing (skip.go): a restarted federator, or a cluster turning Ready again,
+// requeues every Work, and re-applying them all would be a member write per object for nothing.
+//
+// plan.go and skip.go are the pure core (identity labels, conflict decisions, the record of what was applied, the
+// Applied condition, whether an apply is needed); the Reconciler in execution.go, apply.go and delete.go does the
+// I/O around it.
 package execution
