@@ -12,7 +12,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -158,6 +160,31 @@ func TestReconcileUnchanged(t *testing.T) {
 		}
 		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
 			t.Errorf("member writes %v, Work changed %v after the new generation was applied; want none", writes, workChanged)
+		}
+	})
+
+	t.Run("a manifest rendered from a host template, with the host's defaults", func(t *testing.T) {
+		// As the binding controller renders it: the template read back from the host, defaults and normalized
+		// quantities included (0.1 CPU is stored as 100m), server fields dropped by decodeManifest.
+		api := deploymentObject("api", 3)
+		api.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1")}
+		if err := host.Create(ctx, api); err != nil {
+			t.Fatal(err)
+		}
+		tpl := &unstructured.Unstructured{}
+		tpl.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		if err := host.Get(ctx, client.ObjectKeyFromObject(api), tpl); err != nil {
+			t.Fatal(err)
+		}
+		w := work("api-deployment-"+cluster, cluster, "", tpl)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if writes, _ := reconcileWrites(t, w); writes["APPLY deployments"] != 1 {
+			t.Fatalf("member writes %v, want the Deployment applied", writes)
+		}
+		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
+			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
 		}
 	})
 }
