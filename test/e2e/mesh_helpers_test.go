@@ -147,17 +147,9 @@ func (r *relay) copyDelayed(dst io.Writer, src io.Reader) {
 // statusAssignment reads the assignment a ShardingConfig's status publishes.
 func statusAssignment(t *testing.T, sc *meshv1alpha1.ShardingConfig) shard.Assignment {
 	t.Helper()
-	a := shard.Assignment{}
-	for _, sa := range sc.Status.Assignment {
-		var ranges []shard.Range
-		for _, hr := range sa.Ranges {
-			r, err := shard.ParseRange(hr.Start, hr.End)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ranges = append(ranges, r)
-		}
-		a[shard.ShardID(sa.Shard)] = shard.NewSet(ranges...)
+	a, err := meshv1alpha1.ParseAssignment(sc.Status.Assignment)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return a
 }

@@ -49,7 +49,7 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 		v.Ready = string(c.Status)
 	}
 	for _, sa := range sc.Status.Assignment {
-		set, err := assignedSet(sa)
+		set, err := meshv1alpha1.ParseHashRanges(sa.Ranges)
 		if err != nil {
 			return ShardingView{}, fmt.Errorf("%s/%s shard %d: %w", sc.Namespace, sc.Name, sa.Shard, err)
 		}
@@ -69,19 +69,6 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 		return a.Shard < b.Shard || a.Shard == b.Shard && a.Pod < b.Pod
 	})
 	return v, nil
-}
-
-// assignedSet parses one shard's ranges from the status text form.
-func assignedSet(sa meshv1alpha1.ShardAssignment) (shard.Set, error) {
-	var ranges []shard.Range
-	for _, hr := range sa.Ranges {
-		r, err := shard.ParseRange(hr.Start, hr.End)
-		if err != nil {
-			return shard.Set{}, err
-		}
-		ranges = append(ranges, r)
-	}
-	return shard.NewSet(ranges...), nil
 }
 
 // ShardsTable is one row per shard of each ShardingConfig: its ranges (their count, the share of the hash space),
@@ -145,7 +132,7 @@ func NewOwnerView(sc *meshv1alpha1.ShardingConfig, ns string) (OwnerView, error)
 	a := shard.Assignment{}
 	canary := map[shard.ShardID]bool{}
 	for _, sa := range sc.Status.Assignment {
-		set, err := assignedSet(sa)
+		set, err := meshv1alpha1.ParseHashRanges(sa.Ranges)
 		if err != nil {
 			return OwnerView{}, fmt.Errorf("%s shard %d: %w", v.ShardingConfig, sa.Shard, err)
 		}

@@ -19,54 +19,11 @@ import (
 
 // published reads what the status says the proxies were told.
 func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
-	a, err := parseAssignment(st.Assignment)
+	a, err := meshv1alpha1.ParseAssignment(st.Assignment)
 	if err != nil {
 		return Published{}, err
 	}
 	return Published{Epoch: st.Epoch, Assignment: a}, nil
-}
-
-// parseAssignment reads an assignment as the status writes it.
-func parseAssignment(sas []meshv1alpha1.ShardAssignment) (shard.Assignment, error) {
-	a := shard.Assignment{}
-	for _, sa := range sas {
-		set, err := parseSet(sa.Ranges)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d: %w", sa.Shard, err)
-		}
-		a[shard.ShardID(sa.Shard)] = set
-	}
-	return a, nil
-}
-
-func parseSet(hrs []meshv1alpha1.HashRange) (shard.Set, error) {
-	var ranges []shard.Range
-	for _, hr := range hrs {
-		r, err := shard.ParseRange(hr.Start, hr.End)
-		if err != nil {
-			return shard.Set{}, err
-		}
-		ranges = append(ranges, r)
-	}
-	return shard.NewSet(ranges...), nil
-}
-
-func hashRanges(s shard.Set) []meshv1alpha1.HashRange {
-	var out []meshv1alpha1.HashRange
-	for _, rg := range s.Ranges() {
-		start, end := rg.Hex()
-		out = append(out, meshv1alpha1.HashRange{Start: start, End: end})
-	}
-	return out
-}
-
-// assignmentStatus writes an assignment as the status holds it (ranges only).
-func assignmentStatus(a shard.Assignment) []meshv1alpha1.ShardAssignment {
-	var out []meshv1alpha1.ShardAssignment
-	for _, id := range a.Shards() {
-		out = append(out, meshv1alpha1.ShardAssignment{Shard: int32(id), Ranges: hashRanges(a[id])})
-	}
-	return out
 }
 
 // writeStatus records pub, the shards' namespaces, the proxies' acknowledgements, the conditions and the canary's
@@ -93,7 +50,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	st.Assignment = nil
 	for _, sid := range shardsOf(sc, pub, members) {
 		id := int32(sid)
-		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: hashRanges(pub.Assignment[sid]),
+		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: meshv1alpha1.HashRangesOf(pub.Assignment[sid]),
 			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc), Objects: objects[sid]}
 		if counted {
 			shardObjects.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(objects[sid]))
