@@ -17,9 +17,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
@@ -34,6 +37,8 @@ import (
 type Publisher interface {
 	Set(typeURL, name string, doc []byte, version string) error
 	Acks() map[string]xds.NodeState
+	// Changed is closed at the next change of Acks (xds.Callbacks.Changed).
+	Changed() <-chan struct{}
 }
 
 // Reconciler reconciles ShardingConfigs.
@@ -43,7 +48,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	Publisher Publisher
 	Recorder  events.EventRecorder
-	// Poll is how often a handover waiting for acknowledgements is looked at again; default 500ms.
+	// Poll is how often a handover waiting for acknowledgements is looked at again, besides at each change of
+	// the acknowledgements; default 500ms.
 	Poll time.Duration
 	// ProxyLease is the proxies' ownership lease (their --ownership-lease): a proxy out of contact that long owns
 	// nothing, and a handover stops waiting for it. 0 waits for every live pod's proxy, however long.
@@ -64,6 +70,50 @@ type Reconciler struct {
 	started time.Time
 	// revoked is when each ShardingConfig's current revoke was published, for the handover-gap metric.
 	revoked map[ktypes.NamespacedName]time.Time
+	// waiting are the ShardingConfigs whose handover waits for acknowledgements: each change of them brings
+	// those back at once, so the grant follows the last ACK instead of the next poll.
+	waiting map[ktypes.NamespacedName]bool
+	acked   chan crevent.GenericEvent
+}
+
+// setWaiting records whether key waits for acknowledgements.
+func (r *Reconciler) setWaiting(key ktypes.NamespacedName, waiting bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting = map[ktypes.NamespacedName]bool{}
+	}
+	if waiting {
+		r.waiting[key] = true
+	} else {
+		delete(r.waiting, key)
+	}
+}
+
+// relayAcks enqueues the waiting ShardingConfigs at every change of the proxies' acknowledgements.
+func (r *Reconciler) relayAcks(ctx context.Context) error {
+	for {
+		changed := r.Publisher.Changed()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+		r.mu.Lock()
+		keys := make([]ktypes.NamespacedName, 0, len(r.waiting))
+		for k := range r.waiting {
+			keys = append(keys, k)
+		}
+		r.mu.Unlock()
+		for _, k := range keys {
+			obj := &meshv1alpha1.ShardingConfig{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+			select {
+			case r.acked <- crevent.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
 }
 
 // measureGap records the ownerless gap of a handover: from its revoke to its grant.
@@ -99,8 +149,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.LeaseMargin == 0 {
 		r.LeaseMargin = 20 * time.Second
 	}
+	r.acked = make(chan crevent.GenericEvent, 64)
+	if err := mgr.Add(manager.RunnableFunc(r.relayAcks)); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&meshv1alpha1.ShardingConfig{}).
+		WatchesRawSource(source.Channel(r.acked, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.configsOfPod)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.configsOfCluster)).
 		Complete(r)
@@ -227,6 +282,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := ro.act(ctx, r, &sc); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.setWaiting(req.NamespacedName, len(pending) > 0)
 		if len(pending) > 0 {
 			logger.V(1).Info("waiting for proxies to acknowledge", "epoch", pub.Epoch, "pending", pending)
 			return reconcile.Result{RequeueAfter: r.Poll}, nil
@@ -254,6 +310,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Handover", phase, "epoch %d: %s", next.Epoch, describe(pub.Assignment, next.Assignment))
 	handovers.WithLabelValues(req.String(), phase).Inc()
 	r.measureGap(req.NamespacedName, phase)
+	// The proxies' acknowledgements of this step bring it back (relayAcks); the poll is a backstop.
+	r.setWaiting(req.NamespacedName, true)
 	if err := r.publish(ctx, &sc, next, members); err != nil {
 		return reconcile.Result{}, err
 	}
