@@ -1,5 +1,6 @@
-// Package fedrun runs fedmesh's own binaries against a local federation, the way a cluster would run them: the
-// manager, and the federator either as one replica straight on the host API server or as N shards, each a pod
-// object with its own proxy process in front of all its traffic (host and members) and its own federator process.
-// The e2e tests and the demo share it.
+// Package fedrun runs fedmesh's own binaries against local clusters, the way a cluster would run them. A Mesh is
+// the manager and the shard pods and proxies of any sharded operator (each pod an API object, each proxy a process
+// configured by the manager over xDS); a Run is the federator, either one replica straight on the host API server
+// or N shards on a Mesh, each with its own federator process whose traffic (host and members) all goes through
+// its proxy. The e2e tests, the demo and the benchmarks share it.
 package fedrun

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
@@ -49,14 +47,19 @@ type Options struct {
 
 // Run is a running federator (and manager and proxies when sharded).
 type Run struct {
-	opts  Options
-	dir   string
-	procs []*cluster.Process
-	// Proxies are the shards' proxy addresses (host:port, TLS with ProxyCA), by shard.
-	Proxies []string
+	opts Options
+	dir  string
+	// Mesh is the manager and the shards' pods and proxies; nil when unsharded.
+	Mesh       *Mesh
+	federators []*federator
+}
 
-	proxyCert, proxyKey string
-	proxyCA             []byte
+// federator is one federator process and how to start it again.
+type federator struct {
+	name    string
+	args    []string
+	metrics string
+	proc    *cluster.Process
 }
 
 // Build builds the manager, proxy and federator into dir from the module at root.
@@ -90,23 +93,20 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 			}
 		}
 	}()
-	identity, err := opts.Host.ServiceAccount(ctx, names.SystemNamespace, Name,
-		[]rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}})
-	if err != nil {
-		return r, err
-	}
+	everything := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
 	if opts.Shards == 0 {
+		identity, err := opts.Host.ServiceAccount(ctx, names.SystemNamespace, Name, everything)
+		if err != nil {
+			return r, err
+		}
 		kubeconfig, err := r.writeKubeconfig("federator", opts.Host.Host(), identity.BearerToken, opts.Host.CAData())
 		if err != nil {
 			return r, err
 		}
 		return r, r.startFederator("federator", kubeconfig, nil)
 	}
-	xds, err := freeAddr()
-	if err != nil {
-		return r, err
-	}
-	if err := r.startManager(xds); err != nil {
+	if r.Mesh, err = StartMesh(ctx, MeshOptions{Host: opts.Host, Client: opts.Client, BinDir: opts.BinDir,
+		Namespace: names.SystemNamespace, Name: Name, Rules: everything, Dir: dir}); err != nil {
 		return r, err
 	}
 	sc := &meshv1alpha1.ShardingConfig{
@@ -122,9 +122,8 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 	if err := opts.Client.Create(ctx, sc); err != nil {
 		return r, fmt.Errorf("ShardingConfig: %w", err)
 	}
-	tokens := make([]string, opts.Shards)
 	for i := range opts.Shards {
-		if tokens[i], err = r.startProxy(ctx, i, xds); err != nil {
+		if _, err := r.Mesh.AddShard(ctx, i); err != nil {
 			return r, fmt.Errorf("shard %d: %w", i, err)
 		}
 	}
@@ -134,7 +133,8 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 	}
 	for i := range opts.Shards {
 		name := fmt.Sprintf("%s-%d", Name, i)
-		kubeconfig, err := r.writeKubeconfig(name, "https://"+r.Proxies[i], tokens[i], r.proxyCA)
+		shard := r.Mesh.Shard(i)
+		kubeconfig, err := r.writeKubeconfig(name, "https://"+shard.Addr, shard.Token, r.Mesh.CA())
 		if err != nil {
 			return r, err
 		}
@@ -162,73 +162,6 @@ func WaitConfigured(ctx context.Context, c client.Reader, sc *meshv1alpha1.Shard
 	return fmt.Errorf("ShardingConfig %s never Ready: %s", sc.Name, last)
 }
 
-func (r *Run) startManager(xds string) error {
-	probes, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	p, err := cluster.StartProcess("manager", r.dir, filepath.Join(r.opts.BinDir, "manager"),
-		"--kubeconfig", r.opts.Host.Kubeconfig(), "--leader-elect=false", "--health-probe-bind-address", probes,
-		"--metrics-bind-address", "0", "--xds-insecure", "--xds-bind-address", xds)
-	if err != nil {
-		return err
-	}
-	r.procs = append(r.procs, p)
-	return WaitReady(p, "http://"+probes+"/readyz")
-}
-
-// startProxy makes shard i's pod (an API object: its identity, the manager's view of the shard) and runs its
-// proxy. It returns the pod-bound token the shard's federator uses.
-func (r *Run) startProxy(ctx context.Context, i int, xds string) (string, error) {
-	cs := r.opts.Host.Clientset()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", Name, i), Namespace: names.SystemNamespace,
-			Labels: map[string]string{"app": Name, "apps.kubernetes.io/pod-index": strconv.Itoa(i)}},
-		Spec: corev1.PodSpec{ServiceAccountName: Name, Containers: []corev1.Container{{Name: "federator", Image: "fedmesh/federator"}}},
-	}
-	pod, err := cs.CoreV1().Pods(names.SystemNamespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	token, err := BoundToken(ctx, cs, pod, nil, 0)
-	if err != nil {
-		return "", err
-	}
-	tokenFile := filepath.Join(r.dir, pod.Name+".token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		return "", err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	if r.proxyCA == nil {
-		// Over TLS: clients built from a kubeconfig send no credentials to a plain-HTTP server.
-		if r.proxyCert, r.proxyKey, r.proxyCA, err = WriteServingCert(r.dir); err != nil {
-			return "", err
-		}
-	}
-	probes, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	p, err := cluster.StartProcess(fmt.Sprintf("proxy-%d", i), r.dir, filepath.Join(r.opts.BinDir, "proxy"),
-		"--upstream-kubeconfig", r.opts.Host.Kubeconfig(), "--listen-address", addr, "--probe-address", probes,
-		"--state-dir", filepath.Join(r.dir, pod.Name+"-state"), "--xds-address", xds, "--xds-insecure",
-		"--xds-token-file", tokenFile, "--sharding-config", names.SystemNamespace+"/"+Name, "--shard", strconv.Itoa(i),
-		"--pod-name", pod.Name, "--pod-namespace", names.SystemNamespace,
-		"--tls-cert-file", r.proxyCert, "--tls-private-key-file", r.proxyKey)
-	if err != nil {
-		return "", err
-	}
-	r.procs = append(r.procs, p)
-	if err := WaitReady(p, "http://"+probes+"/readyz"); err != nil {
-		return "", err
-	}
-	r.Proxies = append(r.Proxies, addr)
-	return token, nil
-}
-
 // BoundToken is a token of pod's service account bound to pod, as the kubelet projects it into the pod (for
 // audiences, or the API server's when empty; expiring after seconds, or the API server's default when 0): the
 // token a proxy proves its pod with to the manager, and the one the pod's containers authenticate with.
@@ -250,20 +183,43 @@ func BoundToken(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, a
 }
 
 func (r *Run) startFederator(name, kubeconfig string, extra []string) error {
+	metrics, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	f := &federator{name: name, metrics: metrics, args: append([]string{"--kubeconfig", kubeconfig, "--leader-elect",
+		"--leader-election-id", Name, "--leader-election-namespace", names.SystemNamespace, "--metrics-bind-address", metrics}, extra...)}
+	f.args = append(f.args, r.opts.FederatorArgs...)
+	r.federators = append(r.federators, f)
+	return r.runFederator(f)
+}
+
+func (r *Run) runFederator(f *federator) error {
 	probes, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--kubeconfig", kubeconfig, "--leader-elect", "--leader-election-id", Name,
-		"--leader-election-namespace", names.SystemNamespace, "--health-probe-bind-address", probes,
-		"--metrics-bind-address", "0"}, extra...)
-	p, err := cluster.StartProcess(name, r.dir, filepath.Join(r.opts.BinDir, "federator"), append(args, r.opts.FederatorArgs...)...)
+	f.proc, err = cluster.StartProcess(f.name, r.dir, filepath.Join(r.opts.BinDir, "federator"),
+		append(f.args, "--health-probe-bind-address", probes)...)
 	if err != nil {
 		return err
 	}
-	r.procs = append(r.procs, p)
-	return WaitReady(p, "http://"+probes+"/readyz")
+	return WaitReady(f.proc, "http://"+probes+"/readyz")
 }
+
+// RestartFederator stops federator i (shard i, or the one federator when unsharded) and starts it again with
+// the same flags, returning once it is ready.
+func (r *Run) RestartFederator(i int) error {
+	f := r.federators[i]
+	f.proc.Stop(10 * time.Second)
+	return r.runFederator(f)
+}
+
+// FederatorMetrics is the host:port of federator i's /metrics.
+func (r *Run) FederatorMetrics(i int) string { return r.federators[i].metrics }
+
+// FederatorPID is federator i's process ID.
+func (r *Run) FederatorPID(i int) int { return r.federators[i].proc.PID() }
 
 func (r *Run) writeKubeconfig(name, server, token string, ca []byte) (string, error) {
 	path := filepath.Join(r.dir, name+".kubeconfig")
@@ -278,14 +234,6 @@ func WriteKubeconfig(path, server, token string, ca []byte) error {
 	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	cfg.CurrentContext = "c"
 	return clientcmd.WriteToFile(*cfg, path)
-}
-
-// ProxyConfig is cfg (credentials) pointed at shard i's proxy.
-func (r *Run) ProxyConfig(cfg *rest.Config, i int) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Host = "https://" + r.Proxies[i]
-	cfg.TLSClientConfig = rest.TLSClientConfig{CAData: r.proxyCA}
-	return cfg
 }
 
 // WriteServingCert writes a self-signed serving certificate for 127.0.0.1 to dir/tls.crt and dir/tls.key and
@@ -305,16 +253,26 @@ func WriteServingCert(dir string) (certFile, keyFile string, ca []byte, err erro
 // Logs are the last n lines of every process's log.
 func (r *Run) Logs(n int) string {
 	var out string
-	for _, p := range r.procs {
-		out += fmt.Sprintf("----- %s -----\n%s\n", filepath.Base(p.LogPath()), p.Tail(n))
+	if r.Mesh != nil {
+		out = r.Mesh.Logs(n)
+	}
+	for _, f := range r.federators {
+		if f.proc != nil {
+			out += fmt.Sprintf("----- %s -----\n%s\n", filepath.Base(f.proc.LogPath()), f.proc.Tail(n))
+		}
 	}
 	return out
 }
 
 // Stop stops every process, the federators first, and removes the run's files.
 func (r *Run) Stop() {
-	for i := len(r.procs) - 1; i >= 0; i-- {
-		r.procs[i].Stop(10 * time.Second)
+	for _, f := range r.federators {
+		if f.proc != nil {
+			f.proc.Stop(10 * time.Second)
+		}
+	}
+	if r.Mesh != nil {
+		r.Mesh.Stop()
 	}
 	if os.Getenv("FEDMESH_KEEP_RUN") == "" {
 		os.RemoveAll(r.dir)
