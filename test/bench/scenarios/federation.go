@@ -317,6 +317,12 @@ func waitClustersReady(ctx context.Context, host client.Client) error {
 }
 
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string, error)) error {
+	return pollEvery(ctx, timeout, 100*time.Millisecond, cond)
+}
+
+// pollEvery calls cond every interval until it holds, fails, or timeout passes; the error then says what cond
+// last reported.
+func pollEvery(ctx context.Context, timeout, interval time.Duration, cond func() (bool, string, error)) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
@@ -334,7 +340,7 @@ func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string,
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s", ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

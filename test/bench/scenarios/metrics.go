@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -94,4 +95,33 @@ func (c requestCounts) per(n int) string {
 		parts = append(parts, fmt.Sprintf("%s %.2g", k, c[k]/float64(n)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// histogram is the sum and count of a Prometheus histogram, over all its label sets.
+type histogram struct{ sum, count float64 }
+
+// scrapeHistogram reads histogram name from the /metrics of addr (host:port).
+func scrapeHistogram(ctx context.Context, addr, name string) (histogram, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return histogram{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return histogram{}, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return histogram{}, fmt.Errorf("metrics of %s: %w", addr, err)
+	}
+	var h histogram
+	if fam := families[name]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			h.sum += m.GetHistogram().GetSampleSum()
+			h.count += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return h, nil
 }
