@@ -147,7 +147,7 @@ func (r *relay) copyDelayed(dst io.Writer, src io.Reader) {
 // statusAssignment reads the assignment a ShardingConfig's status publishes.
 func statusAssignment(t *testing.T, sc *meshv1alpha1.ShardingConfig) shard.Assignment {
 	t.Helper()
-	a, err := meshv1alpha1.ParseAssignment(sc.Status.Assignment)
+	a, err := shard.ParseStatusAssignment(sc.Status.Assignment)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestOwner(t *testing.T) {
 	carved := shardingConfig()
 	a := shard.Assignment{}
 	for _, sa := range carved.Status.Assignment {
-		set, err := meshv1alpha1.ParseHashRanges(sa.Ranges)
+		set, err := shard.ParseStatusRanges(sa.Ranges)
 		if err != nil {
 			t.Fatal(err)
 		}

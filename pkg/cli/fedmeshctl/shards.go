@@ -49,7 +49,7 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 		v.Ready = string(c.Status)
 	}
 	for _, sa := range sc.Status.Assignment {
-		set, err := meshv1alpha1.ParseHashRanges(sa.Ranges)
+		set, err := shard.ParseStatusRanges(sa.Ranges)
 		if err != nil {
 			return ShardingView{}, fmt.Errorf("%s/%s shard %d: %w", sc.Namespace, sc.Name, sa.Shard, err)
 		}
@@ -132,7 +132,7 @@ func NewOwnerView(sc *meshv1alpha1.ShardingConfig, ns string) (OwnerView, error)
 	a := shard.Assignment{}
 	canary := map[shard.ShardID]bool{}
 	for _, sa := range sc.Status.Assignment {
-		set, err := meshv1alpha1.ParseHashRanges(sa.Ranges)
+		set, err := shard.ParseStatusRanges(sa.Ranges)
 		if err != nil {
 			return OwnerView{}, fmt.Errorf("%s shard %d: %w", v.ShardingConfig, sa.Shard, err)
 		}

@@ -47,7 +47,7 @@ func (r *Reconciler) observer() *mcanary.Observer {
 func stableTarget(sc *meshv1alpha1.ShardingConfig, pub Published, shards []shard.ShardID, namespaces []string) shard.Assignment {
 	base := pub
 	if cs := sc.Status.Canary; cs != nil && len(cs.StableAssignment) > 0 {
-		if a, err := meshv1alpha1.ParseAssignment(cs.StableAssignment); err == nil {
+		if a, err := shard.ParseStatusAssignment(cs.StableAssignment); err == nil {
 			base = Published{Epoch: pub.Epoch, Assignment: a}
 		}
 	}
@@ -103,14 +103,14 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		if st == nil || acked && pub.Assignment[canaryShard].Empty() {
 			return rolloutResult{target: stable}
 		}
-		st.Ranges, st.StableAssignment = nil, meshv1alpha1.AssignmentStatus(stable)
+		st.Ranges, st.StableAssignment = nil, shard.StatusAssignment(stable)
 		return rolloutResult{target: stable, status: st}
 	}
 
 	prev := sc.Status.Canary
 	var canarySet shard.Set
 	if prev != nil {
-		set, err := meshv1alpha1.ParseHashRanges(prev.Ranges)
+		set, err := shard.ParseStatusRanges(prev.Ranges)
 		if err != nil {
 			logger.Error(err, "status.canary.ranges unreadable; the canary's set is what it owns")
 			set = pub.Assignment[canaryShard]
@@ -124,7 +124,7 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		if st == nil {
 			st = &meshv1alpha1.CanaryStatus{}
 		}
-		st.StableAssignment = meshv1alpha1.AssignmentStatus(stable)
+		st.StableAssignment = shard.StatusAssignment(stable)
 		ev := canary.Event{Type: canary.EventWarning, Reason: "InvalidCanary", Message: "spec.canary: " + err.Error() + "; the rollout holds"}
 		target := shard.Reassign(stable, canarySet, canaryShard)
 		if canarySet.Empty() {
@@ -200,8 +200,8 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	}
 
 	st := plan.Status(next)
-	st.Ranges = meshv1alpha1.HashRangesOf(next.Canary)
-	st.StableAssignment = meshv1alpha1.AssignmentStatus(stable)
+	st.Ranges = shard.StatusRanges(next.Canary)
+	st.StableAssignment = shard.StatusAssignment(stable)
 	if next.Phase == canary.Promoted {
 		st.Promotion = promo
 	}

@@ -19,7 +19,7 @@ import (
 
 // published reads what the status says the proxies were told.
 func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
-	a, err := meshv1alpha1.ParseAssignment(st.Assignment)
+	a, err := shard.ParseStatusAssignment(st.Assignment)
 	if err != nil {
 		return Published{}, err
 	}
@@ -50,7 +50,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	st.Assignment = nil
 	for _, sid := range shardsOf(sc, pub, members) {
 		id := int32(sid)
-		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: meshv1alpha1.HashRangesOf(pub.Assignment[sid]),
+		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: shard.StatusRanges(pub.Assignment[sid]),
 			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc), Objects: objects[sid]}
 		if counted {
 			shardObjects.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(objects[sid]))

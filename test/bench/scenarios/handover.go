@@ -349,7 +349,7 @@ func (h *handoverMesh) waitServed(ctx context.Context) (time.Time, error) {
 		if err := h.client.Get(ctx, client.ObjectKey{Namespace: opNamespace, Name: opName}, &sc); err != nil {
 			return false, "", err
 		}
-		a, err := meshv1alpha1.ParseAssignment(sc.Status.Assignment)
+		a, err := shard.ParseStatusAssignment(sc.Status.Assignment)
 		if err != nil {
 			return false, "", err
 		}
