@@ -33,18 +33,6 @@ type Interpreter interface {
 	interpreter.DependencyInterpreter
 }
 
-// stripServerFields returns a copy of obj without what the host's API server set and a member must not get: its
-// status, identity, versioning, ownership and finalizers.
-func stripServerFields(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	out := obj.DeepCopy()
-	delete(out.Object, "status")
-	for _, f := range []string{"resourceVersion", "uid", "managedFields", "creationTimestamp", "generation",
-		"ownerReferences", "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
-		unstructured.RemoveNestedField(out.Object, "metadata", f)
-	}
-	return out
-}
-
 // rendering is what every Work of one binding is rendered from.
 type rendering struct {
 	binding *workv1alpha1.ResourceBinding

@@ -57,8 +57,9 @@ func retainServiceAccount(desired, observed *unstructured.Unstructured) error {
 	return err
 }
 
-// Labels the Job controller puts on a Job's selector and pod template; they carry the member Job's UID.
-var jobControllerLabels = []string{
+// JobControllerLabels are the labels the API server's Job strategy puts on a Job's selector and pod template;
+// they carry the Job's UID, so each cluster's are its own.
+var JobControllerLabels = []string{
 	"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name",
 }
 
@@ -82,7 +83,7 @@ func retainJob(desired, observed *unstructured.Unstructured) error {
 	if ours == nil {
 		ours = map[string]string{}
 	}
-	for _, k := range jobControllerLabels {
+	for _, k := range JobControllerLabels {
 		if v, ok := theirs[k]; ok {
 			ours[k] = v
 		}

@@ -1,0 +1,50 @@
+package binding
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// What the host allocated for a template's kind does not reach the members.
+func TestStripHostAllocated(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{{
+		name: "a Service's cluster IPs and health-check port; its node port stays",
+		in: `{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.7, clusterIPs: [10.0.0.7],
+			healthCheckNodePort: 31000, ports: [{port: 80, nodePort: 30080}]}}`,
+		want: `{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {ports: [{port: 80, nodePort: 30080}]}}`,
+	}, {
+		name: "a headless Service keeps its None",
+		in:   `{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {clusterIP: None, clusterIPs: [None]}}`,
+		want: `{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {clusterIP: None, clusterIPs: [None]}}`,
+	}, {
+		name: "a Job's generated selector and controller labels; the template's own labels stay",
+		in: `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {selector: {matchLabels: {batch.kubernetes.io/controller-uid: u}},
+			template: {metadata: {labels: {app: j, controller-uid: u, batch.kubernetes.io/controller-uid: u, job-name: j,
+			batch.kubernetes.io/job-name: j}}}}}`,
+		want: `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {template: {metadata: {labels: {app: j}}}}}`,
+	}, {
+		name: "a Job with a manual selector keeps it",
+		in:   `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {manualSelector: true, selector: {matchLabels: {app: j}}}}`,
+		want: `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {manualSelector: true, selector: {matchLabels: {app: j}}}}`,
+	}, {
+		name: "a ServiceAccount's token Secrets",
+		in:   `{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa}, secrets: [{name: sa-token-x}]}`,
+		want: `{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa}}`,
+	}, {
+		name: "a claim's bound volume",
+		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: pv-1, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "another group's Service is left alone",
+		in:   `{apiVersion: example.com/v1, kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.7}}`,
+		want: `{apiVersion: example.com/v1, kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.7}}`,
+	}} {
+		got := stripServerFields(unstr(t, tc.in))
+		if diff := cmp.Diff(unstr(t, tc.want).Object, got.Object); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
