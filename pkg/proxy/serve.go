@@ -95,6 +95,8 @@ func fence(own *config.Ownership, req *Request, namespaced bool) (owner shard.Sh
 	switch {
 	case own == nil:
 		return shard.NoShard, false
+	case recordsEvent(req):
+		return own.Shard, true
 	case !namespaced:
 		return own.ClusterScopedShard, own.SeesClusterScoped()
 	case own.Owned().ContainsNamespace(req.Namespace):
@@ -105,6 +107,15 @@ func fence(own *config.Ownership, req *Request, namespaced bool) (owner shard.Sh
 		owner = shard.NoShard
 	}
 	return owner, false
+}
+
+// recordsEvent reports whether req records an Event (creates it, or counts a repeat of it). Events are reports,
+// not objects an operator owns: every shard may report what it saw, also in a namespace another shard owns (its
+// own leader election, say, in the namespace of the Lease), and two shards' events never compete. Deleting them
+// stays fenced.
+func recordsEvent(req *Request) bool {
+	return req.Resource == "events" && (req.APIGroup == "" || req.APIGroup == "events.k8s.io") &&
+		(req.Verb == "create" || req.Verb == "update" || req.Verb == "patch")
 }
 
 func fenceMessage(own *config.Ownership, req *Request, namespaced bool, owner shard.ShardID) string {

@@ -116,6 +116,15 @@ func TestKubectlThroughTheProxy(t *testing.T) {
 	if got := p.metric(t, `fedmesh_proxy_fenced_writes_total{cluster="@host",resource="configmaps"}`); got != "1" {
 		t.Errorf("fenced writes metric = %q, want 1", got)
 	}
+	// An Event is a report, not an owned object: a shard may record one in any namespace.
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, []byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"seen.1","namespace":"`+foreign+
+		`"},"involvedObject":{"kind":"ConfigMap","name":"x","namespace":"`+foreign+`"},"reason":"Seen","message":"shard 0 saw it","type":"Normal"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code = kubectl(t, kubeconfig, "create", "-f", event); code != 0 {
+		t.Errorf("an Event in shard 1's namespace: exit %d: %s", code, errOut)
+	}
 }
 
 // A caller without RBAC for a resource is refused through the proxy as it would be directly: the proxy lends no
