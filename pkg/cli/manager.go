@@ -75,6 +75,9 @@ func (f *ManagerFlags) NewManager(scheme *runtime.Scheme, customize func(*ctrl.O
 		LeaderElection:          f.LeaderElect,
 		LeaderElectionID:        f.LeaderElectionID,
 		LeaderElectionNamespace: f.LeaderElectionNamespace,
+		// The process ends when the manager stops, so it may hand the Lease back at once: a restarted or rolled
+		// replica then takes over without waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
 	}
 	if customize != nil {
 		customize(&opts)

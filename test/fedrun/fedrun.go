@@ -207,13 +207,11 @@ func (r *Run) runFederator(f *federator) error {
 	return WaitReady(f.proc, "http://"+probes+"/readyz")
 }
 
-// RestartFederator stops federator i (shard i, or the one federator when unsharded) and starts it again with
-// the same flags, returning once it is ready.
-func (r *Run) RestartFederator(i int) error {
-	f := r.federators[i]
-	f.proc.Stop(10 * time.Second)
-	return r.runFederator(f)
-}
+// StopFederator stops federator i (shard i, or the one federator when unsharded).
+func (r *Run) StopFederator(i int) { r.federators[i].proc.Stop(10 * time.Second) }
+
+// StartFederator starts federator i again, with the same flags, and returns once it is ready.
+func (r *Run) StartFederator(i int) error { return r.runFederator(r.federators[i]) }
 
 // FederatorMetrics is the host:port of federator i's /metrics.
 func (r *Run) FederatorMetrics(i int) string { return r.federators[i].metrics }

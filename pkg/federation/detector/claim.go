@@ -97,14 +97,18 @@ var errBindingTerminating = errors.New("binding is being deleted")
 // writeBinding creates or updates obj's binding with desired, claimed by p.
 func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstructured, p Policy, desired workv1alpha1.ResourceBindingSpec) (reconcile.Result, error) {
 	key := bindingKey(obj.GetKind(), obj.GetNamespace(), obj.GetName())
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	digest, err := templates.Digest(obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		b := newBinding(obj.GetNamespace())
 		err := r.Client.Get(ctx, key, b)
 		if apierrors.IsNotFound(err) {
 			b = newBinding(obj.GetNamespace())
 			b.SetNamespace(key.Namespace)
 			b.SetName(key.Name)
-			setBindingMeta(b, obj, p)
+			setBindingMeta(b, obj, p, digest)
 			SetDesired(bindingSpec(b), desired)
 			if _, ok := b.(*workv1alpha1.ResourceBinding); ok {
 				// Born with the binding stage's finalizer, which that stage would otherwise add in a write of
@@ -128,11 +132,17 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 		if b.GetDeletionTimestamp() != nil {
 			return errBindingTerminating
 		}
-		if HeldBack(bindingSpec(b), b.GetLabels(), desired, p) {
+		want := desired
+		if b.GetAnnotations()[names.TemplateDigestAnnotation] == digest {
+			// Only the template's status or bookkeeping changed since the version the binding names (the status
+			// stage's own writes do that): that version still stands, and nothing after the binding is redone.
+			want.Resource.ResourceVersion = bindingSpec(b).Resource.ResourceVersion
+		}
+		if HeldBack(bindingSpec(b), b.GetLabels(), want, p) {
 			return nil
 		}
-		metaChanged := setBindingMeta(b, obj, p)
-		if !SetDesired(bindingSpec(b), desired) && !metaChanged {
+		metaChanged := setBindingMeta(b, obj, p, digest)
+		if !SetDesired(bindingSpec(b), want) && !metaChanged {
 			return nil
 		}
 		if err := r.Client.Update(ctx, b); err != nil {
@@ -210,10 +220,18 @@ func sameTemplate(spec *workv1alpha1.ResourceBindingSpec, gvk schema.GroupVersio
 		spec.Resource.Namespace == namespace && spec.Resource.Name == name
 }
 
-// setBindingMeta labels b with its claim, like the template, so a policy finds its bindings, and makes b owned
-// (not controlled) by the template. It reports whether b changed.
-func setBindingMeta(b client.Object, obj *unstructured.Unstructured, p Policy) bool {
+// setBindingMeta labels b with its claim, like the template, so a policy finds its bindings, notes the template's
+// digest, and makes b owned (not controlled) by the template. It reports whether b changed.
+func setBindingMeta(b client.Object, obj *unstructured.Unstructured, p Policy, digest string) bool {
 	changed := false
+	if a := b.GetAnnotations(); a[names.TemplateDigestAnnotation] != digest {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[names.TemplateDigestAnnotation] = digest
+		b.SetAnnotations(a)
+		changed = true
+	}
 	if !hasLabels(b, claimLabels(p)) {
 		l := b.GetLabels()
 		if l == nil {

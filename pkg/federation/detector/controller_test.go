@@ -120,6 +120,31 @@ func TestDetector(t *testing.T) {
 		})
 	})
 
+	t.Run("a restart after status writes leaves the bindings as they are", func(t *testing.T) {
+		before := waitBinding(t, c, "a", "web-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+		// The status stage writes templates' status all the time; each write is a new resourceVersion.
+		status := []byte(`{"status":{"replicas":8,"readyReplicas":8}}`)
+		if err := c.Status().Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}},
+			client.RawPatch(types.MergePatchType, status)); err != nil {
+			t.Fatal(err)
+		}
+		// A second detector takes up every template, as a restarted one would.
+		restarted := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: events}
+		fedtest.StartManager(t, host.Config(), restarted.SetupWithManager)
+		eventually(t, func() error {
+			if kinds := restarted.WatchedKinds(); !slices.Contains(kinds, deploymentKind) {
+				return fmt.Errorf("the second detector watches %v", kinds)
+			}
+			return nil
+		})
+		time.Sleep(2 * time.Second)
+		after := waitBinding(t, c, "a", "web-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("the binding was rewritten after a status write: spec.resource.resourceVersion %s -> %s",
+				before.Spec.Resource.ResourceVersion, after.Spec.Resource.ResourceVersion)
+		}
+	})
+
 	t.Run("a kind selected later gets an informer and bindings without replicas", func(t *testing.T) {
 		if slices.Contains(r.WatchedKinds(), configMapKind) {
 			t.Fatal("ConfigMaps watched before any policy selects them")

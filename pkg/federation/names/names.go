@@ -32,8 +32,12 @@ const (
 	ClusterPropagationPolicyLabel = "policy.fedmesh.io/clusterpropagationpolicy"
 )
 
-// Labels on ResourceBindings and Works.
+// Labels and annotations on ResourceBindings and Works.
 const (
+	// TemplateDigestAnnotation on a ResourceBinding is the digest (templates.Digest) of the template version its
+	// spec.resource.resourceVersion names: a template whose version changed with the same digest (only its status
+	// did) needs no new binding.
+	TemplateDigestAnnotation = "work.fedmesh.io/template-digest"
 	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
 	BindingLabel = "work.fedmesh.io/binding"
 	// ClusterLabel on a Work names its target member cluster; shards and status watches select by it.

@@ -2,6 +2,9 @@ package templates
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -140,15 +143,28 @@ func (c *Cache) start(gvk schema.GroupVersionKind, m *meta.RESTMapping) *kindInf
 
 // specOrMetaChanged reports whether cur differs from old in anything but status and bookkeeping metadata.
 func specOrMetaChanged(old, cur *unstructured.Unstructured) bool {
-	strip := func(u *unstructured.Unstructured) map[string]any {
-		c := u.DeepCopy()
-		unstructured.RemoveNestedField(c.Object, "status")
-		for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
-			unstructured.RemoveNestedField(c.Object, "metadata", f)
-		}
-		return c.Object
+	return !equality.Semantic.DeepEqual(propagated(old), propagated(cur))
+}
+
+// propagated is what of a template the federation acts on: all but its status and bookkeeping metadata.
+func propagated(u *unstructured.Unstructured) map[string]any {
+	c := u.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "status")
+	for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
-	return !equality.Semantic.DeepEqual(strip(old), strip(cur))
+	return c.Object
+}
+
+// Digest is a hash of what of a template the federation acts on: two versions with one digest differ only in
+// their status and bookkeeping, as every status write of the federation's own makes them.
+func Digest(u *unstructured.Unstructured) (string, error) {
+	data, err := json.Marshal(propagated(u)) // map keys are sorted: the same content, the same bytes
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 // Kinds lists the kinds with a running informer, sorted.

@@ -27,7 +27,7 @@ import (
 
 // All is every scenario, in the order the report shows them.
 func All() []suite.Scenario {
-	return []suite.Scenario{ProxyOverhead(), ShardScaling(), Handover(), Interpreter(), FederationThroughput()}
+	return []suite.Scenario{ProxyOverhead(), ShardScaling(), Handover(), Interpreter(), FederationThroughput(), ColdStart()}
 }
 
 // unlimited is cfg without client-side rate limits, so they never bound a figure.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -97,31 +98,84 @@ func (c requestCounts) per(n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// families are the metric families a /metrics endpoint serves, by name.
+type families map[string]*dto.MetricFamily
+
+// scrape reads the /metrics of addr (host:port).
+func scrape(ctx context.Context, addr string) (families, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", addr, err)
+	}
+	return fams, nil
+}
+
+// sum adds up the counter, gauge or untyped values of family name whose labels include every pair of match.
+func (f families) sum(name string, match map[string]string) float64 {
+	var total float64
+	fam := f[name]
+	if fam == nil {
+		return 0
+	}
+	for _, m := range fam.GetMetric() {
+		labels := map[string]string{}
+		for _, p := range m.GetLabel() {
+			labels[p.GetName()] = p.GetValue()
+		}
+		ok := true
+		for k, v := range match {
+			ok = ok && labels[k] == v
+		}
+		if ok {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+	}
+	return total
+}
+
 // histogram is the sum and count of a Prometheus histogram, over all its label sets.
 type histogram struct{ sum, count float64 }
 
 // scrapeHistogram reads histogram name from the /metrics of addr (host:port).
 func scrapeHistogram(ctx context.Context, addr, name string) (histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	fams, err := scrape(ctx, addr)
 	if err != nil {
 		return histogram{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return histogram{}, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return histogram{}, fmt.Errorf("metrics of %s: %w", addr, err)
 	}
 	var h histogram
-	if fam := families[name]; fam != nil {
+	if fam := fams[name]; fam != nil {
 		for _, m := range fam.GetMetric() {
 			h.sum += m.GetHistogram().GetSampleSum()
 			h.count += float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return h, nil
+}
+
+// writes adds up the write requests (creates, updates, patches, applies, deletes), leaving out those of the
+// resources in except.
+func (c requestCounts) writes(except ...string) float64 {
+	var n float64
+	for k, v := range c {
+		fields := strings.Fields(k) // VERB resource[/subresource] [(code)]
+		verb, resource := fields[0], fields[1]
+		resource, _, _ = strings.Cut(resource, "/")
+		switch verb {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+			if !slices.Contains(except, resource) {
+				n += v
+			}
+		}
+	}
+	return n
 }
