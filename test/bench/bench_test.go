@@ -28,7 +28,8 @@ func TestEveryScenarioAtTinyScale(t *testing.T) {
 	}
 	positive := map[string]bool{"informer-sync": true, "get-p50": true, "watch-burst-last-event": true, "proxy-rss": true,
 		"shard-sync-mean": true, "objects-per-shard-max": true, "aggregate-status": true, "interpret-replica": true,
-		"converge": true, "templates-per-s": true, "member-deployments": true}
+		"converge": true, "templates-per-s": true, "member-deployments": true, "in-force": true, "served": true,
+		"ready": true, "caught-up": true, "shard-works": true}
 	for _, r := range rep.Results {
 		if r.Error != "" {
 			t.Errorf("%s: %s", r.Scenario, r.Error)
@@ -48,7 +49,7 @@ func TestEveryScenarioAtTinyScale(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"report.md", "report.json", "proxy-overhead-ratios.png", "shard-scaling-sync.png"} {
+	for _, name := range []string{"report.md", "report.json", "proxy-overhead-ratios.png", "shard-scaling-sync.png", "handover-ratios.png"} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", name, err)
 		}
