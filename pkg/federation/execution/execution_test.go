@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,10 +89,19 @@ func TestExecution(t *testing.T) {
 			t.Errorf("config map in the Work's namespace: %v", err)
 		}
 
-		// The member scales it (as its HPA would) and labels it; then the federation changes the template.
-		d.Labels["member.example/team"] = "blue"
-		d.Spec.Replicas = ptr.To[int32](5)
-		if _, err := mem.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "member-hpa"}); err != nil {
+		// The member scales it (as its HPA would) and labels it; then the federation changes the template. (The
+		// member's controllers write the Deployment too: update the latest.)
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Labels["member.example/team"] = "blue"
+			d.Spec.Replicas = ptr.To[int32](5)
+			_, err = mem.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "member-hpa"})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		web.Annotations = map[string]string{"rev": "2"}
