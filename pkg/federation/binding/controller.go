@@ -290,6 +290,7 @@ func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.Resour
 	if len(b.Spec.Clusters) == 0 && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
 		return nil // a binding the scheduler has not looked at yet: its Scheduled condition will say more
 	}
+	prev := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionFullyApplied)
 	cond, changed := applystatus.Condition(b.Status.Conditions, fullyApplied(b, o))
 	if !changed {
 		return nil
@@ -297,6 +298,9 @@ func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.Resour
 	if err := applystatus.Apply(ctx, r.Client, b, names.BindingFieldManager,
 		&workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
 		return err
+	}
+	if prev != nil && prev.Status == metav1.ConditionFalse && cond.Status == metav1.ConditionTrue {
+		propagationSeconds.Observe(cond.LastTransitionTime.Sub(prev.LastTransitionTime.Time).Seconds())
 	}
 	if cond.Status != metav1.ConditionTrue && cond.Reason != ReasonNotFullyApplied {
 		r.event(b, corev1.EventTypeWarning, cond.Reason, "Render", "%s", cond.Message)
