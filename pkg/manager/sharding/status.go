@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -90,6 +91,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		cond.Message = fmt.Sprintf("epoch %d: %d of %d proxies acknowledged", pub.Epoch, st.ReadyProxies, len(members))
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "HandingOver", cond.Message
 	}
+	// A shard owning ranges with no pod serves nobody: the most urgent thing to tell, since only the user can fix it.
+	if idle := unserved(pub.Assignment, members); len(idle) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonShardUnserved
+		cond.Message = unservedMessage(sc, idle, perShard)
+		if prev := meta.FindStatusCondition(orig.Status.Conditions, "Ready"); prev == nil || prev.Reason != cond.Reason {
+			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, ReasonShardUnserved, "Assign", "%s", cond.Message)
+		}
+	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	meta.SetStatusCondition(&st.Conditions, progressing)
 	if err := r.Client.Status().Patch(ctx, sc, client.MergeFrom(orig)); err != nil {
@@ -119,4 +128,43 @@ func previousNack(sc *meshv1alpha1.ShardingConfig, pod string) string {
 		}
 	}
 	return ""
+}
+
+// ReasonShardUnserved: a shard owns namespaces but has no live pod, so nobody reconciles them.
+const ReasonShardUnserved = "ShardUnserved"
+
+// unserved are the shards that own hash ranges but have no live pod, in ascending order.
+func unserved(a shard.Assignment, members []member) []shard.ShardID {
+	served := map[shard.ShardID]bool{}
+	for _, m := range members {
+		served[m.shard] = true
+	}
+	var out []shard.ShardID
+	for _, id := range a.Shards() {
+		if !served[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// unservedMessage says which shards serve nobody, what that costs, and what to do about it.
+func unservedMessage(sc *meshv1alpha1.ShardingConfig, idle []shard.ShardID, namespaces map[shard.ShardID]int32) string {
+	var names []string
+	var lost int32
+	for _, id := range idle {
+		names = append(names, fmt.Sprint(id))
+		lost += namespaces[id]
+	}
+	label := sc.Spec.ShardOrdinalLabel
+	if label == "" {
+		label = "apps.kubernetes.io/pod-index"
+	}
+	msg := fmt.Sprintf("shard(s) %s have no live pod, so nothing reconciles their %d namespace(s): run the operator's "+
+		"pods for all %d shards (spec.shards), matching spec.selector and labelled %s with their shard's ordinal",
+		strings.Join(names, ", "), lost, sc.Spec.Shards, label)
+	if sc.Spec.Canary != nil && slices.Contains(idle, canaryShardOf(sc)) {
+		msg += fmt.Sprintf("; the canary (shard %d) needs pods matching spec.canary.selector", canaryShardOf(sc))
+	}
+	return msg
 }
