@@ -333,10 +333,7 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	live := func(p *corev1.Pod) bool {
 		return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 	}
-	label := sc.Spec.ShardOrdinalLabel
-	if label == "" {
-		label = "apps.kubernetes.io/pod-index"
-	}
+	label := ordinalLabel(sc)
 	var out []member
 	for _, p := range list.Items {
 		// A pod of a shard beyond spec.shards is still a member until it is gone: its proxy must acknowledge
@@ -504,4 +501,13 @@ func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published,
 		}
 	}
 	return pending
+}
+
+// ordinalLabel is the pod label that carries a pod's shard ordinal. The API defaults it; an object stored before
+// the default existed may lack it.
+func ordinalLabel(sc *meshv1alpha1.ShardingConfig) string {
+	if sc.Spec.ShardOrdinalLabel != "" {
+		return sc.Spec.ShardOrdinalLabel
+	}
+	return "apps.kubernetes.io/pod-index"
 }

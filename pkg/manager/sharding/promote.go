@@ -119,10 +119,7 @@ func (r *Reconciler) stablePods(ctx context.Context, sc *meshv1alpha1.ShardingCo
 	for i := range live {
 		byName[live[i].Name] = &live[i]
 	}
-	label := sc.Spec.ShardOrdinalLabel
-	if label == "" {
-		label = "apps.kubernetes.io/pod-index"
-	}
+	label := ordinalLabel(sc)
 	holders := map[int]string{}
 	holder := func(shard int) (string, error) {
 		if h, ok := holders[shard]; ok || sc.Spec.LeaderElection == nil {

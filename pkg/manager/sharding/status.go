@@ -156,10 +156,7 @@ func unservedMessage(sc *meshv1alpha1.ShardingConfig, idle []shard.ShardID, name
 		names = append(names, fmt.Sprint(id))
 		lost += namespaces[id]
 	}
-	label := sc.Spec.ShardOrdinalLabel
-	if label == "" {
-		label = "apps.kubernetes.io/pod-index"
-	}
+	label := ordinalLabel(sc)
 	msg := fmt.Sprintf("shard(s) %s have no live pod, so nothing reconciles their %d namespace(s): run the operator's "+
 		"pods for all %d shards (spec.shards), matching spec.selector and labelled %s with their shard's ordinal",
 		strings.Join(names, ", "), lost, sc.Spec.Shards, label)

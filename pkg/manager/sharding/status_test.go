@@ -29,7 +29,7 @@ func TestUnserved(t *testing.T) {
 	}
 }
 
-func TestUnservedMessageSaysWhatToDo(t *testing.T) {
+func TestUnservedMessageSaysWhatToRun(t *testing.T) {
 	sc := &meshv1alpha1.ShardingConfig{Spec: meshv1alpha1.ShardingConfigSpec{Shards: 2, Canary: &meshv1alpha1.Canary{}}}
 	msg := unservedMessage(sc, []shard.ShardID{1, 2}, map[shard.ShardID]int32{1: 4, 2: 3})
 	for _, want := range []string{"shard(s) 1, 2", "7 namespace(s)", "all 2 shards", "apps.kubernetes.io/pod-index", "spec.canary.selector"} {
