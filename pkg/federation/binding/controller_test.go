@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,10 +209,19 @@ func TestBindingController(t *testing.T) {
 
 	// Deleting the binding deletes its Works and waits until they are gone (a finalizer stands in for the execution
 	// controller's).
+	// The finalizers change under retries: the stand-in execution controller edits the same Work's finalizers.
 	w1 := &workv1alpha1.Work{}
-	must(t, h.Get(ctx, client.ObjectKey{Namespace: "demo", Name: work1}, w1))
-	controllerutil.AddFinalizer(w1, "test.fedmesh.io/hold")
-	must(t, h.Update(ctx, w1))
+	editWork := func(edit func(*workv1alpha1.Work)) {
+		t.Helper()
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := h.Get(ctx, client.ObjectKey{Namespace: "demo", Name: work1}, w1); err != nil {
+				return err
+			}
+			edit(w1)
+			return h.Update(ctx, w1)
+		}))
+	}
+	editWork(func(w *workv1alpha1.Work) { controllerutil.AddFinalizer(w, "test.fedmesh.io/hold") })
 	must(t, h.Delete(ctx, b))
 	eventually(t, "Work deleting", func() error {
 		must(t, h.Get(ctx, client.ObjectKey{Namespace: "demo", Name: work1}, w1))
@@ -223,8 +233,7 @@ func TestBindingController(t *testing.T) {
 	if err := h.Get(ctx, client.ObjectKeyFromObject(b), &workv1alpha1.ResourceBinding{}); err != nil {
 		t.Fatalf("binding went before its Work: %v", err)
 	}
-	controllerutil.RemoveFinalizer(w1, "test.fedmesh.io/hold")
-	must(t, h.Update(ctx, w1))
+	editWork(func(w *workv1alpha1.Work) { controllerutil.RemoveFinalizer(w, "test.fedmesh.io/hold") })
 	eventually(t, "binding deleted", func() error { return gone(ctx, h, "") })
 }
 
