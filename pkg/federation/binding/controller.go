@@ -291,7 +291,13 @@ func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.Resour
 		return nil // a binding the scheduler has not looked at yet: its Scheduled condition will say more
 	}
 	prev := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionFullyApplied)
-	cond, changed := applystatus.Condition(b.Status.Conditions, fullyApplied(b, o))
+	next, waiting := fullyApplied(b, o)
+	if prev == nil && waiting {
+		// A new binding whose Works are on their way: the condition first appears when they are applied, or one
+		// fails, sparing the writes of each Work being made and picked up.
+		return nil
+	}
+	cond, changed := applystatus.Condition(b.Status.Conditions, next)
 	if !changed {
 		return nil
 	}

@@ -37,12 +37,13 @@ type outcome struct {
 
 // fullyApplied is the binding's FullyApplied condition: True when every target cluster's Work is applied (at its
 // current generation, when the applier says which generation it saw), otherwise False naming each failing cluster
-// with its message.
-func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) metav1.Condition {
-	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
-	set := func(reason, msg string) metav1.Condition {
+// with its message. waiting is true when it is False only because Works have not been made or applied yet, with
+// nothing failed.
+func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (cond metav1.Condition, waiting bool) {
+	cond = metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
+	set := func(reason, msg string) (metav1.Condition, bool) {
 		cond.Reason, cond.Message = reason, truncate(msg)
-		return cond
+		return cond, waiting
 	}
 	if o.templateMissing != "" {
 		return set(ReasonTemplateNotFound, o.templateMissing)
@@ -64,43 +65,48 @@ func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) metav1.Condition {
 		found[ReasonDependencyNotFound] = true
 		problems = append(problems, "dependencies not found: "+strings.Join(o.missingDeps, ", "))
 	}
+	failing := len(problems) > 0
 	for _, tc := range b.Spec.Clusters {
 		if _, failed := o.renderErrors[tc.Name]; failed {
 			continue
 		}
-		if msg, ok := applied(o.works[tc.Name]); !ok {
+		if msg, ok, pending := applied(o.works[tc.Name]); !ok {
 			found[ReasonNotFullyApplied] = true
+			failing = failing || !pending
 			problems = append(problems, tc.Name+": "+msg)
 		}
 	}
+	waiting = !failing
 	for _, r := range []string{ReasonInvalidOverridePolicy, ReasonRenderFailed, ReasonDependencyNotFound, ReasonNotFullyApplied} {
 		if found[r] {
 			return set(r, strings.Join(problems, "; "))
 		}
 	}
+	waiting = false
 	cond.Status = metav1.ConditionTrue
 	return set(ReasonFullyApplied, fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters)))
 }
 
-// applied reports whether w's Applied condition is True for w's current spec, or else why not.
-func applied(w *workv1alpha1.Work) (string, bool) {
+// applied reports whether w's Applied condition is True for w's current spec, or else why not, and whether that
+// is only because the Work has not been made or applied yet (pending), not because applying it failed.
+func applied(w *workv1alpha1.Work) (why string, ok, pending bool) {
 	if w == nil {
-		return "no Work yet", false
+		return "no Work yet", false, true
 	}
 	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
 	switch {
 	case c == nil:
-		return "not applied yet", false
+		return "not applied yet", false, true
 	case c.ObservedGeneration != 0 && c.ObservedGeneration < w.Generation:
-		return "the latest manifests are not applied yet", false
+		return "the latest manifests are not applied yet", false, true
 	case c.Status != metav1.ConditionTrue:
 		msg := c.Message
 		if msg == "" {
 			msg = c.Reason
 		}
-		return "not applied: " + msg, false
+		return "not applied: " + msg, false, false
 	}
-	return "", true
+	return "", true, false
 }
 
 // truncate keeps a condition message within the API's limit.

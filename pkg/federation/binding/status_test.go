@@ -28,6 +28,7 @@ func TestFullyApplied(t *testing.T) {
 		status   metav1.ConditionStatus
 		reason   string
 		message  string
+		waiting  bool
 	}{
 		{name: "all applied", clusters: two, o: outcome{works: map[string]*workv1alpha1.Work{"m1": ok, "m2": ok}},
 			status: "True", reason: ReasonFullyApplied, message: "applied in 2 cluster(s)"},
@@ -43,6 +44,13 @@ func TestFullyApplied(t *testing.T) {
 			}},
 			status: "False", reason: ReasonNotFullyApplied,
 			message: "m1: not applied: Deployment demo/web exists in the member and is not managed by fedmesh: conflict resolution Abort; m2: no Work yet; m3: the latest manifests are not applied yet"},
+		{name: "Works on their way", clusters: []workv1alpha1.TargetCluster{{Name: "m1"}, {Name: "m2"}, {Name: "m3"}},
+			o:      outcome{works: map[string]*workv1alpha1.Work{"m1": ok, "m3": work(3, appliedAt("True", 2, ""))}},
+			status: "False", reason: ReasonNotFullyApplied, waiting: true,
+			message: "m2: no Work yet; m3: the latest manifests are not applied yet"},
+		{name: "a Work not yet made, with a dependency missing", clusters: two,
+			o:      outcome{works: map[string]*workv1alpha1.Work{"m1": ok}, missingDeps: []string{"Secret demo/s"}},
+			status: "False", reason: ReasonDependencyNotFound, message: "dependencies not found: Secret demo/s; m2: no Work yet"},
 		{name: "invalid policy wins over a failed override and a missing dependency", clusters: two,
 			o:      outcome{renderErrors: map[string]error{"m1": failed, "m2": invalid}, missingDeps: []string{"ConfigMap demo/conf"}},
 			status: "False", reason: ReasonInvalidOverridePolicy,
@@ -52,9 +60,12 @@ func TestFullyApplied(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Generation: 7}, Spec: workv1alpha1.ResourceBindingSpec{Clusters: tc.clusters}}
-			c := fullyApplied(b, tc.o)
+			c, waiting := fullyApplied(b, tc.o)
 			if c.Type != workv1alpha1.ConditionFullyApplied || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 7 {
 				t.Errorf("got %s=%s %s %q (generation %d)\nwant %s %s %q", c.Type, c.Status, c.Reason, c.Message, c.ObservedGeneration, tc.status, tc.reason, tc.message)
+			}
+			if waiting != tc.waiting {
+				t.Errorf("waiting %v, want %v", waiting, tc.waiting)
 			}
 		})
 	}

@@ -123,9 +123,9 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, r.reflectToTemplate(ctx, &rb, items)
 }
 
-// writeItems sets the binding's aggregatedStatus when it changed, touching nothing else.
+// writeItems sets the binding's aggregatedStatus when it changed (see itemsToWrite), touching nothing else.
 func (r *BindingReconciler) writeItems(ctx context.Context, rb *workv1alpha1.ResourceBinding, items []workv1alpha1.AggregatedStatusItem) error {
-	if itemsEqual(rb.Status.AggregatedStatus, items) {
+	if !itemsToWrite(rb.Status.AggregatedStatus, items) {
 		return nil
 	}
 	return applystatus.Apply(ctx, r.Client, rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})

@@ -70,7 +70,7 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: c, Health: workv1alpha1.ResourceUnknown}
 		w := byCluster[c]
 		if w == nil {
-			item.AppliedMessage = "no Work for this cluster yet"
+			item.AppliedMessage = noWorkYet
 			items = append(items, item)
 			continue
 		}
@@ -80,7 +80,7 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 				item.AppliedMessage = cond.Message
 			}
 		} else {
-			item.AppliedMessage = "not applied yet"
+			item.AppliedMessage = notAppliedYet
 		}
 		if ms := workloadStatus(w); ms != nil && ready(c) {
 			item.Status = ms.Status.DeepCopy()
@@ -91,6 +91,29 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 		items = append(items, item)
 	}
 	return items
+}
+
+// The messages of an item whose cluster has not acted on the binding yet.
+const (
+	noWorkYet     = "no Work for this cluster yet"
+	notAppliedYet = "not applied yet"
+)
+
+// itemsToWrite reports whether a binding whose aggregatedStatus is prev should be given next. A binding that
+// has none yet gets none while every item only says that its cluster has not acted yet: that says no more than
+// an empty list, and skipping it spares each new binding the writes of its Works being made and picked up.
+func itemsToWrite(prev, next []workv1alpha1.AggregatedStatusItem) bool {
+	if itemsEqual(prev, next) {
+		return false
+	}
+	if len(prev) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(next, func(it workv1alpha1.AggregatedStatusItem) bool {
+		waiting := !it.Applied && (it.Status == nil || len(it.Status.Raw) == 0) &&
+			(it.AppliedMessage == noWorkYet || it.AppliedMessage == notAppliedYet)
+		return !waiting
+	})
 }
 
 // rawEqual compares two raw JSON documents by value, as the API server may re-encode what it stores.

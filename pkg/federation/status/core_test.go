@@ -123,3 +123,29 @@ func TestSameStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestItemsToWrite(t *testing.T) {
+	none := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Health: workv1alpha1.ResourceUnknown, AppliedMessage: noWorkYet}
+	fresh := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceUnknown, AppliedMessage: notAppliedYet}
+	applied := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Applied: true, Health: workv1alpha1.ResourceUnknown}
+	failed := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Health: workv1alpha1.ResourceUnknown, AppliedMessage: "exists in the member"}
+	observed := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceHealthy, AppliedMessage: notAppliedYet, Status: raw(`{"replicas":1}`)}
+	items := func(it ...workv1alpha1.AggregatedStatusItem) []workv1alpha1.AggregatedStatusItem { return it }
+	for _, tc := range []struct {
+		name       string
+		prev, next []workv1alpha1.AggregatedStatusItem
+		want       bool
+	}{
+		{"nothing changed", items(applied), items(applied), false},
+		{"a new binding whose clusters have not acted", nil, items(none, fresh), false},
+		{"the first Work applied", nil, items(applied, fresh), true},
+		{"a Work that failed says why", nil, items(failed, fresh), true},
+		{"a status observed before the Applied condition", nil, items(none, observed), true},
+		{"back to waiting after having said more", items(applied, fresh), items(none, fresh), true},
+		{"emptied", items(applied), nil, true},
+	} {
+		if got := itemsToWrite(tc.prev, tc.next); got != tc.want {
+			t.Errorf("%s: itemsToWrite = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
