@@ -20,6 +20,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 // AppliedOverridesAnnotation on a Work lists, comma-separated and in the order applied, the override policies
@@ -139,6 +140,19 @@ func merge(existing, desired *workv1alpha1.Work) (bool, error) {
 		return false, err
 	}
 	if !same {
+		// The objects of manifests dropped now go on the record, in this same write, for the execution stage
+		// to remove from the member.
+		record := workrecord.Format(workrecord.Carry(workrecord.Parse(existing.Annotations),
+			existing.Spec.Workload.Manifests, desired.Spec.Workload.Manifests, existing.Namespace))
+		switch {
+		case record != "":
+			if existing.Annotations == nil {
+				existing.Annotations = map[string]string{}
+			}
+			existing.Annotations[workrecord.Annotation] = record
+		default:
+			delete(existing.Annotations, workrecord.Annotation)
+		}
 		existing.Spec.Workload, changed = desired.Spec.Workload, true
 	}
 	return changed, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 const hostDeployment = `
@@ -197,6 +198,17 @@ func TestMerge(t *testing.T) {
 		if w.Labels["other"] != "x" || w.Annotations["other"] != "y" {
 			t.Errorf("%s: another writer's label or annotation lost", name)
 		}
+	}
+
+	// A manifest dropped goes on the record, for the execution stage to remove from the member.
+	w := stored()
+	w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests,
+		workv1alpha1.Manifest{RawExtension: rawJSON(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`)})
+	if changed, err := merge(w, desired); err != nil || !changed {
+		t.Fatalf("dropped manifest: changed %v, %v", changed, err)
+	}
+	if got, want := w.Annotations[workrecord.Annotation], `[{"apiVersion":"v1","kind":"Secret","name":"s"}]`; got != want {
+		t.Errorf("record %q, want %q", got, want)
 	}
 }
 

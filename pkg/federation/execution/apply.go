@@ -24,6 +24,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 // applyWork applies every manifest of work and deletes the recorded objects it no longer has. It returns one
@@ -38,21 +39,17 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 		return nil, err
 	}
 	var errs []error
-	var current, applied []objectRef
+	var current []workrecord.Ref
 	for i, m := range work.Spec.Workload.Manifests {
 		ref, err := r.applyManifest(ctx, mc, work, i, m, resolution)
 		errs = append(errs, err)
 		if ref != nil {
 			current = append(current, *ref)
-			if err == nil {
-				applied = append(applied, *ref)
-			}
 		}
 	}
 
-	recorded := parseRecord(work.Annotations)
-	var undeleted []objectRef
-	for _, ref := range removedRefs(recorded, current, work.Namespace) {
+	var undeleted []workrecord.Ref
+	for _, ref := range workrecord.Removed(workrecord.Parse(work.Annotations), current, work.Namespace) {
 		if err := r.removeObject(ctx, mc, work, ref, ptr.Deref(work.Spec.PreserveResourcesOnDeletion, false)); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s, no longer in the Work: %w", ref, err))
 			undeleted = append(undeleted, ref)
@@ -60,20 +57,23 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 		}
 		log.FromContext(ctx).Info("removed object no longer in the Work", "object", ref.String())
 	}
-	return errs, r.record(ctx, work, nextRecord(recorded, current, applied, undeleted, work.Namespace))
+	return errs, r.record(ctx, work, undeleted)
 }
 
-// record writes the Work's AppliedAnnotation when it changed.
-func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []objectRef) error {
-	value := formatRecord(refs)
-	if work.Annotations[AppliedAnnotation] == value {
+// record leaves in the Work's record only refs, the objects it no longer names that are still to be removed,
+// when that changes it. The write is conditional on the Work read: the binding stage adds to the record when it
+// changes the manifests, and a record computed from an older Work must not drop that.
+func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []workrecord.Ref) error {
+	value := workrecord.Format(refs)
+	if work.Annotations[workrecord.Annotation] == value {
 		return nil
 	}
 	var v any
 	if value != "" {
 		v = value
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AppliedAnnotation: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": work.ResourceVersion, "annotations": map[string]any{workrecord.Annotation: v}}})
 	if err != nil {
 		return err
 	}
@@ -84,17 +84,17 @@ func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs [
 // manifest says and the Work has not changed since it was applied (needsApply). The ref is that of the object the
 // manifest names, nil when the manifest cannot be read.
 func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ordinal int,
-	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution) (*objectRef, error) {
+	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution) (*workrecord.Ref, error) {
 	desired, err := decodeManifest(ordinal, m)
 	if err != nil {
 		return nil, err
 	}
 	ri, err := resourceFor(mc, desired, work.Namespace)
 	if err != nil {
-		ref := refOf(desired)
+		ref := workrecord.RefOf(desired)
 		return &ref, fmt.Errorf("%s: %w", ref, err)
 	}
-	ref := refOf(desired)
+	ref := workrecord.RefOf(desired)
 	setIdentity(desired, work)
 
 	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
@@ -185,7 +185,7 @@ func resourceFor(mc *member.Client, obj *unstructured.Unstructured, workNamespac
 }
 
 // resourceForRef is resourceFor for a recorded object.
-func resourceForRef(mc *member.Client, ref objectRef, workNamespace string) (dynamic.ResourceInterface, error) {
+func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string) (dynamic.ResourceInterface, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 	obj.SetNamespace(ref.Namespace)

@@ -20,6 +20,7 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 // finalize removes a deleted Work's objects from its member (or releases them when the Work preserves them) and
@@ -63,14 +64,14 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 	if err != nil {
 		return err
 	}
-	refs := parseRecord(work.Annotations)
+	refs := workrecord.Parse(work.Annotations)
 	for i, m := range work.Spec.Workload.Manifests {
 		obj, err := decodeManifest(i, m)
 		if err != nil {
 			continue
 		}
-		ref := refOf(obj)
-		if !slices.ContainsFunc(refs, func(o objectRef) bool { return sameObject(o, ref, work.Namespace) }) {
+		ref := workrecord.RefOf(obj)
+		if !slices.ContainsFunc(refs, func(o workrecord.Ref) bool { return workrecord.Same(o, ref, work.Namespace) }) {
 			refs = append(refs, ref)
 		}
 	}
@@ -86,7 +87,7 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 // removeObject deletes ref from the member, or with preserve releases it (drops fedmesh's labels and field
 // ownership). Only an object that carries this Work's labels is touched, and none that another live Work of the
 // same cluster and namespace still has (a dependency two templates share).
-func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref objectRef, preserve bool) error {
+func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref workrecord.Ref, preserve bool) error {
 	ri, err := resourceForRef(mc, ref, work.Namespace)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) (
 
 // sharedWithOtherWork names another Work of the same cluster in work's namespace, not being deleted, that has a
 // manifest for ref; "" when there is none.
-func (r *Reconciler) sharedWithOtherWork(ctx context.Context, work *workv1alpha1.Work, ref objectRef) (string, error) {
+func (r *Reconciler) sharedWithOtherWork(ctx context.Context, work *workv1alpha1.Work, ref workrecord.Ref) (string, error) {
 	var works workv1alpha1.WorkList
 	if err := r.Client.List(ctx, &works, client.InNamespace(work.Namespace),
 		client.MatchingLabels{names.ClusterLabel: work.Spec.ClusterName}); err != nil {
@@ -168,7 +169,7 @@ func (r *Reconciler) sharedWithOtherWork(ctx context.Context, work *workv1alpha1
 			continue
 		}
 		for j, m := range other.Spec.Workload.Manifests {
-			if obj, err := decodeManifest(j, m); err == nil && sameObject(refOf(obj), ref, work.Namespace) {
+			if obj, err := decodeManifest(j, m); err == nil && workrecord.Same(workrecord.RefOf(obj), ref, work.Namespace) {
 				return other.Name, nil
 			}
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -74,6 +75,13 @@ func TestExecution(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		var applied workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &applied); err != nil {
+			t.Fatal(err)
+		}
+		if record, ok := applied.Annotations[workrecord.Annotation]; ok {
+			t.Errorf("a Work whose manifests never changed got a record: %s", record)
+		}
 
 		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -119,6 +127,13 @@ func TestExecution(t *testing.T) {
 			}
 			if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("removed manifest's config map still there: %v", err)
+			}
+			var cur workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+				return err
+			}
+			if record, ok := cur.Annotations[workrecord.Annotation]; ok {
+				return fmt.Errorf("the removed config map is still on the record: %s", record)
 			}
 			return nil
 		})
@@ -349,7 +364,12 @@ func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, obj
 	if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
 		t.Fatal(err)
 	}
-	cur.Spec.Workload.Manifests = manifests(t, objs...)
+	next := manifests(t, objs...)
+	// As the binding stage does: the dropped manifests' objects go on the record in the same write.
+	if record := workrecord.Format(workrecord.Carry(workrecord.Parse(cur.Annotations), cur.Spec.Workload.Manifests, next, cur.Namespace)); record != "" {
+		metav1.SetMetaDataAnnotation(&cur.ObjectMeta, workrecord.Annotation, record)
+	}
+	cur.Spec.Workload.Manifests = next
 	if err := host.Update(context.Background(), &cur); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package execution
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,11 +14,8 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
-
-// AppliedAnnotation on a Work lists, as JSON, the member objects the Work applied, so that a manifest dropped from
-// the Work can be deleted from the member even though the Work no longer names it.
-const AppliedAnnotation = "work.fedmesh.io/applied-objects"
 
 // The reasons of the Applied condition.
 const (
@@ -31,36 +26,6 @@ const (
 	ReasonUnknownKind        = "UnknownKind"
 	ReasonApplyFailed        = "ApplyFailed"
 )
-
-// objectRef names a member object of a Work.
-type objectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-func refOf(obj *unstructured.Unstructured) objectRef {
-	return objectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-func (r objectRef) String() string {
-	if r.Namespace == "" {
-		return r.Kind + " " + r.Name
-	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
-}
-
-// sameObject compares refs of one Work's namespace, where a manifest may leave its namespace to the Work.
-func sameObject(a, b objectRef, workNamespace string) bool {
-	def := func(r objectRef) objectRef {
-		if r.Namespace == "" {
-			r.Namespace = workNamespace
-		}
-		return r
-	}
-	return def(a) == def(b)
-}
 
 // invalidManifestError is a manifest that is not an object fedmesh can apply.
 type invalidManifestError struct {
@@ -146,7 +111,7 @@ func belongsTo(observed *unstructured.Unstructured, work *workv1alpha1.Work) boo
 
 // conflictError is an object that exists in the member, was not applied by fedmesh, and may not be taken over.
 type conflictError struct {
-	ref      objectRef
+	ref      workrecord.Ref
 	cluster  string
 	managers []string
 }
@@ -171,7 +136,7 @@ func checkConflict(observed *unstructured.Unstructured, cluster string, resoluti
 			managers = append(managers, f.Manager)
 		}
 	}
-	return &conflictError{ref: refOf(observed), cluster: cluster, managers: managers}
+	return &conflictError{ref: workrecord.RefOf(observed), cluster: cluster, managers: managers}
 }
 
 // reason classifies an error of applying or deleting a manifest. Errors that are not API answers mean the member
@@ -229,61 +194,6 @@ func appliedCondition(errs []error, generation int64) metav1.Condition {
 	}
 	c.Status, c.Message = metav1.ConditionFalse, strings.Join(msgs, "; ")
 	return c
-}
-
-// parseRecord reads the AppliedAnnotation; a damaged record reads as empty (the objects still in the Work are
-// recorded again at the next apply).
-func parseRecord(annotations map[string]string) []objectRef {
-	var refs []objectRef
-	if s := annotations[AppliedAnnotation]; s != "" {
-		if err := json.Unmarshal([]byte(s), &refs); err != nil {
-			return nil
-		}
-	}
-	return refs
-}
-
-func formatRecord(refs []objectRef) string {
-	if len(refs) == 0 {
-		return ""
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].String()+refs[i].APIVersion < refs[j].String()+refs[j].APIVersion })
-	b, _ := json.Marshal(refs)
-	return string(b)
-}
-
-// removedRefs are the recorded objects that the Work no longer has.
-func removedRefs(recorded, current []objectRef, workNamespace string) []objectRef {
-	var out []objectRef
-	for _, r := range recorded {
-		if !slices.ContainsFunc(current, func(c objectRef) bool { return sameObject(r, c, workNamespace) }) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// nextRecord is what the Work's record says after a pass: the objects applied now, those recorded before and still
-// in the Work (an apply that failed this time still owns them), and the removed ones not yet deleted.
-func nextRecord(recorded, current, applied, undeleted []objectRef, workNamespace string) []objectRef {
-	var out []objectRef
-	add := func(r objectRef) {
-		if !slices.ContainsFunc(out, func(o objectRef) bool { return sameObject(o, r, workNamespace) }) {
-			out = append(out, r)
-		}
-	}
-	for _, r := range applied {
-		add(r)
-	}
-	for _, r := range recorded {
-		if slices.ContainsFunc(current, func(c objectRef) bool { return sameObject(r, c, workNamespace) }) {
-			add(r)
-		}
-	}
-	for _, r := range undeleted {
-		add(r)
-	}
-	return out
 }
 
 // unreachable marks a failure to get a member client as the member not being reached, whatever its cause.

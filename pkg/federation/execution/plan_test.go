@@ -18,6 +18,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 func TestDecodeManifest(t *testing.T) {
@@ -136,39 +137,11 @@ func TestAppliedCondition(t *testing.T) {
 	if ok.Status != metav1.ConditionTrue || ok.Reason != ReasonApplied || ok.ObservedGeneration != 4 {
 		t.Errorf("all applied: %+v", ok)
 	}
-	conflict := &conflictError{ref: objectRef{Kind: "Deployment", Namespace: "shop", Name: "web"}, cluster: "member1"}
+	conflict := &conflictError{ref: workrecord.Ref{Kind: "Deployment", Namespace: "shop", Name: "web"}, cluster: "member1"}
 	bad := appliedCondition([]error{nil, conflict, errors.New("dial tcp: connection refused")}, 4)
 	if bad.Status != metav1.ConditionFalse || bad.Reason != ReasonConflictAbort ||
 		!strings.Contains(bad.Message, "shop/web") || !strings.Contains(bad.Message, "connection refused") {
 		t.Errorf("failures: %+v", bad)
-	}
-}
-
-func TestRecord(t *testing.T) {
-	web := objectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
-	cfgImplicit := objectRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}
-	cfg := objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
-	old := objectRef{APIVersion: "v1", Kind: "Service", Namespace: "shop", Name: "old"}
-	gone := objectRef{APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "gone"}
-
-	recorded := []objectRef{web, cfg, old, gone}
-	current := []objectRef{web, cfgImplicit}
-	removed := removedRefs(recorded, current, "shop")
-	if fmt.Sprint(removed) != fmt.Sprint([]objectRef{old, gone}) {
-		t.Errorf("removed %v", removed)
-	}
-	// web applied now; cfg failed this time but is still the Work's; old could not be deleted yet; gone was.
-	next := nextRecord(recorded, current, []objectRef{web}, []objectRef{old}, "shop")
-	if fmt.Sprint(next) != fmt.Sprint([]objectRef{web, cfg, old}) {
-		t.Errorf("next record %v", next)
-	}
-	s := formatRecord(next)
-	back := parseRecord(map[string]string{AppliedAnnotation: s})
-	if len(back) != 3 {
-		t.Errorf("round trip %q -> %v", s, back)
-	}
-	if parseRecord(map[string]string{AppliedAnnotation: "not json"}) != nil || formatRecord(nil) != "" {
-		t.Error("damaged or empty record")
 	}
 }
 

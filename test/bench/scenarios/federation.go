@@ -134,7 +134,7 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		"kube-apiserver is the busiest process; host-apiserver-cpu-per-template is the price of one template " +
 		"there, and host-requests-per-template counts its API calls (LIST and WATCH aside). The federator " +
 		"writes more than the floor for the same result: events, the claim label on the template, the " +
-		"scheduler's placement, each stage's status, and the record of what each Work applied.")
+		"scheduler's placement, and each stage's status.")
 	res.Note("The bar of 50 templates/s is 10x Karmada's controllers (client QPS 1000), which converge 1,000 " +
 		"Deployments x 2 members in about 190 s, about 5 templates/s, on this kind of machine. On these 2 cores " +
 		"the floor itself, a bare client making the fewest writes, is the ceiling of what any controller reaches.")

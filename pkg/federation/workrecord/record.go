@@ -1,0 +1,118 @@
+package workrecord
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// Annotation on a Work lists, as JSON, the member objects it may have applied that its manifests no longer name.
+const Annotation = "work.fedmesh.io/applied-objects"
+
+// Ref names a member object of a Work.
+type Ref struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// RefOf names obj.
+func RefOf(obj *unstructured.Unstructured) Ref {
+	return Ref{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// Same compares refs of one Work's namespace, where a manifest may leave its namespace to the Work.
+func Same(a, b Ref, workNamespace string) bool {
+	def := func(r Ref) Ref {
+		if r.Namespace == "" {
+			r.Namespace = workNamespace
+		}
+		return r
+	}
+	return def(a) == def(b)
+}
+
+// Parse reads the record from a Work's annotations; a damaged record reads as empty.
+func Parse(annotations map[string]string) []Ref {
+	var refs []Ref
+	if s := annotations[Annotation]; s != "" {
+		if err := json.Unmarshal([]byte(s), &refs); err != nil {
+			return nil
+		}
+	}
+	return refs
+}
+
+// Format is the annotation's value for refs, in a stable order; "" for none.
+func Format(refs []Ref) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	refs = slices.Clone(refs)
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String()+refs[i].APIVersion < refs[j].String()+refs[j].APIVersion })
+	b, _ := json.Marshal(refs)
+	return string(b)
+}
+
+// Removed are the refs of recorded that current does not have.
+func Removed(recorded, current []Ref, workNamespace string) []Ref {
+	var out []Ref
+	for _, r := range recorded {
+		if !slices.ContainsFunc(current, func(c Ref) bool { return Same(r, c, workNamespace) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Carry is the record of a Work whose manifests change from old to next: what it recorded, and the objects of old
+// that next no longer names, none twice and none that next names.
+func Carry(recorded []Ref, old, next []workv1alpha1.Manifest, workNamespace string) []Ref {
+	nextRefs := Refs(next)
+	var out []Ref
+	for _, r := range append(slices.Clone(recorded), Refs(old)...) {
+		if !slices.ContainsFunc(out, func(o Ref) bool { return Same(o, r, workNamespace) }) {
+			out = append(out, r)
+		}
+	}
+	return Removed(out, nextRefs, workNamespace)
+}
+
+// Refs names the objects of manifests; a manifest that does not name an object is left out (it applied nothing).
+func Refs(manifests []workv1alpha1.Manifest) []Ref {
+	var out []Ref
+	for _, m := range manifests {
+		raw := m.Raw
+		if m.Object != nil {
+			var err error
+			if raw, err = json.Marshal(m.Object); err != nil {
+				continue
+			}
+		}
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Namespace string `json:"namespace"`
+				Name      string `json:"name"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(raw, &head) != nil || head.APIVersion == "" || head.Kind == "" || head.Metadata.Name == "" {
+			continue
+		}
+		out = append(out, Ref{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name})
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package workrecord
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+func manifest(raw string) workv1alpha1.Manifest {
+	return workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(raw)}}
+}
+
+var (
+	web      = Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	cfg      = Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	old      = Ref{APIVersion: "v1", Kind: "Service", Namespace: "shop", Name: "old"}
+	webM     = manifest(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"}}`)
+	cfgM     = manifest(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"}}`)
+	invalidM = manifest(`{"kind":"ConfigMap"}`)
+)
+
+func TestCarry(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		recorded  []Ref
+		old, next []workv1alpha1.Manifest
+		want      []Ref
+	}{
+		{"unchanged objects leave no record", nil, []workv1alpha1.Manifest{webM, cfgM}, []workv1alpha1.Manifest{webM, cfgM}, nil},
+		{"a dropped manifest is recorded, namespace from the Work", nil, []workv1alpha1.Manifest{webM, cfgM}, []workv1alpha1.Manifest{webM},
+			[]Ref{{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}}},
+		{"what was recorded stays", []Ref{old}, []workv1alpha1.Manifest{webM}, []workv1alpha1.Manifest{webM}, []Ref{old}},
+		{"a recorded object named again leaves the record", []Ref{cfg, old}, []workv1alpha1.Manifest{webM}, []workv1alpha1.Manifest{webM, cfgM}, []Ref{old}},
+		{"none twice", []Ref{web}, []workv1alpha1.Manifest{webM}, nil, []Ref{web}},
+		{"an invalid manifest named nothing", nil, []workv1alpha1.Manifest{invalidM}, nil, nil},
+	} {
+		if got := Carry(tc.recorded, tc.old, tc.next, "shop"); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: Carry = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRemovedAndFormat(t *testing.T) {
+	implicit := Ref{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}
+	if got := Removed([]Ref{web, cfg, old}, []Ref{web, implicit}, "shop"); fmt.Sprint(got) != fmt.Sprint([]Ref{old}) {
+		t.Errorf("removed %v", got)
+	}
+	s := Format([]Ref{web, old, cfg})
+	if back := Parse(map[string]string{Annotation: s}); fmt.Sprint(back) != fmt.Sprint([]Ref{cfg, web, old}) {
+		t.Errorf("round trip %q -> %v", s, back)
+	}
+	if Parse(map[string]string{Annotation: "not json"}) != nil || Format(nil) != "" {
+		t.Error("damaged or empty record")
+	}
+}
