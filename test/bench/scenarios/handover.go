@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/canary"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 	"github.com/fedmesh/fedmesh/test/cluster"
@@ -81,7 +82,8 @@ func runHandover(ctx context.Context, env *suite.Env, res *suite.Result) error {
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNamespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	for _, ns := range namespaces[:probes] {
+	probed := probeNamespaces(namespaces, probes)
+	for _, ns := range probed {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
 		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return err
@@ -93,7 +95,7 @@ func runHandover(ctx context.Context, env *suite.Env, res *suite.Result) error {
 	}
 	h.namespaces = append([]string{opNamespace}, namespaces...)
 	defer h.stop()
-	h.prober = startProber(namespaces[:probes])
+	h.prober = startProber(probed)
 	defer h.prober.stop()
 	for id := range 2 {
 		if err := h.addShard(ctx, id, false); err != nil {
@@ -142,6 +144,27 @@ func runHandover(ctx context.Context, env *suite.Env, res *suite.Result) error {
 		"it owns, not only the namespaces that moved: objects-relisted counts those relists. The fenced writes are " +
 		"writes an operator would have made from its informer's stale view between the revoke and its relist.")
 	return nil
+}
+
+// probeNamespaces picks n of namespaces to probe: up to half among those the canary's step takes, the rest spread
+// evenly over the others, so that the canary step moves some of them as well as the shard-count changes do.
+// (Names alike hash alike: the first n namespaces could all miss the canary's stripes of the hash space.)
+func probeNamespaces(namespaces []string, n int) []string {
+	taken := canary.PercentSet(canaryStep().Steps[0].Percent)
+	var in, out []string
+	for _, ns := range namespaces {
+		if taken.ContainsNamespace(ns) {
+			in = append(in, ns)
+		} else {
+			out = append(out, ns)
+		}
+	}
+	picked := slices.Clone(in[:min(len(in), n/2)])
+	rest := min(n-len(picked), len(out))
+	for i := range rest {
+		picked = append(picked, out[i*len(out)/rest])
+	}
+	return picked
 }
 
 // canaryStep is a canary that takes 10% of the namespaces and holds there.
