@@ -42,6 +42,8 @@ var (
 		"and the federator share 2 cores; the host API server is the busiest"}
 	mFedRate       = suite.Metric{Name: "templates-per-s", Unit: "templates/s", Bound: mFedTime.Bound}
 	mFedCPU        = suite.Metric{Name: "federator-cpu-per-template", Unit: "CPU-ms", Bound: "federator CPU (all shards, proxies not counted)"}
+	mFedIdleCPU    = suite.Metric{Name: "federator-idle-cpu", Unit: "CPU-ms/s", Bound: "federator CPU (all shards) over " + fedIdleWindow.String() + " before the first template: its fixed cost"}
+	mFedBusyCPU    = suite.Metric{Name: "federator-cpu-per-template-beyond-idle", Unit: "CPU-ms", Bound: "federator CPU (all shards) less its idle rate over the run"}
 	mFedRSS        = suite.Metric{Name: "federator-rss-max-shard", Unit: "MiB", Bound: "federator memory"}
 	mFedHostCPU    = suite.Metric{Name: "host-apiserver-cpu-per-template", Unit: "CPU-ms", Bound: "host kube-apiserver CPU"}
 	mFedHostReqs   = suite.Metric{Name: "host-requests-per-template", Unit: "requests", Bound: "API calls the pipeline makes (LIST and WATCH left out)"}
@@ -49,6 +51,9 @@ var (
 )
 
 const fedMembers = 3
+
+// fedIdleWindow is how long the federator's CPU is measured with nothing to do, before the templates.
+const fedIdleWindow = 5 * time.Second
 
 // federatorLimits raise the federator's client limits, so that they are not what the benchmark measures.
 var federatorLimits = []string{"--kube-api-qps=5000", "--kube-api-burst=10000", "--member-qps=5000", "--member-burst=10000"}
@@ -103,7 +108,7 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 	if err != nil {
 		return err
 	}
-	res.Record(s, mFedTime, mFedRate, mFedCPU, mFedRSS, mFedHostCPU, mFedHostReqs, mFedMemberObjs)
+	res.Record(s, mFedTime, mFedRate, mFedCPU, mFedIdleCPU, mFedBusyCPU, mFedRSS, mFedHostCPU, mFedHostReqs, mFedMemberObjs)
 	floor := setups[0].variant()
 	var xs []float64
 	var rates, cpus [][]float64
@@ -119,6 +124,8 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 	for _, setup := range setups[2 : 1+len(shardCounts)] {
 		// CPU per template must not rise with shards: sharding splits the work, it should not add to it.
 		res.Compare(s, mFedCPU.Name, "ratio", setup.variant(), unsharded, "<= 1.1")
+		res.Compare(s, mFedIdleCPU.Name, "ratio", setup.variant(), unsharded, "")
+		res.Compare(s, mFedBusyCPU.Name, "ratio", setup.variant(), unsharded, "")
 	}
 	res.Compare(s, mFedHostCPU.Name, "ratio", unsharded, floor, "")
 	res.Check(s, mFedRate.Name, unsharded, ">= 50")
@@ -187,6 +194,18 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 		return nil, err
 	}
 	defer conv.stop()
+	var idleCPU float64
+	if !floor {
+		// Each shard costs some CPU with nothing to do (leader election, cluster probes, resyncs, the runtime):
+		// measured apart, it tells a shard's fixed cost from its cost per template.
+		idleStart, cpu := time.Now(), federatorCPU()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(fedIdleWindow):
+		}
+		idleCPU = (federatorCPU() - cpu) * 1000 / time.Since(idleStart).Seconds()
+	}
 	hostBefore, err := readRequests(ctx, f.Cluster().Host.Config())
 	if err != nil {
 		return nil, err
@@ -221,6 +240,8 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	env.Logf("    host requests per template: %s", hostReqs.per(templates))
 	if !floor {
 		out[mFedCPU.Name] = (federatorCPU() - cpuBefore) * 1000 / float64(templates)
+		out[mFedIdleCPU.Name] = idleCPU
+		out[mFedBusyCPU.Name] = out[mFedCPU.Name] - idleCPU*elapsed/float64(templates)
 		for _, pid := range suite.ChildPIDs("federator") {
 			if u, err := suite.ReadUsage(pid); err == nil {
 				out[mFedRSS.Name] = max(out[mFedRSS.Name], suite.MiB(u.RSSBytes))
