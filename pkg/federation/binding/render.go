@@ -142,18 +142,8 @@ func merge(existing, desired *workv1alpha1.Work) (bool, error) {
 	if !same {
 		// The objects of manifests dropped now go on the record, in this same write, for the execution stage
 		// to remove from the member.
-		record := workrecord.Format(workrecord.Carry(workrecord.Parse(existing.Annotations),
-			existing.Spec.Workload.Manifests, desired.Spec.Workload.Manifests, existing.Namespace))
-		switch {
-		case record != "":
-			if existing.Annotations == nil {
-				existing.Annotations = map[string]string{}
-			}
-			existing.Annotations[workrecord.Annotation] = record
-		default:
-			delete(existing.Annotations, workrecord.Annotation)
-		}
-		existing.Spec.Workload, changed = desired.Spec.Workload, true
+		workrecord.SetManifests(existing, desired.Spec.Workload.Manifests)
+		changed = true
 	}
 	return changed, nil
 }

@@ -39,17 +39,17 @@ type outcome struct {
 // current generation, when the applier says which generation it saw), otherwise False naming each failing cluster
 // with its message. waiting is true when it is False only because Works have not been made or applied yet, with
 // nothing failed.
-func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (cond metav1.Condition, waiting bool) {
-	cond = metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
-	set := func(reason, msg string) (metav1.Condition, bool) {
+func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (_ metav1.Condition, waiting bool) {
+	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
+	set := func(reason, msg string) metav1.Condition {
 		cond.Reason, cond.Message = reason, truncate(msg)
-		return cond, waiting
+		return cond
 	}
 	if o.templateMissing != "" {
-		return set(ReasonTemplateNotFound, o.templateMissing)
+		return set(ReasonTemplateNotFound, o.templateMissing), false
 	}
 	if len(b.Spec.Clusters) == 0 {
-		return set(ReasonNotScheduled, "the binding has no target clusters")
+		return set(ReasonNotScheduled, "the binding has no target clusters"), false
 	}
 	var problems []string
 	found := map[string]bool{}
@@ -76,15 +76,13 @@ func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (cond metav1.Condi
 			problems = append(problems, tc.Name+": "+msg)
 		}
 	}
-	waiting = !failing
 	for _, r := range []string{ReasonInvalidOverridePolicy, ReasonRenderFailed, ReasonDependencyNotFound, ReasonNotFullyApplied} {
 		if found[r] {
-			return set(r, strings.Join(problems, "; "))
+			return set(r, strings.Join(problems, "; ")), !failing
 		}
 	}
-	waiting = false
 	cond.Status = metav1.ConditionTrue
-	return set(ReasonFullyApplied, fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters)))
+	return set(ReasonFullyApplied, fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters))), false
 }
 
 // applied reports whether w's Applied condition is True for w's current spec, or else why not, and whether that

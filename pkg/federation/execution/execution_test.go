@@ -364,12 +364,7 @@ func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, obj
 	if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
 		t.Fatal(err)
 	}
-	next := manifests(t, objs...)
-	// As the binding stage does: the dropped manifests' objects go on the record in the same write.
-	if record := workrecord.Format(workrecord.Carry(workrecord.Parse(cur.Annotations), cur.Spec.Workload.Manifests, next, cur.Namespace)); record != "" {
-		metav1.SetMetaDataAnnotation(&cur.ObjectMeta, workrecord.Annotation, record)
-	}
-	cur.Spec.Workload.Manifests = next
+	workrecord.SetManifests(&cur, manifests(t, objs...)) // as the binding stage changes them
 	if err := host.Update(context.Background(), &cur); err != nil {
 		t.Fatal(err)
 	}

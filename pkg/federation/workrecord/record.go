@@ -90,6 +90,22 @@ func Carry(recorded []Ref, old, next []workv1alpha1.Manifest, workNamespace stri
 	return Removed(out, nextRefs, workNamespace)
 }
 
+// SetManifests gives w the manifests next, carrying onto its record the objects of the manifests it drops: the one
+// way to change a Work's manifests, so that the same write keeps what the execution stage must still remove.
+func SetManifests(w *workv1alpha1.Work, next []workv1alpha1.Manifest) {
+	record := Format(Carry(Parse(w.Annotations), w.Spec.Workload.Manifests, next, w.Namespace))
+	switch {
+	case record != "":
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[Annotation] = record
+	default:
+		delete(w.Annotations, Annotation)
+	}
+	w.Spec.Workload.Manifests = next
+}
+
 // Refs names the objects of manifests; a manifest that does not name an object is left out (it applied nothing).
 func Refs(manifests []workv1alpha1.Manifest) []Ref {
 	var out []Ref

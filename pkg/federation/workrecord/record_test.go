@@ -56,3 +56,17 @@ func TestRemovedAndFormat(t *testing.T) {
 		t.Error("damaged or empty record")
 	}
 }
+
+func TestSetManifests(t *testing.T) {
+	w := &workv1alpha1.Work{}
+	w.Namespace = "shop"
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{webM, cfgM}
+	SetManifests(w, []workv1alpha1.Manifest{webM})
+	if got := Parse(w.Annotations); fmt.Sprint(got) != fmt.Sprint([]Ref{{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}}) || len(w.Spec.Workload.Manifests) != 1 {
+		t.Errorf("dropped config map: record %v, manifests %d", got, len(w.Spec.Workload.Manifests))
+	}
+	SetManifests(w, []workv1alpha1.Manifest{webM, cfgM})
+	if _, ok := w.Annotations[Annotation]; ok {
+		t.Errorf("config map named again, still on the record: %v", w.Annotations)
+	}
+}
