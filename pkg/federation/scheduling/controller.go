@@ -5,14 +5,18 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
 
 // DefaultSchedulerName is the scheduler name this controller answers to when Reconciler.SchedulerName is empty;
@@ -40,8 +44,8 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// SetupWithManager registers two controllers, one per binding kind; both look at every binding again when a
-// Cluster changes.
+// SetupWithManager registers two controllers, one per binding kind; both look at bindings again when a Cluster
+// changes (see clusterEvents).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
@@ -55,7 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(&workv1alpha1.ResourceBindingList{}))).
+		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ResourceBindingList{})).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
 		}))
@@ -65,33 +69,70 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-clusterresourcebinding").
 		For(&workv1alpha1.ClusterResourceBinding{}).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(&workv1alpha1.ClusterResourceBindingList{}))).
+		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ClusterResourceBindingList{})).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.reconcile(ctx, req, &workv1alpha1.ClusterResourceBinding{})
 		}))
 }
 
-// allBindings enqueues every binding of list's kind: a Cluster change can make any of them fit or unfit, and
-// scheduling one whose result does not change costs no write.
-func (r *Reconciler) allBindings(list client.ObjectList) handler.MapFunc {
-	return func(ctx context.Context, _ client.Object) []reconcile.Request {
-		l := list.DeepCopyObject().(client.ObjectList)
-		if err := r.Client.List(ctx, l); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list bindings for a cluster change")
-			return nil
-		}
-		var out []reconcile.Request
-		switch l := l.(type) {
-		case *workv1alpha1.ResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+// clusterEvents enqueues, on a Cluster change, the bindings of list's kind whose placement it can change: every
+// one when a Cluster comes, goes or changes what filters and scores clusters; only those not scheduled when just
+// its free resources moved (see scheduler.ClusterChange). Scheduling a binding whose result does not change costs
+// no write, but with many bindings, looking at each again on every capacity report would keep the scheduler busy.
+func (r *Reconciler) clusterEvents(list client.ObjectList) handler.EventHandler {
+	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		r.enqueueBindings(ctx, list, q, func(*workv1alpha1.ResourceBindingStatus) bool { return true })
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+			cur, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+			if !ok1 || !ok2 {
+				return
 			}
-		case *workv1alpha1.ClusterResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+			switch scheduler.ClusterChange(old, cur) {
+			case scheduler.PlacementChanged:
+				all(ctx, q)
+			case scheduler.CapacityChanged:
+				r.enqueueBindings(ctx, list, q, func(st *workv1alpha1.ResourceBindingStatus) bool {
+					return !meta.IsStatusConditionTrue(st.Conditions, workv1alpha1.ConditionScheduled)
+				})
 			}
+		},
+	}
+}
+
+// enqueueBindings adds the bindings of list's kind whose status passes keep.
+func (r *Reconciler) enqueueBindings(ctx context.Context, list client.ObjectList, q workqueue.TypedRateLimitingInterface[reconcile.Request], keep func(*workv1alpha1.ResourceBindingStatus) bool) {
+	l := list.DeepCopyObject().(client.ObjectList)
+	// Read only: the cache's objects need no copies.
+	if err := r.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list bindings for a cluster change")
+		return
+	}
+	add := func(obj client.Object, st *workv1alpha1.ResourceBindingStatus) {
+		if keep(st) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 		}
-		return out
+	}
+	switch l := l.(type) {
+	case *workv1alpha1.ResourceBindingList:
+		for i := range l.Items {
+			add(&l.Items[i], &l.Items[i].Status)
+		}
+	case *workv1alpha1.ClusterResourceBindingList:
+		for i := range l.Items {
+			add(&l.Items[i], &l.Items[i].Status)
+		}
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,6 +98,7 @@ func TestScheduling(t *testing.T) {
 	c := startHost(t)
 	t.Run("divided, scaled, failed over", func(t *testing.T) { testDivided(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
+	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
 }
 
 func testDivided(t *testing.T, c client.Client) {
@@ -236,4 +239,58 @@ func testUnschedulable(t *testing.T, c client.Client) {
 		}
 		return nil
 	})
+}
+
+// testRoomFreed: a binding that does not fit waits; the cluster's free resources growing (a status change that
+// touches nothing else placement reads) is what places it.
+func testRoomFreed(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	if err := c.Create(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member4"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}); err != nil {
+		t.Fatal(err)
+	}
+	setReady(t, c, "member4", metav1.ConditionTrue)
+	setPodRoom(t, c, "member4", "2")
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "batch"}}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: "worker-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "batch", Name: "worker"},
+			Replicas: 3,
+			Placement: &policyv1alpha1.Placement{
+				ClusterAffinity:   &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member4"}},
+				ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated},
+			},
+		},
+	}
+	if err := c.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(rb)
+	eventually(t, "Scheduled False for room", func() error {
+		if err := c.Get(ctx, key, rb); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "room for 2 of 3 replicas") {
+			return fmt.Errorf("condition %+v, want False for room", cond)
+		}
+		return nil
+	})
+	setPodRoom(t, c, "member4", "10")
+	eventually(t, "placed once there is room", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member4", Replicas: 3}}))
+}
+
+// setPodRoom reports, as the cluster controller would, that the Cluster has room for pods more pods.
+func setPodRoom(t *testing.T, c client.Client, name, pods string) {
+	t.Helper()
+	var mc clusterv1alpha1.Cluster
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	mc.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(pods)}}
+	if err := c.Status().Update(context.Background(), &mc); err != nil {
+		t.Fatal(err)
+	}
 }

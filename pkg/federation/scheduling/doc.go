@@ -1,6 +1,7 @@
 // Package scheduling is the scheduler's controller: it places ResourceBindings and ClusterResourceBindings on
 // member clusters with the pure decisions of package scheduler, and writes the result to spec.clusters with the
-// Scheduled condition and the scheduler fields of the status. It reschedules when a binding changes, when any
-// Cluster changes (every binding is looked at again; a result that does not change is not written), and when a
-// cluster the binding is on stays unhealthy past the binding's tolerations (failover).
+// Scheduled condition and the scheduler fields of the status. It reschedules when a binding changes, when a
+// Cluster comes, goes or changes what placement reads (every binding is looked at again; a result that does not
+// change is not written), when only a Cluster's free resources change (the bindings that found no room), and when
+// a cluster the binding is on stays unhealthy past the binding's tolerations (failover).
 package scheduling

@@ -13,9 +13,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
@@ -72,7 +75,9 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// quick succession, and each would otherwise restate its status.
 		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self)).
 		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
-		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster)).
+		// Of a Cluster, items read only whether it is Ready; its other status changes with every probe.
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) }})).
 		Complete(r)
 }
 
