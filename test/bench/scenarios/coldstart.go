@@ -111,7 +111,7 @@ func restartShard(ctx context.Context, f *benchFederation, run *fedrun.Run, id i
 	if err != nil {
 		return nil, err
 	}
-	membersBefore := make([]requestCounts, len(f.Cluster().Members))
+	membersBefore := make([]tally, len(f.Cluster().Members))
 	for i, m := range f.Cluster().Members {
 		if membersBefore[i], err = readRequests(ctx, m.Config()); err != nil {
 			return nil, err

@@ -57,11 +57,13 @@ func (c *convergence) wait(ctx context.Context, templates int, run *fedrun.Run) 
 	timeout := time.Duration(120+6*templates) * time.Second
 	err := poll(ctx, timeout, func() (bool, string, error) {
 		var list appsv1.DeploymentList
-		if err := c.cache.List(ctx, &list); err != nil {
+		// Read only, ten times a second: copying every template and binding each time would cost the machine (and
+		// so the federation being measured) more than the checks, with thousands of them.
+		if err := c.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 			return false, "", err
 		}
 		var rbs workv1alpha1.ResourceBindingList
-		if err := c.cache.List(ctx, &rbs); err != nil {
+		if err := c.cache.List(ctx, &rbs, client.UnsafeDisableDeepCopy); err != nil {
 			return false, "", err
 		}
 		applied := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 
@@ -13,16 +14,17 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/fedmesh/fedmesh/test/bench/suite"
 )
 
-// requestCounts are an API server's requests answered so far, by "VERB resource[/subresource]" (and the code
-// when it is not 2xx), from its
-// apiserver_request_total. LISTs and WATCHes are left out: a benchmark's own polling lists, and informers'
-// watches are not work per object.
-type requestCounts map[string]float64
+// tally is amounts so far by name: an API server's requests, processes' CPU time.
+type tally map[string]float64
 
-// readRequests scrapes the API server's /metrics with cfg's (admin) credentials.
-func readRequests(ctx context.Context, cfg *rest.Config) (requestCounts, error) {
+// readRequests is an API server's requests answered so far, by "VERB resource[/subresource]" (and the code when
+// it is not 2xx), from its apiserver_request_total. LISTs and WATCHes are left out: a benchmark's own polling
+// lists, and informers' watches are not work per object. It scrapes the API server's /metrics with cfg's (admin) credentials.
+func readRequests(ctx context.Context, cfg *rest.Config) (tally, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -36,7 +38,7 @@ func readRequests(ctx context.Context, cfg *rest.Config) (requestCounts, error) 
 	if err != nil {
 		return nil, fmt.Errorf("API server metrics: %w", err)
 	}
-	out := requestCounts{}
+	out := tally{}
 	fam := families["apiserver_request_total"]
 	if fam == nil {
 		return out, nil
@@ -61,9 +63,20 @@ func readRequests(ctx context.Context, cfg *rest.Config) (requestCounts, error) 
 	return out, nil
 }
 
-// since is what was answered after before.
-func (c requestCounts) since(before requestCounts) requestCounts {
-	out := requestCounts{}
+// machineCPU is the CPU time, in ms, that the benchmark and every process it started have used so far, by
+// command name.
+func machineCPU() tally {
+	out := tally{}
+	for name, sec := range suite.ChildCPU() {
+		out[name] = sec * 1000
+	}
+	out["bench"] = cpuOf(os.Getpid()) * 1000
+	return out
+}
+
+// since is what was added after before.
+func (c tally) since(before tally) tally {
+	out := tally{}
 	for k, v := range c {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
@@ -72,7 +85,7 @@ func (c requestCounts) since(before requestCounts) requestCounts {
 	return out
 }
 
-func (c requestCounts) total() float64 {
+func (c tally) total() float64 {
 	var sum float64
 	for _, v := range c {
 		sum += v
@@ -81,7 +94,7 @@ func (c requestCounts) total() float64 {
 }
 
 // per describes the counts divided by n, largest first, for a note or the log.
-func (c requestCounts) per(n int) string {
+func (c tally) per(n int) string {
 	keys := slices.SortedFunc(maps.Keys(c), func(a, b string) int {
 		if c[a] != c[b] {
 			if c[a] > c[b] {
@@ -93,7 +106,7 @@ func (c requestCounts) per(n int) string {
 	})
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.2g", k, c[k]/float64(n)))
+		parts = append(parts, fmt.Sprintf("%s %.3g", k, c[k]/float64(n)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -164,7 +177,7 @@ func scrapeHistogram(ctx context.Context, addr, name string) (histogram, error) 
 
 // writes adds up the write requests (creates, updates, patches, applies, deletes), leaving out those of the
 // resources in except.
-func (c requestCounts) writes(except ...string) float64 {
+func (c tally) writes(except ...string) float64 {
 	var n float64
 	for k, v := range c {
 		fields := strings.Fields(k) // VERB resource[/subresource] [(code)]

@@ -40,15 +40,43 @@ func ReadUsage(pid int) (Usage, error) {
 
 // ChildPIDs are the running processes whose parent is this process and whose command name is name.
 func ChildPIDs(name string) []int {
-	entries, _ := os.ReadDir("/proc")
 	var out []int
+	for _, c := range children() {
+		if c.name == name {
+			out = append(out, c.pid)
+		}
+	}
+	return out
+}
+
+// ChildCPU is the CPU time the running child processes of this process have used so far, in seconds, by command
+// name (as the kernel keeps it: cut to 15 bytes).
+func ChildCPU() map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range children() {
+		if u, err := ReadUsage(c.pid); err == nil {
+			out[c.name] += u.CPUSeconds
+		}
+	}
+	return out
+}
+
+type child struct {
+	pid  int
+	name string
+}
+
+// children are the running processes whose parent is this process.
+func children() []child {
+	entries, _ := os.ReadDir("/proc")
+	var out []child
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != name {
+		if err != nil {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -57,7 +85,7 @@ func ChildPIDs(name string) []int {
 		}
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
 		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-			out = append(out, pid)
+			out = append(out, child{pid: pid, name: strings.TrimSpace(string(comm))})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestReadUsageOfThisProcess(t *testing.T) {
@@ -31,4 +32,19 @@ func TestChildPIDs(t *testing.T) {
 	if len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Errorf("ChildPIDs(sleep) = %v, want [%d]", pids, cmd.Process.Pid)
 	}
+}
+
+func TestChildCPU(t *testing.T) {
+	// A child that burns CPU until killed.
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ChildCPU()["sh"] > 0 {
+			return
+		}
+	}
+	t.Errorf("ChildCPU() = %v: want CPU time for sh", ChildCPU())
 }
