@@ -44,13 +44,15 @@ unit: ## only the tests that need no API server
 	go test $(GO_TEST_FLAGS) ./pkg/...
 
 # SCENARIO=name[,name] runs some scenarios; SCALE=tiny|small|full sets object counts (full: the issue's 100k pods
-# and 10k templates, which takes hours on 2 cores); REPS repetitions of every variant, interleaved.
+# and 10k templates, which takes hours on 2 cores); REPS repetitions of every variant, interleaved; VARIANTS=name[,name]
+# runs only those variants of a scenario.
 SCENARIO ?=
+VARIANTS ?=
 SCALE ?= small
 REPS ?= 3
 
 bench: binaries ## benchmark suite against real API servers: writes bench/report.md, bench/report.json, bench/*.png
-	go run ./test/bench -scale $(SCALE) -reps $(REPS) $(if $(SCENARIO),-scenario $(SCENARIO)) -out bench
+	go run ./test/bench -scale $(SCALE) -reps $(REPS) $(if $(SCENARIO),-scenario $(SCENARIO)) $(if $(VARIANTS),-variants $(VARIANTS)) -out bench
 	go test -run '^$$' -bench . ./pkg/...
 
 bench-smoke: binaries ## every benchmark scenario at tiny scale, as CI runs it (seconds to a minute)

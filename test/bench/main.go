@@ -3,6 +3,7 @@
 //
 //	go run ./test/bench                                  # every scenario, small scale, 3 repetitions
 //	go run ./test/bench -scenario proxy-overhead -scale full
+//	go run ./test/bench -scenario federation-throughput -scale full -variants floor,federator-unsharded
 package main
 
 import (
@@ -24,10 +25,11 @@ import (
 
 func main() {
 	var opts runner.Options
-	var scale, scenarios string
+	var scale, scenarios, variants string
 	flag.StringVar(&scenarios, "scenario", "", "comma-separated scenarios to run; empty runs all: "+strings.Join(runner.Names(), ", "))
 	flag.StringVar(&scale, "scale", "small", "object counts: tiny (seconds, CI), small (minutes, 2 cores) or full (the issue's numbers)")
 	flag.IntVar(&opts.Reps, "reps", 3, "repetitions of every variant, interleaved")
+	flag.StringVar(&variants, "variants", "", "comma-separated variants to run, the others and their comparisons left out (for a long scale); empty runs all")
 	flag.StringVar(&opts.OutDir, "out", "bench", "directory of the report, its JSON and plots")
 	render := flag.String("render", "", "measure nothing: write the report and plots again from this report.json")
 	flag.Parse()
@@ -43,6 +45,9 @@ func main() {
 	}
 	if scenarios != "" {
 		opts.Scenarios = strings.Split(scenarios, ",")
+	}
+	if variants != "" {
+		opts.Variants = strings.Split(variants, ",")
 	}
 	opts.Command = "go run ./test/bench " + strings.Join(os.Args[1:], " ")
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

@@ -24,7 +24,9 @@ type Options struct {
 	Scenarios []string
 	Scale     suite.Scale
 	Reps      int
-	OutDir    string
+	// Variants, when set, are the only variants that run (see suite.Env).
+	Variants []string
+	OutDir   string
 	// Command is how the whole run was started, for the report.
 	Command string
 	Logf    func(format string, args ...any)
@@ -65,13 +67,16 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 	if err := fedrun.Build(fedrun.SourceRoot(), binDir); err != nil {
 		return nil, nil, err
 	}
-	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, BinDir: binDir, Logf: opts.Logf}
+	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, Variants: opts.Variants, BinDir: binDir, Logf: opts.Logf}
 	rep := &suite.Report{Started: time.Now(), Machine: describeMachine(), Command: opts.Command}
 	for _, s := range chosen {
 		opts.Logf("scenario %s (scale %s, %d repetitions)", s.Name, opts.Scale, opts.Reps)
 		res := &suite.Result{Scenario: s.Name, Description: s.Description, Scale: opts.Scale, Reps: opts.Reps,
-			Started: time.Now(), Commit: rep.Machine.Commit,
+			Variants: opts.Variants, Started: time.Now(), Commit: rep.Machine.Commit,
 			Command: fmt.Sprintf("go run ./test/bench -scenario %s -scale %s -reps %d", s.Name, opts.Scale, opts.Reps)}
+		if len(opts.Variants) > 0 {
+			res.Command += " -variants " + strings.Join(opts.Variants, ",")
+		}
 		start := time.Now()
 		if err := s.Run(ctx, env, res); err != nil {
 			res.Error = err.Error()

@@ -30,20 +30,27 @@ type Report struct {
 }
 
 // Merge adds the results of rep to those of an earlier report, replacing the earlier results of the scenarios
-// rep ran and keeping the others, ordered as order names them: a run of some scenarios updates the report of a
-// full run. The machine and command are rep's; each result keeps when and at which commit it was measured.
+// rep ran at the same scale and keeping the others, ordered as order names them and then by scale: a run of
+// some scenarios updates the report of a full run, and a scenario measured at two scales keeps both. The
+// machine and command are rep's; each result keeps when and at which commit it was measured.
 func (rep *Report) Merge(earlier *Report, order []string) {
-	byName := map[string]*Result{}
+	type key struct {
+		scenario string
+		scale    Scale
+	}
+	byKey := map[key]*Result{}
 	for _, r := range earlier.Results {
-		byName[r.Scenario] = r
+		byKey[key{r.Scenario, r.Scale}] = r
 	}
 	for _, r := range rep.Results {
-		byName[r.Scenario] = r
+		byKey[key{r.Scenario, r.Scale}] = r
 	}
 	rep.Results = rep.Results[:0]
 	for _, name := range order {
-		if r := byName[name]; r != nil {
-			rep.Results = append(rep.Results, r)
+		for _, scale := range []Scale{Tiny, Small, Full} {
+			if r := byKey[key{name, scale}]; r != nil {
+				rep.Results = append(rep.Results, r)
+			}
 		}
 	}
 }
@@ -106,9 +113,13 @@ func (rep *Report) markdown(dir string, plots map[*Result][]string) string {
 		"limit, and fedmesh's binaries run with theirs raised far above what they reach, so client limits bound "+
 		"nothing; each figure says what did. Every figure is in report.json.\n\n", rep.Command)
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "## %s\n\n%s\n\n", r.Scenario, r.Description)
-		fmt.Fprintf(&b, "Scale **%s**, %d repetitions, %.0f s, measured %s at %s. Reproduce: `%s`.\n", r.Scale, r.Reps,
-			r.Duration, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.Command)
+		fmt.Fprintf(&b, "## %s (%s)\n\n%s\n\n", r.Scenario, r.Scale, r.Description)
+		only := ""
+		if len(r.Variants) > 0 {
+			only = fmt.Sprintf(" of the variants %s only", strings.Join(r.Variants, ", "))
+		}
+		fmt.Fprintf(&b, "Scale **%s**, %d repetitions%s, %.0f s, measured %s at %s. Reproduce: `%s`.\n", r.Scale, r.Reps,
+			only, r.Duration, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.Command)
 		if len(r.Parameters) > 0 {
 			var ps []string
 			for _, k := range sortedKeys(r.Parameters) {

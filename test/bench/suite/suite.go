@@ -44,6 +44,9 @@ type Env struct {
 	Scale Scale
 	// Reps is how many times each variant runs, interleaved.
 	Reps int
+	// Variants, when set, are the only variants that run (by name); comparisons missing a side are left out. It
+	// is for a long scale where running every variant would take hours.
+	Variants []string
 	// BinDir holds fedmesh's manager, proxy and federator binaries (test/fedrun.Build).
 	BinDir string
 	// Logf reports progress.
@@ -68,8 +71,21 @@ type Samples map[string]map[string][]float64
 
 // Interleave runs the variants in turn, A B C A B C ..., reps times, so drift of the machine (other load, a
 // growing etcd) spreads over all variants alike instead of favouring the first.
+// With env.Variants, only those run.
 func Interleave(ctx context.Context, env *Env, reps int, variants ...Variant) (Samples, error) {
 	out := Samples{}
+	if len(env.Variants) > 0 {
+		var names []string
+		for _, v := range variants {
+			names = append(names, v.Name)
+		}
+		for _, name := range env.Variants {
+			if !slices.Contains(names, name) {
+				return out, fmt.Errorf("variant %q: this scenario has %v", name, names)
+			}
+		}
+		variants = slices.DeleteFunc(slices.Clone(variants), func(v Variant) bool { return !slices.Contains(env.Variants, v.Name) })
+	}
 	for rep := range reps {
 		for _, v := range variants {
 			if err := ctx.Err(); err != nil {
@@ -152,11 +168,13 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	// Started and Commit say when and on which fedmesh this scenario was measured: a report may hold scenarios
 	// of several runs (see Report.Merge).
-	Started     time.Time      `json:"started"`
-	Commit      string         `json:"commit,omitempty"`
-	Description string         `json:"description"`
-	Scale       Scale          `json:"scale"`
-	Reps        int            `json:"reps"`
+	Started     time.Time `json:"started"`
+	Commit      string    `json:"commit,omitempty"`
+	Description string    `json:"description"`
+	Scale       Scale     `json:"scale"`
+	Reps        int       `json:"reps"`
+	// Variants are the variants chosen to run, when not all did.
+	Variants    []string       `json:"variants,omitempty"`
 	Command     string         `json:"command"`
 	Duration    float64        `json:"durationSeconds"`
 	Error       string         `json:"error,omitempty"`
@@ -192,8 +210,12 @@ func (r *Result) Record(s Samples, metrics ...Metric) {
 }
 
 // Compare adds the paired ratio (kind "ratio") or difference (kind "difference") of metric between variants a
-// and b. bar is an optional target on the median: "<= x" or ">= x".
-func (r *Result) Compare(s Samples, metric, kind, a, b, bar string) Comparison {
+// and b. bar is an optional target on the median: "<= x" or ">= x". A side that did not run (see Env.Variants)
+// leaves the comparison out.
+func (r *Result) Compare(s Samples, metric, kind, a, b, bar string) {
+	if len(s[a][metric]) == 0 || len(s[b][metric]) == 0 {
+		return
+	}
 	fn, unit := Ratio, ""
 	if kind == "difference" {
 		fn = Difference
@@ -204,16 +226,17 @@ func (r *Result) Compare(s Samples, metric, kind, a, b, bar string) Comparison {
 	c := Comparison{Metric: metric, Kind: kind, A: a, B: b, Unit: unit, Samples: xs, Summary: Summarize(xs), Bar: bar}
 	c.Met = meets(c.Median, bar)
 	r.Comparisons = append(r.Comparisons, c)
-	return c
 }
 
-// Check adds variant's own figure of metric, held against an absolute bar ("<= x" or ">= x").
-func (r *Result) Check(s Samples, metric, variant, bar string) Comparison {
+// Check adds variant's own figure of metric, held against an absolute bar ("<= x" or ">= x"), if it ran.
+func (r *Result) Check(s Samples, metric, variant, bar string) {
 	xs := s[variant][metric]
+	if len(xs) == 0 {
+		return
+	}
 	c := Comparison{Metric: metric, Kind: "value", A: variant, Unit: r.unitOf(metric), Samples: xs, Summary: Summarize(xs), Bar: bar}
 	c.Met = meets(c.Median, bar)
 	r.Comparisons = append(r.Comparisons, c)
-	return c
 }
 
 func (r *Result) unitOf(metric string) string {
@@ -244,13 +267,18 @@ func meets(x float64, bar string) *bool {
 	return &ok
 }
 
-// AddSeries adds a series whose points summarize ys[i] at xs[i].
+// AddSeries adds a series whose points summarize ys[i] at xs[i]; an x without samples (its variant did not run)
+// is left out, and so is a series without points.
 func (r *Result) AddSeries(group, name, xLabel, yLabel string, xs []float64, ys [][]float64) {
 	s := Series{Name: name, XLabel: xLabel, YLabel: yLabel, Group: group}
 	for i, x := range xs {
-		s.Points = append(s.Points, Point{X: x, Summary: Summarize(ys[i])})
+		if len(ys[i]) > 0 {
+			s.Points = append(s.Points, Point{X: x, Summary: Summarize(ys[i])})
+		}
 	}
-	r.Series = append(r.Series, s)
+	if len(s.Points) > 0 {
+		r.Series = append(r.Series, s)
+	}
 }
 
 // Figure returns the figure of metric for variant, if recorded.

@@ -42,7 +42,8 @@ func TestCompareBars(t *testing.T) {
 		{"difference", ">= 0.05", 0.1, ptr(true)},
 	} {
 		var r Result
-		c := r.Compare(s, "t", tc.kind, "proxy", "direct", tc.bar)
+		r.Compare(s, "t", tc.kind, "proxy", "direct", tc.bar)
+		c := r.Comparisons[0]
 		if d := c.Median - tc.median; d > 1e-9 || d < -1e-9 {
 			t.Errorf("%s %q: median %v, want %v", tc.kind, tc.bar, c.Median, tc.median)
 		}
@@ -53,6 +54,40 @@ func TestCompareBars(t *testing.T) {
 }
 
 func ptr(b bool) *bool { return &b }
+
+func TestOnlyChosenVariantsRun(t *testing.T) {
+	var ran []string
+	variant := func(name string) Variant {
+		return Variant{Name: name, Run: func(context.Context, int) (map[string]float64, error) {
+			ran = append(ran, name)
+			return map[string]float64{"m": 1}, nil
+		}}
+	}
+	env := &Env{Logf: t.Logf, Variants: []string{"c", "a"}}
+	s, err := Interleave(context.Background(), env, 2, variant("a"), variant("b"), variant("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ran, " "); got != "a c a c" {
+		t.Errorf("run order %q, want a c a c", got)
+	}
+	var r Result
+	r.Compare(s, "m", "ratio", "a", "b", "<= 1")
+	r.Compare(s, "m", "ratio", "c", "a", "<= 1")
+	r.Check(s, "m", "b", ">= 1")
+	r.AddSeries("g", "s", "x", "y", []float64{1, 2}, [][]float64{s["b"]["m"], s["c"]["m"]})
+	if len(r.Comparisons) != 1 || r.Comparisons[0].A != "c" {
+		t.Errorf("comparisons %+v: want only c / a (b did not run)", r.Comparisons)
+	}
+	if len(r.Series) != 1 || len(r.Series[0].Points) != 1 || r.Series[0].Points[0].X != 2 {
+		t.Errorf("series %+v: want the point of c alone", r.Series)
+	}
+
+	env.Variants = []string{"d"}
+	if _, err := Interleave(context.Background(), env, 1, variant("a")); err == nil || !strings.Contains(err.Error(), `"d"`) {
+		t.Errorf("unknown variant: error %v, want one naming it", err)
+	}
+}
 
 func TestReportWritesMarkdownJSONAndPlots(t *testing.T) {
 	s := Samples{"direct": {"sync": {1, 1.1, 0.9}}, "proxy": {"sync": {1.02, 1.1, 0.95}}}
