@@ -12,7 +12,7 @@ import (
 )
 
 // writePlots draws a scenario's ratios as bars (with their range as error bars and a line at 1) and each group
-// of series as lines against their parameter, one PNG each, and returns the files.
+// of series as lines against their parameter, one PNG each named by scenario and scale, and returns the files.
 func writePlots(dir string, r *Result) ([]string, error) {
 	var files []string
 	var ratios []Comparison
@@ -22,8 +22,8 @@ func writePlots(dir string, r *Result) ([]string, error) {
 		}
 	}
 	if len(ratios) > 0 {
-		path := filepath.Join(dir, r.Scenario+"-ratios.png")
-		if err := ratioPlot(path, r.Scenario, ratios); err != nil {
+		path := filepath.Join(dir, r.Scenario+"-"+string(r.Scale)+"-ratios.png")
+		if err := ratioPlot(path, r.Scenario+" ("+string(r.Scale)+")", ratios); err != nil {
 			return files, err
 		}
 		files = append(files, path)
@@ -33,8 +33,8 @@ func writePlots(dir string, r *Result) ([]string, error) {
 		groups[s.Group] = append(groups[s.Group], s)
 	}
 	for _, g := range sortedKeys(groups) {
-		path := filepath.Join(dir, r.Scenario+"-"+g+".png")
-		if err := seriesPlot(path, r.Scenario+": "+g, groups[g]); err != nil {
+		path := filepath.Join(dir, r.Scenario+"-"+string(r.Scale)+"-"+g+".png")
+		if err := seriesPlot(path, r.Scenario+" ("+string(r.Scale)+"): "+g, groups[g]); err != nil {
 			return files, err
 		}
 		files = append(files, path)

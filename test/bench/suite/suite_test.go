@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,16 +102,32 @@ func TestReportWritesMarkdownJSONAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"report.md", "report.json", "demo-ratios.png", "demo-scaling.png"} {
+	for _, name := range []string{"report.md", "report.json", "demo-tiny-ratios.png", "demo-tiny-scaling.png"} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written (files %v): %v", name, files, err)
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	for _, want := range []string{"## demo", "| sync: proxy / direct | 1.02 |", "![demo-ratios.png](demo-ratios.png)", "2 cores"} {
+	for _, want := range []string{"## demo (tiny)", "| sync: proxy / direct | 1.02 |", "![demo-tiny-ratios.png](demo-tiny-ratios.png)", "2 cores"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestMergeKeepsEachScale(t *testing.T) {
+	res := func(scenario string, scale Scale, reps int) *Result {
+		return &Result{Scenario: scenario, Scale: scale, Reps: reps}
+	}
+	earlier := &Report{Results: []*Result{res("a", Full, 3), res("b", Small, 3), res("b", Full, 1)}}
+	rep := &Report{Results: []*Result{res("b", Small, 5)}}
+	rep.Merge(earlier, []string{"a", "b"})
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, fmt.Sprintf("%s/%s/%d", r.Scenario, r.Scale, r.Reps))
+	}
+	if want := "a/full/3 b/small/5 b/full/1"; strings.Join(got, " ") != want {
+		t.Errorf("merged %v, want %s", got, want)
 	}
 }
