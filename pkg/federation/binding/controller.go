@@ -26,6 +26,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
@@ -181,6 +182,9 @@ func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding,
 		if err := r.Client.Create(ctx, desired); err != nil {
 			return nil, false, err
 		}
+		// Works are applied and reported on at once, each queueing this binding again: a pass whose cache had
+		// not seen this Work yet would create it again.
+		cachewait.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
 		return desired, true, nil
 	}
 	w := existing.DeepCopy()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
@@ -123,7 +122,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 			logf.FromContext(ctx).Info("created binding", "binding", key, "replicas", desired.Replicas)
 			// The claim's own label patch queues the template again at once; a cache that has not seen the
 			// binding yet would make that pass try to create it again.
-			awaitCached(ctx, r.Client, key, newBinding(key.Namespace))
+			cachewait.Created(ctx, r.Client, key, newBinding(key.Namespace))
 			return nil
 		}
 		if err != nil {
@@ -164,14 +163,6 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
 	}
 	return reconcile.Result{}, err
-}
-
-// awaitCached waits, briefly, until reader's cache holds the object at key that was just created. Giving up is
-// harmless: a pass that misses it meets AlreadyExists and looks again later.
-func awaitCached(ctx context.Context, reader client.Reader, key types.NamespacedName, obj client.Object) {
-	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, cacheLagLimit, true, func(ctx context.Context) (bool, error) {
-		return reader.Get(ctx, key, obj) == nil, nil
-	})
 }
 
 // deleteBinding deletes the binding of the template key names, if it has one. With preserve, the binding is first

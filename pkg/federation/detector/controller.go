@@ -53,8 +53,6 @@ const (
 	terminatingBindingRecheck = time.Second
 	// staleCacheRecheck is how soon a template is looked at again when the cache lags behind a write.
 	staleCacheRecheck = 100 * time.Millisecond
-	// cacheLagLimit is how long a pass waits for the cache to show a binding it just created.
-	cacheLagLimit = time.Second
 )
 
 // Reconciler claims templates for their policies and keeps their bindings. It runs two controllers: one per
