@@ -49,7 +49,7 @@ func TestEveryScenarioAtTinyScale(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"report.md", "report.json", "proxy-overhead-ratios.png", "shard-scaling-sync.png", "handover-ratios.png"} {
+	for _, name := range []string{"report.md", "report.json", "proxy-overhead-tiny-ratios.png", "shard-scaling-tiny-sync.png", "handover-tiny-ratios.png"} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s not written: %v", name, err)
 		}
