@@ -22,8 +22,8 @@ import (
 type tally map[string]float64
 
 // readRequests is an API server's requests answered so far, by "VERB resource[/subresource]" (and the code when
-// it is not 2xx), from its apiserver_request_total. LISTs and WATCHes are left out: a benchmark's own polling
-// lists, and informers' watches are not work per object. It scrapes the API server's /metrics with cfg's (admin) credentials.
+// it is not 2xx), from its apiserver_request_total, scraped from /metrics with cfg's (admin) credentials. LISTs
+// and WATCHes are left out: a benchmark's own polling lists, and informers' watches are not work per object.
 func readRequests(ctx context.Context, cfg *rest.Config) (tally, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
