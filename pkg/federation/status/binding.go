@@ -50,8 +50,12 @@ type BindingReconciler struct {
 	// Coalesce is how long the changes of a binding's Works are gathered before its status is written; 0 writes
 	// every change.
 	Coalesce time.Duration
+	// HoldLimit is how long a binding's status may wait for every target cluster to report (see awaiting) before
+	// what has come is written; 0 does not wait.
+	HoldLimit time.Duration
 
-	mu sync.Mutex
+	holds holds
+	mu    sync.Mutex
 	// statusSubresource caches, per template resource, whether it has a status subresource.
 	statusSubresource map[schema.GroupVersionResource]bool
 }
@@ -104,6 +108,9 @@ func (r *BindingReconciler) bindingsOnCluster(ctx context.Context, obj client.Ob
 func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rb workv1alpha1.ResourceBinding
 	if err := r.Client.Get(ctx, req.NamespacedName, &rb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.holds.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	var works workv1alpha1.WorkList
@@ -118,22 +125,24 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	for i := range clusters.Items {
 		ready[clusters.Items[i].Name] = clusterReady(&clusters.Items[i])
 	}
-	items := aggregatedItems(rb.Spec.Clusters, works.Items, func(c string) bool { return ready[c] })
-	if err := r.writeItems(ctx, &rb, items); err != nil {
-		return ctrl.Result{}, err
+	isReady := func(c string) bool { return ready[c] }
+	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
+	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
+	news := itemsToWrite(rb.Status.AggregatedStatus, items)
+	if wait := r.holds.wait(req.NamespacedName, news && awaiting(rb.Spec.Clusters, works.Items, isReady), time.Now(), r.HoldLimit); wait > 0 {
+		// The Works' next changes enqueue the binding again; this is for a cluster that never reports.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if news {
+		err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if !rb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reflectToTemplate(ctx, &rb, items)
-}
-
-// writeItems sets the binding's aggregatedStatus when it changed (see itemsToWrite), touching nothing else.
-func (r *BindingReconciler) writeItems(ctx context.Context, rb *workv1alpha1.ResourceBinding, items []workv1alpha1.AggregatedStatusItem) error {
-	if !itemsToWrite(rb.Status.AggregatedStatus, items) {
-		return nil
-	}
-	return applystatus.Apply(ctx, r.Client, rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})
 }
 
 // reflectToTemplate writes the template's status from items through the interpreter, when its kind has a status

@@ -3,9 +3,11 @@ package status
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -147,5 +149,71 @@ func TestItemsToWrite(t *testing.T) {
 		if got := itemsToWrite(tc.prev, tc.next); got != tc.want {
 			t.Errorf("%s: itemsToWrite = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestAwaiting(t *testing.T) {
+	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"}
+	failed := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse, Reason: "ConflictAbort"}
+	workload := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0}, Health: workv1alpha1.ResourceHealthy}
+	dependency := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 1}, Health: workv1alpha1.ResourceHealthy}
+	w := func(cluster string, cond *metav1.Condition, ms ...workv1alpha1.ManifestStatus) workv1alpha1.Work {
+		x := workv1alpha1.Work{Spec: workv1alpha1.WorkSpec{ClusterName: cluster}, Status: workv1alpha1.WorkStatus{ManifestStatuses: ms}}
+		if cond != nil {
+			x.Status.Conditions = []metav1.Condition{*cond}
+		}
+		return x
+	}
+	works := func(w ...workv1alpha1.Work) []workv1alpha1.Work { return w }
+	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "b"}}
+	for _, tc := range []struct {
+		name  string
+		works []workv1alpha1.Work
+		down  string
+		want  bool
+	}{
+		{"both observed", works(w("a", &applied, workload), w("b", &applied, workload)), "", false},
+		{"no Work for b yet", works(w("a", &applied, workload)), "", true},
+		{"b not applied yet", works(w("a", &applied, workload), w("b", nil)), "", true},
+		{"b applied, its workload not observed yet", works(w("a", &applied, workload), w("b", &applied)), "", true},
+		{"only a dependency observed in b", works(w("a", &applied, workload), w("b", &applied, dependency)), "", true},
+		{"b failed to apply: that is its report", works(w("a", &applied, workload), w("b", &failed)), "", false},
+		{"b is not Ready: it will tell no more", works(w("a", &applied, workload)), "b", false},
+		{"a Work of a cluster being left does not count", works(w("a", &applied, workload), w("b", &applied, workload), w("old", nil)), "", false},
+	} {
+		ready := func(c string) bool { return c != tc.down }
+		if got := awaiting(targets, tc.works, ready); got != tc.want {
+			t.Errorf("%s: awaiting = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHolds(t *testing.T) {
+	var h holds
+	key := types.NamespacedName{Namespace: "ns", Name: "rb"}
+	t0 := time.Unix(1000, 0)
+	for _, step := range []struct {
+		name    string
+		waiting bool
+		at      time.Duration // since t0
+		limit   time.Duration
+		want    time.Duration
+	}{
+		{"not waiting: write", false, 0, time.Second, 0},
+		{"waiting: the hold begins", true, 0, time.Second, time.Second},
+		{"still waiting: what is left", true, 300 * time.Millisecond, time.Second, 700 * time.Millisecond},
+		{"the limit passed: write", true, time.Second, time.Second, 0},
+		{"waiting again: a new hold", true, 1500 * time.Millisecond, time.Second, time.Second},
+		{"all reported: write", false, 1600 * time.Millisecond, time.Second, 0},
+		{"no limit: never held", true, 2 * time.Second, 0, 0},
+	} {
+		if got := h.wait(key, step.waiting, t0.Add(step.at), step.limit); got != step.want {
+			t.Errorf("%s: wait = %s, want %s", step.name, got, step.want)
+		}
+	}
+	h.wait(key, true, t0, time.Second)
+	h.forget(key)
+	if len(h.since) != 0 {
+		t.Errorf("forget left %v", h.since)
 	}
 }

@@ -6,6 +6,9 @@
 // A member whose Cluster is not Ready is never reported from a cache that may be stale: its entries keep their
 // identity but lose their status, and their health is Unknown.
 //
+// A binding's status waits, up to a limit, until every target cluster has reported (hold.go): its members apply
+// and observe its Works one after another, and each report would otherwise restate the binding and its template.
+//
 // core.go is the pure part (readiness, the per-cluster items, comparisons); informers.go manages the member
 // watches; work.go and binding.go are the controllers.
 package status

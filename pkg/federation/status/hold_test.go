@@ -1,0 +1,123 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestBindingStatusWaitsForEveryCluster reports two members' Works by hand, as execution and the Work status
+// stage would, one after the other: the binding's status is written once both have reported, not once per
+// member; and a binding one member never reports on is written with what came once the hold limit passes.
+func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
+	const holdLimit = 8 * time.Second
+	f := fedtest.Start(t, fedtest.Options{Members: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	host := f.Host
+	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		setReady(t, host, m.Name(), metav1.ConditionTrue)
+	}
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
+	})
+
+	// bind creates a template, its binding to both members and their Works (not applied yet).
+	bind := func(name string) *workv1alpha1.ResourceBinding {
+		tpl := deployment(4)
+		tpl.Name = name
+		if err := host.Create(ctx, tpl); err != nil {
+			t.Fatal(err)
+		}
+		rb := &workv1alpha1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Binding("Deployment", name)},
+			Spec: workv1alpha1.ResourceBindingSpec{
+				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name, UID: tpl.UID},
+				Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 2}},
+			},
+		}
+		if err := host.Create(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range f.Members {
+			if err := host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rb
+	}
+	// report sets a Work's status as a member that applied it and observed its Deployment ready.
+	report := func(rb *workv1alpha1.ResourceBinding, cluster string) {
+		var w workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, cluster)}, &w); err != nil {
+			t.Fatal(err)
+		}
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: w.Generation})
+		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: rb.Spec.Resource.Name},
+			Status:     raw(`{"replicas":2,"readyReplicas":2,"observedGeneration":1}`),
+			Health:     workv1alpha1.ResourceHealthy,
+		}}
+		if err := host.Status().Update(ctx, &w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unwritten := func(rb *workv1alpha1.ResourceBinding, d time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var cur workv1alpha1.ResourceBinding
+			if err := host.Get(ctx, client.ObjectKeyFromObject(rb), &cur); err != nil {
+				t.Fatal(err)
+			}
+			if len(cur.Status.AggregatedStatus) > 0 {
+				t.Fatalf("%s written while a member had not reported: %+v", rb.Name, cur.Status.AggregatedStatus)
+			}
+		}
+	}
+
+	web := bind("web")
+	report(web, "member1")
+	unwritten(web, 2*time.Second)
+	report(web, "member2")
+	// Written for both well before the hold limit since member1's report (8 s) would have passed.
+	eventually(t, 4*time.Second, "web's status once both members reported", func() error {
+		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
+		if err := itemsAre(ctx, host, web, healthy, 2); err != nil {
+			return err
+		}
+		return templateReady(ctx, host, 4)
+	})
+
+	api := bind("api")
+	report(api, "member1")
+	unwritten(api, 2*time.Second)
+	eventually(t, holdLimit+5*time.Second, "api's status with member1 only, once the hold limit passed", func() error {
+		var cur workv1alpha1.ResourceBinding
+		if err := host.Get(ctx, client.ObjectKeyFromObject(api), &cur); err != nil {
+			return err
+		}
+		items := cur.Status.AggregatedStatus
+		if len(items) != 2 || !items[0].Applied || items[0].Health != workv1alpha1.ResourceHealthy ||
+			items[1].Applied || items[1].AppliedMessage != notAppliedYet {
+			return fmt.Errorf("aggregatedStatus %+v", items)
+		}
+		return nil
+	})
+}
