@@ -1,12 +1,9 @@
 package execution
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -228,43 +226,22 @@ func workVersion(t *testing.T, host client.Client, w *workv1alpha1.Work) string 
 	return cur.ResourceVersion
 }
 
-// requestTotal is a line of apiserver_request_total; the labels come in any order.
-var (
-	requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\S+)$`)
-	verbLabel    = regexp.MustCompile(`(?:^|,)verb="([^"]*)"`)
-	resLabel     = regexp.MustCompile(`(?:^|,)resource="([^"]*)"`)
-	subLabel     = regexp.MustCompile(`(?:^|,)subresource="([^"]*)"`)
-)
-
 // memberWrites counts the write requests the member's API server has served for the objects a Work holds
-// ("APPLY deployments": n), read from its /metrics with the admin client. A request is counted just after its
-// answer is sent, so the count is read until it holds still.
+// ("APPLY deployments": n), from its request metrics. A request is counted just after its answer is sent, so the
+// count is read until it holds still.
 func memberWrites(t *testing.T, mem kubernetes.Interface) map[string]int {
 	t.Helper()
 	read := func() map[string]int {
-		raw, err := mem.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+		counts, err := cluster.Requests(context.Background(), mem)
 		if err != nil {
-			t.Fatalf("member metrics: %v", err)
+			t.Fatal(err)
 		}
 		out := map[string]int{}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			m := requestTotal.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			verb, res, sub := label(verbLabel, m[1]), label(resLabel, m[1]), label(subLabel, m[1])
-			switch verb {
-			case "GET", "LIST", "WATCH", "WATCHLIST":
-				continue
-			}
-			if (res != "deployments" && res != "configmaps" && res != "namespaces") || sub != "" {
-				continue
-			}
-			n, err := strconv.ParseFloat(m[2], 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", sc.Text(), err)
+		for key, n := range counts {
+			verb, res, _ := strings.Cut(key, " ")
+			res, _, _ = strings.Cut(res, " ") // failed requests count too: "APPLY deployments (409)"
+			if verb == "GET" || verb == "WATCHLIST" || (res != "deployments" && res != "configmaps" && res != "namespaces") {
+				continue // reads, subresources and other resources
 			}
 			out[verb+" "+res] += int(n)
 		}
@@ -281,13 +258,6 @@ func memberWrites(t *testing.T, mem kubernetes.Interface) map[string]int {
 	}
 	t.Fatalf("member write count does not settle: %v", prev)
 	return nil
-}
-
-func label(re *regexp.Regexp, labels string) string {
-	if m := re.FindStringSubmatch(labels); m != nil {
-		return m[1]
-	}
-	return ""
 }
 
 // writesSince is after minus before, without the counts that did not change.

@@ -16,51 +16,20 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/test/bench/suite"
+	"github.com/fedmesh/fedmesh/test/cluster"
 )
 
 // tally is amounts so far by name: an API server's requests, processes' CPU time.
 type tally map[string]float64
 
-// readRequests is an API server's requests answered so far, by "VERB resource[/subresource]" (and the code when
-// it is not 2xx), from its apiserver_request_total, scraped from /metrics with cfg's (admin) credentials. LISTs
-// and WATCHes are left out: a benchmark's own polling lists, and informers' watches are not work per object.
+// readRequests is an API server's requests answered so far (cluster.Requests), with cfg's (admin) credentials.
 func readRequests(ctx context.Context, cfg *rest.Config) (tally, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
-	}
-	out := tally{}
-	fam := families["apiserver_request_total"]
-	if fam == nil {
-		return out, nil
-	}
-	for _, m := range fam.GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["verb"] == "LIST" || l["verb"] == "WATCH" || l["resource"] == "" {
-			continue
-		}
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
-		}
-		if code := l["code"]; code != "" && code[0] != '2' {
-			key += " (" + code + ")"
-		}
-		out[key] += m.GetCounter().GetValue()
-	}
-	return out, nil
+	counts, err := cluster.Requests(ctx, cs)
+	return tally(counts), err
 }
 
 // machineCPU is the CPU time, in ms, that the benchmark and every process it started have used so far, by
