@@ -48,6 +48,29 @@ func TestCreated(t *testing.T) {
 	})
 }
 
+// TestShows waits for a condition on the cached copy: a status write the cache shows on the third read.
+func TestShows(t *testing.T) {
+	r := &laggingReader{}
+	var cm corev1.ConfigMap
+	Shows(context.Background(), staleThenFresh{r}, client.ObjectKey{Namespace: "ns", Name: "web"}, &cm, func(o client.Object) bool {
+		return o.GetLabels()["written"] == "yes"
+	})
+	if cm.Labels["written"] != "yes" || r.reads.Load() != 3 {
+		t.Errorf("got labels %v after %d reads, want the written copy on the third", cm.Labels, r.reads.Load())
+	}
+}
+
+// staleThenFresh holds the object from the first read, and the write to it from the third on.
+type staleThenFresh struct{ *laggingReader }
+
+func (r staleThenFresh) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	obj.SetName(key.Name)
+	if r.reads.Add(1) >= 3 {
+		obj.SetLabels(map[string]string{"written": "yes"})
+	}
+	return nil
+}
+
 type neverReader struct{}
 
 func (neverReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {

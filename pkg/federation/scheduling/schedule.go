@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
@@ -148,6 +149,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decis
 		return err
 	}
 	*status = *next
+	// The spec patch's own event queues the binding again; read from a cache without this status, it would be
+	// scheduled, and its status written, a second time.
+	cachewait.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
+		if cached.GetGeneration() > d.observed {
+			return true // changed since: that is another pass's to schedule
+		}
+		_, st := parts(cached)
+		c := meta.FindStatusCondition(st.Conditions, workv1alpha1.ConditionScheduled)
+		return st.SchedulerObservedGeneration == d.observed && c != nil && c.Status == owned.Conditions[0].Status &&
+			c.Reason == owned.Conditions[0].Reason && c.Message == owned.Conditions[0].Message
+	})
 	return nil
 }
 
