@@ -80,6 +80,7 @@ type probeState struct {
 	failures   int       // failed probes in a row
 	member     *member.Client
 	kc         kubernetes.Interface // member's client with ProbeTimeout on every request
+	usage      *usageWatch          // through member's client
 }
 
 // SetupWithManager watches Clusters; status writes (the controller's own, every probe) do not trigger reconciles,
@@ -146,7 +147,12 @@ func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *
 		if err != nil {
 			return ProbeResult{Outcome: Misconfigured, Message: trim(err.Error())}, nil
 		}
-		st.member, st.kc = mc, kc
+		usageClient, err := kubernetes.NewForConfig(mc.Config)
+		if err != nil {
+			return ProbeResult{Outcome: Misconfigured, Message: trim(err.Error())}, nil
+		}
+		st.closeUsage()
+		st.member, st.kc, st.usage = mc, kc, watchUsage(usageClient)
 	}
 	start := time.Now()
 	result := probe(ctx, st.kc, r.Options.ProbeTimeout)
@@ -154,7 +160,7 @@ func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *
 	if result.Outcome != Healthy {
 		return result, nil
 	}
-	obs, err := observe(ctx, st.kc)
+	obs, err := observe(st.kc, st.usage)
 	if err != nil {
 		// Healthy but not readable (e.g. the credentials lack rights): readiness stands, the summary stays as it was.
 		logf.FromContext(ctx).Info("Could not read the member's status; keeping the last one", "error", err)
@@ -179,8 +185,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 		if obs != nil {
 			status.KubernetesVersion = obs.version
 			status.APIEnablements = obs.apis
-			status.NodeSummary = obs.nodes
-			status.ResourceSummary = obs.resources
+			if obs.nodes != nil { // nil while they are listed: the last summaries stand
+				status.NodeSummary = obs.nodes
+				status.ResourceSummary = obs.resources
+			}
 		}
 		// Semantic equality compares quantities by value: only a real change of the summary is written.
 		if equality.Semantic.DeepEqual(status, &cur.Status) {
@@ -245,6 +253,14 @@ func taintKeys(taints []corev1.Taint) []string {
 	return keys
 }
 
+// closeUsage stops the member's usage watch, if any.
+func (st *probeState) closeUsage() {
+	if st.usage != nil {
+		st.usage.stop()
+		st.usage = nil
+	}
+}
+
 func (r *Reconciler) state(name string) *probeState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -262,6 +278,9 @@ func (r *Reconciler) state(name string) *probeState {
 // forget drops everything kept about a deleted cluster: its probe state, its cached client and its metrics.
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
+	if st := r.probes[name]; st != nil {
+		st.closeUsage()
+	}
 	delete(r.probes, name)
 	r.mu.Unlock()
 	r.Members.Forget(name)

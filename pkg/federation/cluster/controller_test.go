@@ -91,6 +91,16 @@ func TestClusterHealthFollowsTheMembersAPIServer(t *testing.T) {
 	if before.ResourceVersion != after.ResourceVersion {
 		t.Errorf("the Cluster was written while nothing changed: %+v\nthen %+v", before.Status, after.Status)
 	}
+	// The summary follows the member's pods as they change (from its watch, not a list per probe).
+	if err := m.Clientset().CoreV1().Pods("default").Delete(ctx, "sized", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	c = waitFor(t, f.Host, m.Name(), 20*time.Second, "nothing allocated once the pod is gone", func(c *clusterv1alpha1.Cluster) error {
+		if s := c.Status.ResourceSummary; s == nil || !s.Allocated.Cpu().IsZero() || s.Allocated.Pods().Value() != 0 {
+			return fmt.Errorf("resource summary %+v", s)
+		}
+		return nil
+	})
 	readySince := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady).LastTransitionTime
 
 	// The member's API server goes away: NotReachable, both taints.

@@ -5,6 +5,7 @@
 // APIs, node counts and a resource summary (allocatable, allocated, allocating).
 //
 // The decisions are pure functions (condition.go, taints.go, summary.go); the Reconciler (controller.go) does the
-// probing and listing (probe.go) and writes the results. IsReady and NotReadySince read a Cluster's health for
+// probing (probe.go), watches each member's nodes and pods, kept reduced to what the summary reads (usage.go), and
+// writes the results. IsReady and NotReadySince read a Cluster's health for
 // other controllers; the taint keys are exported for the scheduler.
 package cluster

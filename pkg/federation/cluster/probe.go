@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
@@ -57,10 +54,10 @@ type observed struct {
 	resources *clusterv1alpha1.ResourceSummary
 }
 
-// observe reads the member's version, served APIs, nodes and unfinished pods. Lists are served from the API
-// server's watch cache (resourceVersion "0"): a little stale at most, and cheap. kc must bound each request in
-// time itself (rest.Config.Timeout): discovery takes no context.
-func observe(ctx context.Context, kc kubernetes.Interface) (*observed, error) {
+// observe reads the member's version and served APIs, and sums its nodes and pods from usage; the summaries are
+// nil while usage is still listing them. kc must bound each request in time itself (rest.Config.Timeout):
+// discovery takes no context.
+func observe(kc kubernetes.Interface, usage *usageWatch) (*observed, error) {
 	v, err := kc.Discovery().ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("version: %w", err)
@@ -70,22 +67,7 @@ func observe(ctx context.Context, kc kubernetes.Interface) (*observed, error) {
 		// A failed group (e.g. an aggregated API that is down) still leaves the others worth reporting.
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	unfinished := fields.AndSelectors(
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-	)
-	pods, err := kc.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: unfinished.String()})
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	return &observed{
-		version:   v.GitVersion,
-		apis:      apiEnablements(lists),
-		nodes:     nodeSummary(nodes.Items),
-		resources: resourceSummary(nodes.Items, pods.Items),
-	}, nil
+	obs := &observed{version: v.GitVersion, apis: apiEnablements(lists)}
+	obs.nodes, obs.resources, _ = usage.summaries()
+	return obs, nil
 }

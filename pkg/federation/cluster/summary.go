@@ -13,10 +13,10 @@ import (
 )
 
 // nodeSummary counts nodes, and the ready ones among them.
-func nodeSummary(nodes []corev1.Node) *clusterv1alpha1.NodeSummary {
+func nodeSummary(nodes []*corev1.Node) *clusterv1alpha1.NodeSummary {
 	s := &clusterv1alpha1.NodeSummary{TotalNum: int32(len(nodes))}
 	for i := range nodes {
-		if nodeReady(&nodes[i]) {
+		if nodeReady(nodes[i]) {
 			s.ReadyNum++
 		}
 	}
@@ -35,7 +35,7 @@ func nodeReady(n *corev1.Node) bool {
 // resourceSummary sums the nodes' allocatable resources, the requests of the pods that hold resources on a node
 // (allocated) and of the pods waiting for one (allocating). Pods that finished hold nothing. Allocated and
 // allocating also count the pods themselves under "pods", against the nodes' allocatable pods.
-func resourceSummary(nodes []corev1.Node, pods []corev1.Pod) *clusterv1alpha1.ResourceSummary {
+func resourceSummary(nodes []*corev1.Node, pods []*corev1.Pod) *clusterv1alpha1.ResourceSummary {
 	s := &clusterv1alpha1.ResourceSummary{
 		Allocatable: corev1.ResourceList{},
 		Allocated:   corev1.ResourceList{},
@@ -46,7 +46,7 @@ func resourceSummary(nodes []corev1.Node, pods []corev1.Pod) *clusterv1alpha1.Re
 	}
 	var allocated, allocating int64
 	for i := range pods {
-		p := &pods[i]
+		p := pods[i]
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
