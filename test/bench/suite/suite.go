@@ -53,6 +53,11 @@ type Env struct {
 	Logf func(format string, args ...any)
 }
 
+// Runs reports whether the variant called name runs (see Variants).
+func (e *Env) Runs(name string) bool {
+	return len(e.Variants) == 0 || slices.Contains(e.Variants, name)
+}
+
 // Scenario is one benchmark: it measures its variants and records figures in its Result.
 type Scenario struct {
 	Name        string
@@ -84,7 +89,7 @@ func Interleave(ctx context.Context, env *Env, reps int, variants ...Variant) (S
 				return out, fmt.Errorf("variant %q: this scenario has %v", name, names)
 			}
 		}
-		variants = slices.DeleteFunc(slices.Clone(variants), func(v Variant) bool { return !slices.Contains(env.Variants, v.Name) })
+		variants = slices.DeleteFunc(slices.Clone(variants), func(v Variant) bool { return !env.Runs(v.Name) })
 	}
 	for rep := range reps {
 		for _, v := range variants {
