@@ -36,28 +36,30 @@ func leaseRenameFor(own *config.Ownership, req *Request) (leaseRename, bool) {
 	return leaseRename{from: le.LeaseName, to: own.LeaseName()}, true
 }
 
-// request rewrites the path and, for a create or update, the body. A create of another Lease is left alone.
-func (l leaseRename) request(r *http.Request, req *Request) error {
+// request rewrites the path and, for a create or update, the body, and reports whether req is for the
+// configured Lease. A create of another Lease is left as it was, for the fence to judge like any write.
+func (l leaseRename) request(r *http.Request, req *Request) (bool, error) {
 	if req.Name == l.from {
 		req.UpstreamPath = strings.TrimSuffix(req.UpstreamPath, "/"+l.from) + "/" + l.to
 	}
 	if r.Body == nil || (req.Verb != "create" && req.Verb != "update") {
-		return nil
+		return true, nil
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return err
+		return false, err
 	}
 	out, renamed, err := renameLease(body, r.Header.Get("Content-Type"), l.from, l.to)
 	if err != nil {
-		return fmt.Errorf("lease %s: %w", l.from, err)
+		return false, fmt.Errorf("lease %s: %w", l.from, err)
 	}
-	if req.Verb == "create" && !renamed {
-		out = body // a create of some other Lease
+	ours := renamed || req.Verb != "create"
+	if !ours {
+		out = body
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(out)), int64(len(out))
 	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
-	return nil
+	return ours, nil
 }
 
 // response carries the configured name back to the operator.

@@ -35,12 +35,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	own := p.ownership() // read after taking the gate: a write never runs under revoked ranges
 	if own != nil {
 		if rename, ok := leaseRenameFor(own, req); ok {
-			if err := rename.request(r, req); err != nil {
+			ours, err := rename.request(r, req)
+			if err != nil {
 				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
 				return
 			}
-			forward(u, w, r, req, rename.response)
-			return
+			if ours {
+				forward(u, w, r, req, rename.response)
+				return
+			}
+			// A create of another Lease in that namespace: a write like any other.
 		}
 	}
 	namespaced, err := p.isNamespaced(r, u, req)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -36,8 +37,10 @@ func TestEachShardElectsOneLeader(t *testing.T) {
 	assignment := shard.SplitByNamespaces(namespaces, []shard.ShardID{0, 1})
 	lease := &meshv1alpha1.LeaderElection{LeaseName: "op", LeaseNamespace: "ops"}
 	var leaders [2]atomic.Int32
+	var proxies [2]*proxyInstance
 	for s := range 2 {
 		p := startProxy(t, c, config.Ownership{Epoch: 1, Shard: shard.ShardID(s), Assignment: assignment, LeaderElection: lease}, "")
+		proxies[s] = p
 		for range 2 {
 			op := startOperator(t, p.config(identity), manager.Options{
 				LeaderElection: true, LeaderElectionID: "op", LeaderElectionNamespace: "ops",
@@ -65,6 +68,19 @@ func TestEachShardElectsOneLeader(t *testing.T) {
 	}
 	if _, err := admin.CoordinationV1().Leases("ops").Get(ctx, "op", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the unrenamed Lease op exists (err %v): some request bypassed the rename", err)
+	}
+	// Any other Lease there is an object like any other: only the shard that owns the namespace may create it.
+	owner, _ := assignment.NamespaceOwner("ops")
+	for s, p := range proxies {
+		cs := kubernetes.NewForConfigOrDie(p.config(identity))
+		other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other-" + strconv.Itoa(s)}}
+		_, err := cs.CoordinationV1().Leases("ops").Create(ctx, other, metav1.CreateOptions{})
+		switch {
+		case shard.ShardID(s) == owner && err != nil:
+			t.Errorf("shard %d owns ops but could not create Lease %s: %v", s, other.Name, err)
+		case shard.ShardID(s) != owner && !apierrors.IsForbidden(err):
+			t.Errorf("shard %d does not own ops, yet creating Lease %s gave %v, want Forbidden", s, other.Name, err)
+		}
 	}
 }
 
