@@ -4,12 +4,16 @@ package main
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +24,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/binding"
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
 	"github.com/fedmesh/fedmesh/pkg/federation/detector"
+	"github.com/fedmesh/fedmesh/pkg/federation/elect"
 	"github.com/fedmesh/fedmesh/pkg/federation/execution"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
@@ -27,6 +32,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	interpreterwebhook "github.com/fedmesh/fedmesh/pkg/federation/interpreter/webhook"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
@@ -91,11 +97,46 @@ func (o *options) customize(opts *ctrl.Options) {
 	}
 }
 
+// clusterProber elects, among every shard and replica, the federator that probes the members: a Lease named
+// after the leader-election Lease, with "-clusters", in its namespace (the pod's, else the system namespace).
+func (o *options) clusterProber(mgr ctrl.Manager) (*elect.Elector, error) {
+	ns := o.Manager.LeaderElectionNamespace
+	if ns == "" {
+		ns = names.SystemNamespace
+		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			ns = strings.TrimSpace(string(b))
+		}
+	}
+	id := o.Manager.LeaderElectionID
+	if id == "" {
+		id = o.DefaultLeaseName
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.Timeout = elect.RenewDeadline / 2 // one hung request must not outlast the renewal
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &elect.Elector{Client: kc, Namespace: ns, Name: id + "-clusters", Identity: host + "_" + string(uuid.NewUUID())}
+	return e, mgr.Add(e)
+}
+
 // setup wires the stages of the pipeline to one interpreter chain and one member client factory.
 func (o *options) setup(mgr ctrl.Manager) error {
 	members := &member.Factory{Host: mgr.GetClient(), Secrets: mgr.GetAPIReader(), QPS: o.memberQPS, Burst: o.memberBurst}
+	// A Cluster's health and capacity are facts about the whole member, read by the one elected federator: its
+	// shard's proxy would show it only the shard's namespaces' pods.
+	wholeMembers := &member.Factory{Host: mgr.GetClient(), Secrets: mgr.GetAPIReader(), QPS: o.memberQPS, Burst: o.memberBurst}
 	if o.memberThroughProxy {
 		members.ProxyConfig = rest.CopyConfig(mgr.GetConfig())
+	}
+	prober, err := o.clusterProber(mgr)
+	if err != nil {
+		return err
 	}
 	// Users' customizations and webhooks come first and are swapped in live; a bad one is refused and the last
 	// good set keeps answering.
@@ -118,7 +159,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
-		&cluster.Reconciler{Client: mgr.GetClient(), Members: members, Recorder: recorder,
+		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: prober.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
 		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder},

@@ -116,6 +116,20 @@ func (e *fedEnv) checkSharded(shards int) {
 	if _, err := e.f.Federation.Host.Clientset().CoordinationV1().Leases(names.SystemNamespace).Get(ctx, fedrun.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		e.t.Errorf("the unsharded Lease %s exists (%v): the shards did not elect separately", fedrun.Name, err)
 	}
+	// One shard, the one that owns the Lease's namespace, probes the members and writes the Clusters.
+	probing := 0
+	for i := range shards {
+		if metricAt(e.t, e.run.FederatorMetrics(i), "fedmesh_federation_cluster_probe_duration_seconds_count") != "" {
+			probing++
+		}
+	}
+	lease, err := e.f.Federation.Host.Clientset().CoordinationV1().Leases(names.SystemNamespace).Get(ctx, fedrun.Name+"-clusters", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		e.t.Errorf("no federator holds the cluster probing Lease: %v %v", lease, err)
+	}
+	if probing != 1 {
+		e.t.Errorf("%d shards probed the members, want 1", probing)
+	}
 	e.t.Logf("namespaces by shard: %v", owners)
 }
 

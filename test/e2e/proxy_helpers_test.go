@@ -83,10 +83,16 @@ func (p *proxyInstance) config(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// metric returns the value of the first sample of /metrics whose line starts with prefix, or "" if none.
+// metric returns the value of the first sample of the proxy's /metrics whose line starts with prefix, or "".
 func (p *proxyInstance) metric(t *testing.T, prefix string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + p.probes + "/metrics")
+	return metricAt(t, p.probes, prefix)
+}
+
+// metricAt returns the value of the first sample of addr's /metrics whose line starts with prefix, or "" if none.
+func metricAt(t *testing.T, addr, prefix string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

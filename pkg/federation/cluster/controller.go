@@ -67,6 +67,9 @@ type Reconciler struct {
 	Members  Members
 	Recorder events.EventRecorder
 	Options  Options
+	// Elected, when set, tells whether this federator is the one that probes (elect.Elector): every shard sees
+	// every Cluster, and only one should watch each member and write its status. Nil probes always.
+	Elected func() bool
 
 	mu     sync.Mutex
 	probes map[string]*probeState
@@ -108,6 +111,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if c.Spec.SyncMode == clusterv1alpha1.Pull {
 		return reconcile.Result{}, nil // its agent reports its health
+	}
+	if r.Elected != nil && !r.Elected() {
+		r.standBy(c.Name)
+		return reconcile.Result{RequeueAfter: r.Options.ProbeInterval}, nil
 	}
 	st := r.state(c.Name)
 	// Events and requeues may come early; a probe between intervals would count an outage's failures too fast.
@@ -253,6 +260,17 @@ func taintKeys(taints []corev1.Taint) []string {
 	return keys
 }
 
+// standBy drops what probing kept of a cluster while another federator probes it: the member's usage watch, and
+// the probe state, so that probing starts afresh if this one is elected again.
+func (r *Reconciler) standBy(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.probes[name]; st != nil {
+		st.closeUsage()
+		delete(r.probes, name)
+	}
+}
+
 // closeUsage stops the member's usage watch, if any.
 func (st *probeState) closeUsage() {
 	if st.usage != nil {
@@ -277,12 +295,7 @@ func (r *Reconciler) state(name string) *probeState {
 
 // forget drops everything kept about a deleted cluster: its probe state, its cached client and its metrics.
 func (r *Reconciler) forget(name string) {
-	r.mu.Lock()
-	if st := r.probes[name]; st != nil {
-		st.closeUsage()
-	}
-	delete(r.probes, name)
-	r.mu.Unlock()
+	r.standBy(name)
 	r.Members.Forget(name)
 	forgetMetrics(name)
 }

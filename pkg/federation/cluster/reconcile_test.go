@@ -53,3 +53,18 @@ func TestPullClusterIsNotProbed(t *testing.T) {
 		t.Fatalf("reconcile: %v %v, want no requeue", res, err)
 	}
 }
+
+func TestNotElectedDoesNotProbe(t *testing.T) {
+	push := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(push).Build(), Members: &recordingMembers{},
+		Elected: func() bool { return false }}
+	r.Options.setDefaults()
+	r.state("member1").failures = 1 // kept from when this federator was elected
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "member1"}})
+	if err != nil || res.RequeueAfter != r.Options.ProbeInterval {
+		t.Fatalf("reconcile: %v %v, want a look again after the probe interval", res, err)
+	}
+	if _, kept := r.probes["member1"]; kept {
+		t.Error("probe state kept while another federator probes")
+	}
+}

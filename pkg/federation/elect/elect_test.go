@@ -1,0 +1,96 @@
+package elect
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedmesh/fedmesh/test/cluster"
+)
+
+// TestOneElected runs two electors against one API server: one holds the Lease, and when it stops (releasing
+// the Lease) the other takes over.
+func TestOneElected(t *testing.T) {
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	kc := host.Clientset()
+	ctx := context.Background()
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fedmesh-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := func(id string) (*Elector, context.CancelFunc, chan struct{}) {
+		e := &Elector{Client: kc, Namespace: "fedmesh-system", Name: "federator-clusters", Identity: id}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := e.Start(ctx); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		}()
+		return e, cancel, done
+	}
+	type running struct {
+		e    *Elector
+		stop context.CancelFunc
+		done chan struct{}
+	}
+	var all []running
+	for _, id := range []string{"a", "b"} {
+		e, stop, done := start(id)
+		all = append(all, running{e, stop, done})
+	}
+	t.Cleanup(func() {
+		for _, r := range all {
+			r.stop()
+			<-r.done
+		}
+	})
+
+	var holder, other running
+	waitFor(t, 20*time.Second, "one elected", func() error {
+		switch a, b := all[0].e.Elected(), all[1].e.Elected(); {
+		case a && b:
+			t.Fatal("both elected")
+		case a:
+			holder, other = all[0], all[1]
+		case b:
+			holder, other = all[1], all[0]
+		default:
+			return fmt.Errorf("none elected")
+		}
+		return nil
+	})
+	for range 10 {
+		if other.e.Elected() {
+			t.Fatalf("%s elected while %s holds the Lease", other.e.Identity, holder.e.Identity)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	holder.stop()
+	<-holder.done
+	if holder.e.Elected() {
+		t.Errorf("%s still elected after it stopped", holder.e.Identity)
+	}
+	// The holder released the Lease: the other takes it at its next try, before the Lease would have expired.
+	waitFor(t, LeaseDuration, "the other elected once the holder stopped", func() error {
+		if !other.e.Elected() {
+			return fmt.Errorf("%s not elected", other.e.Identity)
+		}
+		return nil
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
