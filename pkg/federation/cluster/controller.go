@@ -114,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.Elected != nil && !r.Elected() {
 		r.standBy(c.Name)
+		forgetMetrics(c.Name) // the elected federator reports the cluster
 		return reconcile.Result{RequeueAfter: r.Options.ProbeInterval}, nil
 	}
 	st := r.state(c.Name)

@@ -60,11 +60,15 @@ func TestNotElectedDoesNotProbe(t *testing.T) {
 		Elected: func() bool { return false }}
 	r.Options.setDefaults()
 	r.state("member1").failures = 1 // kept from when this federator was elected
+	readyGauge.WithLabelValues("member1").Set(1)
 	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "member1"}})
 	if err != nil || res.RequeueAfter != r.Options.ProbeInterval {
 		t.Fatalf("reconcile: %v %v, want a look again after the probe interval", res, err)
 	}
 	if _, kept := r.probes["member1"]; kept {
 		t.Error("probe state kept while another federator probes")
+	}
+	if readyGauge.DeleteLabelValues("member1") {
+		t.Error("the ready gauge is still reported while another federator probes")
 	}
 }
