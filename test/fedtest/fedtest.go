@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
@@ -213,4 +214,16 @@ func ReleaseFinalizer(obj client.Object, finalizer string) func(ctrl.Manager) er
 				return reconcile.Result{}, client.IgnoreNotFound(c.Update(ctx, cur))
 			}))
 	}
+}
+
+// Eventually calls check every 200ms until it returns nil, and fails t with its last error after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // TestOneElected runs two electors against one API server: one holds the Lease, and when it stops (releasing
@@ -51,7 +52,7 @@ func TestOneElected(t *testing.T) {
 	})
 
 	var holder, other running
-	waitFor(t, 20*time.Second, "one elected", func() error {
+	fedtest.Eventually(t, 20*time.Second, "one elected", func() error {
 		switch a, b := all[0].e.Elected(), all[1].e.Elected(); {
 		case a && b:
 			t.Fatal("both elected")
@@ -76,21 +77,10 @@ func TestOneElected(t *testing.T) {
 		t.Errorf("%s still elected after it stopped", holder.e.Identity)
 	}
 	// The holder released the Lease: the other takes it at its next try, before the Lease would have expired.
-	waitFor(t, LeaseDuration, "the other elected once the holder stopped", func() error {
+	fedtest.Eventually(t, LeaseDuration, "the other elected once the holder stopped", func() error {
 		if !other.e.Elected() {
 			return fmt.Errorf("%s not elected", other.e.Identity)
 		}
 		return nil
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }

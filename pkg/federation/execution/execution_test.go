@@ -114,7 +114,7 @@ func TestExecution(t *testing.T) {
 		}
 		web.Annotations = map[string]string{"rev": "2"}
 		updateManifests(t, host, w, web) // the ConfigMap is dropped too
-		eventually(t, 20*time.Second, "re-applied, member fields kept, config map deleted", func() error {
+		fedtest.Eventually(t, 20*time.Second, "re-applied, member fields kept, config map deleted", func() error {
 			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -141,7 +141,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Delete(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "member object and Work deleted", func() error {
+		fedtest.Eventually(t, 20*time.Second, "member object and Work deleted", func() error {
 			if _, err := mem.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deployment still there: %v", err)
 			}
@@ -158,7 +158,7 @@ func TestExecution(t *testing.T) {
 			t.Fatal(err)
 		}
 		var before []string
-		eventually(t, 40*time.Second, "legacy pods running", func() (err error) {
+		fedtest.Eventually(t, 40*time.Second, "legacy pods running", func() (err error) {
 			before, err = podUIDs(ctx, mem, "legacy", true)
 			return err
 		})
@@ -213,7 +213,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Delete(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "Work gone, object preserved and released", func() error {
+		fedtest.Eventually(t, 20*time.Second, "Work gone, object preserved and released", func() error {
 			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("work still there: %v", err)
 			}
@@ -256,7 +256,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Delete(ctx, holder); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "deleted Work gone, shared object kept for the other", func() error {
+		fedtest.Eventually(t, 20*time.Second, "deleted Work gone, shared object kept for the other", func() error {
 			if err := host.Get(ctx, client.ObjectKeyFromObject(holder), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("work still there: %v", err)
 			}
@@ -272,7 +272,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Delete(ctx, other); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "last Work deleted, shared object deleted", func() error {
+		fedtest.Eventually(t, 20*time.Second, "last Work deleted, shared object deleted", func() error {
 			if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("config map still there: %v", err)
 			}
@@ -301,7 +301,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Delete(ctx, ghost); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "Work of a deleted cluster released", func() error {
+		fedtest.Eventually(t, 30*time.Second, "Work of a deleted cluster released", func() error {
 			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("work still there: %v", err)
 			}
@@ -373,7 +373,7 @@ func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, obj
 func waitApplied(t *testing.T, host client.Client, w *workv1alpha1.Work, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
-	eventually(t, 30*time.Second, fmt.Sprintf("Work %s Applied=%s/%s", w.Name, status, reason), func() error {
+	fedtest.Eventually(t, 30*time.Second, fmt.Sprintf("Work %s Applied=%s/%s", w.Name, status, reason), func() error {
 		var cur workv1alpha1.Work
 		if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
 			return err
@@ -414,15 +414,4 @@ func deploymentGeneration(t *testing.T, mem kubernetes.Interface, name string) i
 		t.Fatal(err)
 	}
 	return d.Generation
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }

@@ -39,30 +39,6 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
 	})
 
-	// bind creates a template, its binding to both members and their Works (not applied yet).
-	bind := func(name string) *workv1alpha1.ResourceBinding {
-		tpl := deployment(4)
-		tpl.Name = name
-		if err := host.Create(ctx, tpl); err != nil {
-			t.Fatal(err)
-		}
-		rb := &workv1alpha1.ResourceBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Binding("Deployment", name)},
-			Spec: workv1alpha1.ResourceBindingSpec{
-				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name, UID: tpl.UID},
-				Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 2}},
-			},
-		}
-		if err := host.Create(ctx, rb); err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range f.Members {
-			if err := host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return rb
-	}
 	// report sets a Work's status as a member that applied it and observed its Deployment ready.
 	report := func(rb *workv1alpha1.ResourceBinding, cluster string) {
 		var w workv1alpha1.Work
@@ -92,12 +68,12 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 		}
 	}
 
-	web := bind("web")
+	web := bindToMembers(t, f, "web")
 	report(web, "member1")
 	unwritten(web, 2*time.Second)
 	report(web, "member2")
 	// Written for both well before the hold limit since member1's report (8 s) would have passed.
-	eventually(t, 4*time.Second, "web's status once both members reported", func() error {
+	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		if err := itemsAre(ctx, host, web, healthy, 2); err != nil {
 			return err
@@ -105,10 +81,10 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 		return templateReady(ctx, host, 4)
 	})
 
-	api := bind("api")
+	api := bindToMembers(t, f, "api")
 	report(api, "member1")
 	unwritten(api, 2*time.Second)
-	eventually(t, holdLimit+5*time.Second, "api's status with member1 only, once the hold limit passed", func() error {
+	fedtest.Eventually(t, holdLimit+5*time.Second, "api's status with member1 only, once the hold limit passed", func() error {
 		var cur workv1alpha1.ResourceBinding
 		if err := host.Get(ctx, client.ObjectKeyFromObject(api), &cur); err != nil {
 			return err

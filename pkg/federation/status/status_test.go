@@ -65,29 +65,11 @@ func TestStatusFlowsUp(t *testing.T) {
 		return nil
 	})
 
-	tpl := deployment(4)
-	if err := host.Create(ctx, tpl); err != nil {
-		t.Fatal(err)
-	}
-	rb := &workv1alpha1.ResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Binding("Deployment", "web")},
-		Spec: workv1alpha1.ResourceBindingSpec{
-			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: tpl.UID},
-			Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 2}},
-		},
-	}
-	if err := host.Create(ctx, rb); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range f.Members {
-		if err := host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rb := bindToMembers(t, f, "web")
 
 	// Each Work: applied, and its Deployment's status with the interpreter's health.
 	for _, m := range f.Members {
-		eventually(t, 60*time.Second, m.Name()+" Work status", func() error {
+		fedtest.Eventually(t, 60*time.Second, m.Name()+" Work status", func() error {
 			var w workv1alpha1.Work
 			if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, m.Name())}, &w); err != nil {
 				return err
@@ -112,7 +94,7 @@ func TestStatusFlowsUp(t *testing.T) {
 	}
 
 	// The binding: one item per member; the template: the sum.
-	eventually(t, 20*time.Second, "binding aggregatedStatus and template status", func() error {
+	fedtest.Eventually(t, 20*time.Second, "binding aggregatedStatus and template status", func() error {
 		if err := itemsAre(ctx, host, rb, map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}, 2); err != nil {
 			return err
 		}
@@ -122,7 +104,7 @@ func TestStatusFlowsUp(t *testing.T) {
 	// member2 goes away: its API server stops and (as the cluster controller would) its Cluster turns not Ready.
 	f.Member("member2").StopAPIServer()
 	setReady(t, host, "member2", metav1.ConditionFalse)
-	eventually(t, 20*time.Second, "member2 Unknown, template counts member1 only", func() error {
+	fedtest.Eventually(t, 20*time.Second, "member2 Unknown, template counts member1 only", func() error {
 		if err := itemsAre(ctx, host, rb, map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceUnknown}, 2); err != nil {
 			return err
 		}
@@ -143,12 +125,40 @@ func TestStatusFlowsUp(t *testing.T) {
 	if err := host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "member1 watches stopped", func() error {
+	fedtest.Eventually(t, 10*time.Second, "member1 watches stopped", func() error {
 		if w := works.watches.watching(); len(w) != 0 {
 			return fmt.Errorf("watching %v", w)
 		}
 		return nil
 	})
+}
+
+// bindToMembers creates the template name (4 replicas), its binding dividing it over member1 and member2, and
+// their Works (not applied yet), as the earlier stages would.
+func bindToMembers(t *testing.T, f *fedtest.Federation, name string) *workv1alpha1.ResourceBinding {
+	t.Helper()
+	ctx := context.Background()
+	tpl := deployment(4)
+	tpl.Name = name
+	if err := f.Host.Create(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	rb := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Binding("Deployment", name)},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name, UID: tpl.UID},
+			Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 2}},
+		},
+	}
+	if err := f.Host.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		if err := f.Host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rb
 }
 
 func itemsAre(ctx context.Context, host client.Client, rb *workv1alpha1.ResourceBinding, health map[string]workv1alpha1.ResourceHealth, ready int64) error {
@@ -242,15 +252,4 @@ func work(t *testing.T, binding, cluster string, obj runtime.Object) *workv1alph
 		Spec: workv1alpha1.WorkSpec{ClusterName: cluster,
 			Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
 	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }
