@@ -27,7 +27,7 @@ func TestEveryScenarioAtTinyScale(t *testing.T) {
 		t.Fatalf("%d results, want one per scenario %v", len(rep.Results), runner.Names())
 	}
 	positive := map[string]bool{"informer-sync": true, "get-p50": true, "watch-burst-last-event": true, "proxy-rss": true,
-		"shard-sync-mean": true, "objects-per-shard-max": true, "aggregate-status": true, "interpret-replica": true,
+		"shard-sync-mean": true, "shard-sync-alone-mean": true, "shard-rss-mean": true, "objects-per-shard-max": true, "aggregate-status": true, "interpret-replica": true,
 		"converge": true, "templates-per-s": true, "member-deployments": true, "in-force": true, "served": true,
 		"ready": true, "caught-up": true, "shard-works": true}
 	for _, r := range rep.Results {

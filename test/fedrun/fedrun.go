@@ -62,9 +62,9 @@ type federator struct {
 	proc    *cluster.Process
 }
 
-// Build builds the manager, proxy and federator into dir from the module at root.
-func Build(root, dir string) error {
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/proxy", "./cmd/manager", "./cmd/federator")
+// Build builds the manager, proxy and federator, and the packages more names, into dir from the module at root.
+func Build(root, dir string, more ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/", "./cmd/proxy", "./cmd/manager", "./cmd/federator"}, more...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)

@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -169,79 +166,4 @@ func (p *proxy) usage() (suite.Usage, error) { return suite.ReadUsage(p.proc.PID
 func (p *proxy) stop() {
 	p.proc.Stop(5 * time.Second)
 	_ = os.RemoveAll(filepath.Dir(p.proc.LogPath()))
-}
-
-// countingTransport counts the bytes of response bodies.
-type countingTransport struct {
-	next  http.RoundTripper
-	bytes *atomic.Int64
-}
-
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err == nil {
-		resp.Body = countingBody{resp.Body, t.bytes}
-	}
-	return resp, err
-}
-
-type countingBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
-
-// liveHeap is the heap still in use after a collection: what the informer's store holds, once subtracted.
-func liveHeap() float64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return float64(m.HeapAlloc)
-}
-
-// syncResult is what an informer's initial LIST and sync cost.
-type syncResult struct {
-	seconds   float64
-	bytes     float64
-	heapBytes float64
-	objects   int
-}
-
-// syncPodInformer starts a pod informer over every namespace and returns once it has synced, with the time from
-// its start, the bytes read and the pods in its store. The informer is stopped before returning.
-func syncPodInformer(ctx context.Context, cfg *rest.Config) (syncResult, error) {
-	var n atomic.Int64
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &n} }
-	// JSON, as the proxy sees it in client mode; protobuf would make both paths cheaper alike.
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return syncResult{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	inf := factory.Core().V1().Pods().Informer()
-	before := liveHeap()
-	start := time.Now()
-	factory.Start(ctx.Done())
-	// Poll tightly: cache.WaitForCacheSync checks every 100 ms, coarser than the figure.
-	for !inf.HasSynced() {
-		select {
-		case <-ctx.Done():
-			return syncResult{}, fmt.Errorf("pod informer did not sync: %w", ctx.Err())
-		case <-time.After(time.Millisecond):
-		}
-	}
-	res := syncResult{seconds: time.Since(start).Seconds(), bytes: float64(n.Load()), objects: len(inf.GetStore().ListKeys())}
-	res.heapBytes = max(0, liveHeap()-before)
-	runtime.KeepAlive(inf)
-	cancel()
-	factory.Shutdown()
-	return res, nil
 }

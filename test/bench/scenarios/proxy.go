@@ -16,6 +16,7 @@ import (
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/test/bench/podsync"
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 )
 
@@ -105,11 +106,11 @@ func overheadRun(admin kubernetes.Interface, cfg *rest.Config, p *proxy, namespa
 	return func(ctx context.Context, _ int) (map[string]float64, error) {
 		cfg := unlimited(cfg)
 		out := map[string]float64{}
-		sync, err := syncPodInformer(ctx, cfg)
+		sync, err := podsync.Sync(ctx, cfg, nil)
 		if err != nil {
 			return nil, err
 		}
-		out[mSync.Name], out[mSyncBytes.Name], out[mHeap.Name] = sync.seconds, suite.MiB(sync.bytes), suite.MiB(sync.heapBytes)
+		out[mSync.Name], out[mSyncBytes.Name], out[mHeap.Name] = sync.Seconds, suite.MiB(sync.Bytes), suite.MiB(sync.HeapBytes)
 		if p != nil {
 			u, err := p.usage()
 			if err != nil {
