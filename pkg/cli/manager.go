@@ -19,6 +19,7 @@ type ManagerFlags struct {
 	Kubeconfig              string
 	MetricsAddress          string
 	HealthProbeAddress      string
+	PprofAddress            string
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -33,6 +34,7 @@ func (f *ManagerFlags) AddFlags(fs *pflag.FlagSet, defaultLeaseName string) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means in-cluster config or $KUBECONFIG.")
 	fs.StringVar(&f.MetricsAddress, "metrics-bind-address", "127.0.0.1:8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.HealthProbeAddress, "health-probe-bind-address", "127.0.0.1:8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&f.PprofAddress, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for profiling a busy controller; empty disables them.")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&f.LeaderElectionID, "leader-election-id", defaultLeaseName, "Name of the leader-election Lease.")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease; empty means the pod's namespace.")
@@ -43,7 +45,7 @@ func (f *ManagerFlags) AddFlags(fs *pflag.FlagSet, defaultLeaseName string) {
 // Validate checks the addresses before anything starts.
 func (f *ManagerFlags) Validate() error {
 	var errs []error
-	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddress, "--health-probe-bind-address": f.HealthProbeAddress} {
+	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddress, "--health-probe-bind-address": f.HealthProbeAddress, "--pprof-bind-address": f.PprofAddress} {
 		if addr == "0" || addr == "" {
 			continue
 		}
@@ -72,6 +74,7 @@ func (f *ManagerFlags) NewManager(scheme *runtime.Scheme, customize func(*ctrl.O
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: f.MetricsAddress},
 		HealthProbeBindAddress:  f.HealthProbeAddress,
+		PprofBindAddress:        f.PprofAddress,
 		LeaderElection:          f.LeaderElect,
 		LeaderElectionID:        f.LeaderElectionID,
 		LeaderElectionNamespace: f.LeaderElectionNamespace,
