@@ -52,6 +52,9 @@ type Reconciler struct {
 	// Coalesce is how long the changes of a binding's Works (applied, observed) are gathered before the binding
 	// is looked at again; 0 looks at every change.
 	Coalesce time.Duration
+
+	// cached waits for the cache to show a Work once created.
+	cached *cachewait.Waiter
 }
 
 // SetupWithManager watches bindings, their Works, the override policies (a change re-renders the bindings
@@ -59,6 +62,10 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Templates == nil {
 		r.Templates = r.Client
+	}
+	var err error
+	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.Work{}); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
@@ -184,7 +191,7 @@ func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding,
 		}
 		// Works are applied and reported on at once, each queueing this binding again: a pass whose cache had
 		// not seen this Work yet would create it again.
-		cachewait.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
+		r.cached.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
 		return desired, true, nil
 	}
 	w := existing.DeepCopy()

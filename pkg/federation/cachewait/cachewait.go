@@ -2,9 +2,14 @@ package cachewait
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -12,16 +17,131 @@ import (
 // change.
 const Limit = time.Second
 
-// Created waits, at most Limit, until reader (a cache) holds the object at key; obj receives it. Giving up is
-// harmless: a pass that misses the object meets AlreadyExists and looks again later.
-func Created(ctx context.Context, reader client.Reader, key client.ObjectKey, obj client.Object) {
-	Shows(ctx, reader, key, obj, func(client.Object) bool { return true })
+// recheck is how often a wait reads the cache again when no event has woken it: a safety net, not the way a
+// wait normally ends.
+const recheck = 50 * time.Millisecond
+
+// Waiter waits for a cache to show an object, woken by the cache's informer delivering that object rather than
+// by polling: a poll every few milliseconds copies the object out of the cache each time, and under load, when
+// the cache lags most, that is most of a stage's waiting. The zero Waiter (and a nil one) only rechecks.
+type Waiter struct {
+	mu      sync.Mutex
+	waiting map[waitKey][]chan struct{}
+	recheck time.Duration
 }
 
-// Shows waits, at most Limit, until reader (a cache) holds the object at key and done is true of it; obj
+// waitKey names an object of one kind: the Go type of the informer's objects, and the object's key.
+type waitKey struct {
+	kind reflect.Type
+	client.ObjectKey
+}
+
+// For returns a Waiter woken by the informers of objs' kinds (typed objects) in informers, a manager's cache.
+func For(ctx context.Context, informers cache.Informers, objs ...client.Object) (*Waiter, error) {
+	w := &Waiter{}
+	for _, obj := range objs {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("informer of %T: %w", obj, err)
+		}
+		kind := reflect.TypeOf(obj)
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { w.Wake(kind, o) },
+			UpdateFunc: func(_, o any) { w.Wake(kind, o) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("informer of %T: %w", obj, err)
+		}
+	}
+	return w, nil
+}
+
+// Wake ends the waits for o, an object of kind that the cache now holds as it is.
+func (w *Waiter) Wake(kind reflect.Type, o any) {
+	m, ok := o.(metav1.Object)
+	if !ok || w == nil {
+		return
+	}
+	k := waitKey{kind, client.ObjectKey{Namespace: m.GetNamespace(), Name: m.GetName()}}
+	w.mu.Lock()
+	woken := w.waiting[k]
+	delete(w.waiting, k)
+	w.mu.Unlock()
+	for _, ch := range woken {
+		close(ch)
+	}
+}
+
+// Created waits, at most Limit, until reader (the cache) holds the object at key; obj receives it. Giving up is
+// harmless: a pass that misses the object meets AlreadyExists and looks again later.
+func (w *Waiter) Created(ctx context.Context, reader client.Reader, key client.ObjectKey, obj client.Object) {
+	w.Shows(ctx, reader, key, obj, func(client.Object) bool { return true })
+}
+
+// Shows waits, at most Limit, until reader (the cache) holds the object at key and done is true of it; obj
 // receives it. Giving up is harmless: a pass that reads the older copy writes again what was written.
-func Shows(ctx context.Context, reader client.Reader, key client.ObjectKey, obj client.Object, done func(client.Object) bool) {
-	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, Limit, true, func(ctx context.Context) (bool, error) {
-		return reader.Get(ctx, key, obj) == nil && done(obj), nil
-	})
+func (w *Waiter) Shows(ctx context.Context, reader client.Reader, key client.ObjectKey, obj client.Object, done func(client.Object) bool) {
+	ctx, cancel := context.WithTimeout(ctx, Limit)
+	defer cancel()
+	k := waitKey{reflect.TypeOf(obj), key}
+	every := recheck
+	if w != nil && w.recheck > 0 {
+		every = w.recheck
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		// Listen before reading, so that an event between the read and the wait is not missed.
+		woken := w.listen(k)
+		if reader.Get(ctx, key, obj) == nil && done(obj) {
+			w.forget(k, woken)
+			return
+		}
+		select {
+		case <-woken:
+			continue
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		w.forget(k, woken)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// listen returns a channel closed when k's next event arrives; nil (never closed) on a nil Waiter.
+func (w *Waiter) listen(k waitKey) chan struct{} {
+	if w == nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting == nil {
+		w.waiting = map[waitKey][]chan struct{}{}
+	}
+	w.waiting[k] = append(w.waiting[k], ch)
+	return ch
+}
+
+// forget stops listening on ch for k, if no event has closed it yet.
+func (w *Waiter) forget(k waitKey, ch chan struct{}) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	chans := w.waiting[k]
+	for i, c := range chans {
+		if c == ch {
+			chans = append(chans[:i], chans[i+1:]...)
+			break
+		}
+	}
+	if len(chans) == 0 {
+		delete(w.waiting, k)
+	} else {
+		w.waiting[k] = chans
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
@@ -122,7 +121,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 			logf.FromContext(ctx).Info("created binding", "binding", key, "replicas", desired.Replicas)
 			// The claim's own label patch queues the template again at once; a cache that has not seen the
 			// binding yet would make that pass try to create it again.
-			cachewait.Created(ctx, r.Client, key, newBinding(key.Namespace))
+			r.cached.Created(ctx, r.Client, key, newBinding(key.Namespace))
 			return nil
 		}
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
@@ -77,6 +78,8 @@ type Reconciler struct {
 	UnknownKindRetry time.Duration
 
 	queue *templateQueue
+	// cached waits for the cache to show a binding once created.
+	cached *cachewait.Waiter
 }
 
 // SetupWithManager registers the reconciler's controllers and informers with mgr.
@@ -92,6 +95,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fedmesh-detector")
+	}
+	var err error
+	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+		return err
 	}
 	if r.UnknownKindRetry == 0 {
 		r.UnknownKindRetry = defaultUnknownKindRetry
@@ -113,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.OnChange(r.queue.add)
 	// One policy at a time: each reconcile lists every policy and sets the running informers from the list, so
 	// two at once could leave the informers of the older list running.
-	err := ctrl.NewControllerManagedBy(mgr).Named(policiesControllerName).
+	err = ctrl.NewControllerManagedBy(mgr).Named(policiesControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&policyv1alpha1.PropagationPolicy{}).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, &handler.EnqueueRequestForObject{}).

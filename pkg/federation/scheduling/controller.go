@@ -16,6 +16,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
 
@@ -42,6 +43,9 @@ type Reconciler struct {
 	DefaultToleration time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// cached waits for the cache to show a binding's status once written.
+	cached *cachewait.Waiter
 }
 
 // SetupWithManager registers two controllers, one per binding kind; both look at bindings again when a Cluster
@@ -56,7 +60,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	var err error
+	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+		return err
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}).
 		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ResourceBindingList{})).

@@ -17,7 +17,6 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
-	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
@@ -151,7 +150,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decis
 	*status = *next
 	// The spec patch's own event queues the binding again; read from a cache without this status, it would be
 	// scheduled, and its status written, a second time.
-	cachewait.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
+	r.cached.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
 		if cached.GetGeneration() > d.observed {
 			return true // changed since: that is another pass's to schedule
 		}
