@@ -91,6 +91,12 @@ func TestBinariesCommandLine(t *testing.T) {
 			if code != 2 || !strings.Contains(errOut, "unknown command") {
 				t.Errorf("stray argument: exit %d, stderr %q; want exit 2", code, errOut)
 			}
+			if name != "proxy" {
+				_, errOut, code = run(t, bin, "--pprof-bind-address", "nowhere")
+				if code != 2 || !strings.Contains(errOut, `--pprof-bind-address "nowhere"`) {
+					t.Errorf("bad address: exit %d, stderr %q; want exit 2 naming the flag", code, errOut)
+				}
+			}
 		})
 	}
 }
@@ -175,13 +181,14 @@ func TestControllerBinariesServeProbesAgainstARealAPIServer(t *testing.T) {
 	extra := map[string][]string{"manager": {"--xds-insecure", "--xds-bind-address", "127.0.0.1:0"}}
 	for _, name := range []string{"manager", "federator"} {
 		t.Run(name, func(t *testing.T) {
-			probes, metrics := freeAddr(t), freeAddr(t)
+			probes, metrics, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
 			output := startBinary(t, fedmeshBinary(t, name), append([]string{"--kubeconfig", c.Kubeconfig(),
-				"--health-probe-bind-address", probes, "--metrics-bind-address", metrics,
+				"--health-probe-bind-address", probes, "--metrics-bind-address", metrics, "--pprof-bind-address", pprof,
 				"--leader-election-namespace", "default"}, extra[name]...)...)
 			waitHTTP(t, "http://"+probes+"/readyz", output)
 			waitHTTP(t, "http://"+probes+"/healthz", output)
 			waitHTTP(t, "http://"+metrics+"/metrics", output)
+			waitHTTP(t, "http://"+pprof+"/debug/pprof/cmdline", output)
 			// Leader election really ran against the API server: the Lease exists.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
