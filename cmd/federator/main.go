@@ -39,7 +39,7 @@ import (
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
 )
 
-// statusHoldWindows is how many coalesce windows a binding's status waits for all its clusters to report: long
+// statusHoldWindows is how many coalesce windows a binding's status waits for its next cluster to report: long
 // enough for members applying one after another, short enough that a silent cluster delays the rest little.
 const statusHoldWindows = 4
 
@@ -67,7 +67,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workers, "concurrent-reconciles", 8,
 		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
 	fs.DurationVar(&o.statusCoalesce, "status-coalesce-window", 250*time.Millisecond,
-		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits, up to 4 windows, until every target cluster has reported. 0 writes every change.")
+		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits until every target cluster has reported, while each reports within 4 windows of the one before. 0 writes every change.")
 }
 
 func (o *options) Validate() error {

@@ -50,8 +50,8 @@ type BindingReconciler struct {
 	// Coalesce is how long the changes of a binding's Works are gathered before its status is written; 0 writes
 	// every change.
 	Coalesce time.Duration
-	// HoldLimit is how long a binding's status may wait for every target cluster to report (see awaiting) before
-	// what has come is written; 0 does not wait.
+	// HoldLimit is how long a binding's status may wait for the next target cluster to report (see awaiting and
+	// holds) before what has come is written; 0 does not wait.
 	HoldLimit time.Duration
 
 	holds holds
@@ -129,7 +129,11 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
 	news := itemsToWrite(rb.Status.AggregatedStatus, items)
-	if wait := r.holds.wait(req.NamespacedName, news && awaiting(rb.Spec.Clusters, works.Items, isReady), time.Now(), r.HoldLimit); wait > 0 {
+	waiting := 0
+	if news {
+		waiting = awaiting(rb.Spec.Clusters, works.Items, isReady)
+	}
+	if wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit); wait > 0 {
 		// The Works' next changes enqueue the binding again; this is for a cluster that never reports.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}

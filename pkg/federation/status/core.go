@@ -93,24 +93,26 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 	return items
 }
 
-// awaiting reports whether a target cluster that is Ready has yet to report on the binding: it has no Work, its
-// Work has no Applied condition, or its Work is applied and the workload not observed yet. A cluster whose apply
-// failed has reported (the failure is news); one that is not Ready will report nothing more.
-func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) bool {
+// awaiting counts the target clusters that are Ready and have yet to report on the binding: a cluster with no
+// Work, whose Work has no Applied condition, or whose Work is applied and the workload not observed yet. A
+// cluster whose apply failed has reported (the failure is news); one that is not Ready will report nothing more.
+func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) int {
+	n := 0
 	for _, t := range targets {
 		if !ready(t.Name) {
 			continue
 		}
 		i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name })
 		if i < 0 {
-			return true
+			n++
+			continue
 		}
 		cond := meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
 		if cond == nil || cond.Status == metav1.ConditionTrue && workloadStatus(&works[i]) == nil {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // The messages of an item whose cluster has not acted on the binding yet.

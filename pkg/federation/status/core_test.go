@@ -170,20 +170,21 @@ func TestAwaiting(t *testing.T) {
 		name  string
 		works []workv1alpha1.Work
 		down  string
-		want  bool
+		want  int
 	}{
-		{"both observed", works(w("a", &applied, workload), w("b", &applied, workload)), "", false},
-		{"no Work for b yet", works(w("a", &applied, workload)), "", true},
-		{"b not applied yet", works(w("a", &applied, workload), w("b", nil)), "", true},
-		{"b applied, its workload not observed yet", works(w("a", &applied, workload), w("b", &applied)), "", true},
-		{"only a dependency observed in b", works(w("a", &applied, workload), w("b", &applied, dependency)), "", true},
-		{"b failed to apply: that is its report", works(w("a", &applied, workload), w("b", &failed)), "", false},
-		{"b is not Ready: it will tell no more", works(w("a", &applied, workload)), "b", false},
-		{"a Work of a cluster being left does not count", works(w("a", &applied, workload), w("b", &applied, workload), w("old", nil)), "", false},
+		{"both observed", works(w("a", &applied, workload), w("b", &applied, workload)), "", 0},
+		{"no Work yet", nil, "", 2},
+		{"no Work for b yet", works(w("a", &applied, workload)), "", 1},
+		{"b not applied yet", works(w("a", &applied, workload), w("b", nil)), "", 1},
+		{"b applied, its workload not observed yet", works(w("a", &applied, workload), w("b", &applied)), "", 1},
+		{"only a dependency observed in b", works(w("a", &applied, workload), w("b", &applied, dependency)), "", 1},
+		{"b failed to apply: that is its report", works(w("a", &applied, workload), w("b", &failed)), "", 0},
+		{"b is not Ready: it will tell no more", works(w("a", &applied, workload)), "b", 0},
+		{"a Work of a cluster being left does not count", works(w("a", &applied, workload), w("b", &applied, workload), w("old", nil)), "", 0},
 	} {
 		ready := func(c string) bool { return c != tc.down }
 		if got := awaiting(targets, tc.works, ready); got != tc.want {
-			t.Errorf("%s: awaiting = %v, want %v", tc.name, got, tc.want)
+			t.Errorf("%s: awaiting = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
@@ -192,28 +193,32 @@ func TestHolds(t *testing.T) {
 	var h holds
 	key := types.NamespacedName{Namespace: "ns", Name: "rb"}
 	t0 := time.Unix(1000, 0)
+	const limit = time.Second
 	for _, step := range []struct {
-		name    string
-		waiting bool
-		at      time.Duration // since t0
-		limit   time.Duration
-		want    time.Duration
+		name     string
+		awaiting int
+		at       time.Duration // since t0
+		limit    time.Duration
+		want     time.Duration
 	}{
-		{"not waiting: write", false, 0, time.Second, 0},
-		{"waiting: the hold begins", true, 0, time.Second, time.Second},
-		{"still waiting: what is left", true, 300 * time.Millisecond, time.Second, 700 * time.Millisecond},
-		{"the limit passed: write", true, time.Second, time.Second, 0},
-		{"waiting again: a new hold", true, 1500 * time.Millisecond, time.Second, time.Second},
-		{"all reported: write", false, 1600 * time.Millisecond, time.Second, 0},
-		{"no limit: never held", true, 2 * time.Second, 0, 0},
+		{"none awaited: write", 0, 0, limit, 0},
+		{"two awaited: the hold begins", 2, 0, limit, time.Second},
+		{"still two: what is left", 2, 300 * time.Millisecond, limit, 700 * time.Millisecond},
+		{"one reported: a full limit again", 1, 800 * time.Millisecond, limit, time.Second},
+		{"two again (a Work re-applied): no more time", 2, 1200 * time.Millisecond, limit, 600 * time.Millisecond},
+		{"back to one: not below the least, no more time", 1, 1500 * time.Millisecond, limit, 300 * time.Millisecond},
+		{"the last silent for the limit: write", 1, 1800 * time.Millisecond, limit, 0},
+		{"awaited again: a new hold", 1, 2 * time.Second, limit, time.Second},
+		{"all reported: write", 0, 2100 * time.Millisecond, limit, 0},
+		{"no limit: never held", 2, 3 * time.Second, 0, 0},
 	} {
-		if got := h.wait(key, step.waiting, t0.Add(step.at), step.limit); got != step.want {
+		if got := h.wait(key, step.awaiting, t0.Add(step.at), step.limit); got != step.want {
 			t.Errorf("%s: wait = %s, want %s", step.name, got, step.want)
 		}
 	}
-	h.wait(key, true, t0, time.Second)
+	h.wait(key, 1, t0, time.Second)
 	h.forget(key)
-	if len(h.since) != 0 {
-		t.Errorf("forget left %v", h.since)
+	if len(h.held) != 0 {
+		t.Errorf("forget left %v", h.held)
 	}
 }

@@ -7,33 +7,44 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// holds remember since when each binding's status has been held back for its clusters to report. Members apply
-// and observe a binding's Works one after another; writing what each adds would restate the binding (and its
-// template) once per cluster, so a binding waits, up to a limit, until all have reported.
+// holds remember, for each binding whose status is held back for its clusters to report, when the last of them
+// reported and how many were left then. Members apply and observe a binding's Works one after another; writing
+// what each adds would restate the binding (and its template) once per cluster, so a binding waits while its
+// clusters keep reporting. A cluster silent for the limit since the one before ends the wait: the limit bounds
+// each gap, not the whole, because under load the clusters' reports are spread by the federator's own queues
+// more than by any one cluster. The whole is still bounded: at most one limit per cluster.
 type holds struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
+	mu   sync.Mutex
+	held map[types.NamespacedName]hold
 }
 
-// wait is how much longer key's status may be held at now: while waiting, what is left of limit since its hold
-// began (which this call begins when it had none); otherwise, or once limit has passed, 0: write now. Returning
-// 0 ends the hold.
-func (h *holds) wait(key types.NamespacedName, waiting bool, now time.Time, limit time.Duration) time.Duration {
+type hold struct {
+	// last is when the hold began or a cluster last reported; left is how many clusters had yet to then.
+	last time.Time
+	left int
+}
+
+// wait is how much longer key's status may be held at now, while awaiting clusters have yet to report: what is
+// left of limit since the hold began or the count of awaiting clusters last fell below what it was (progress);
+// 0 (write now) when none is awaited, with no limit, or once limit has passed. Returning 0 ends the hold.
+func (h *holds) wait(key types.NamespacedName, awaiting int, now time.Time, limit time.Duration) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if waiting && limit > 0 {
-		if h.since == nil {
-			h.since = map[types.NamespacedName]time.Time{}
+	if awaiting > 0 && limit > 0 {
+		if h.held == nil {
+			h.held = map[types.NamespacedName]hold{}
 		}
-		began, held := h.since[key]
-		if !held {
-			h.since[key], began = now, now
+		cur, held := h.held[key]
+		// Only a count lower than any before is progress: one that rises and falls again does not extend it.
+		if !held || awaiting < cur.left {
+			cur = hold{last: now, left: awaiting}
 		}
-		if left := began.Add(limit).Sub(now); left > 0 {
+		if left := cur.last.Add(limit).Sub(now); left > 0 {
+			h.held[key] = cur
 			return left
 		}
 	}
-	delete(h.since, key)
+	delete(h.held, key)
 	return 0
 }
 
@@ -41,5 +52,5 @@ func (h *holds) wait(key types.NamespacedName, waiting bool, now time.Time, limi
 func (h *holds) forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.since, key)
+	delete(h.held, key)
 }

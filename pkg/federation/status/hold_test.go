@@ -21,9 +21,10 @@ import (
 
 // TestBindingStatusWaitsForEveryCluster reports two members' Works by hand, as execution and the Work status
 // stage would, one after the other: the binding's status is written once both have reported, not once per
-// member; and a binding one member never reports on is written with what came once the hold limit passes.
+// member, also when their reports, each within the hold limit of the one before, span more than it; and a
+// binding one member never reports on is written with what came once the hold limit passes.
 func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
-	const holdLimit = 8 * time.Second
+	const holdLimit = 6 * time.Second
 	f := fedtest.Start(t, fedtest.Options{Members: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -40,21 +41,7 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	})
 
 	// report sets a Work's status as a member that applied it and observed its Deployment ready.
-	report := func(rb *workv1alpha1.ResourceBinding, cluster string) {
-		var w workv1alpha1.Work
-		if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, cluster)}, &w); err != nil {
-			t.Fatal(err)
-		}
-		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: w.Generation})
-		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{
-			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: rb.Spec.Resource.Name},
-			Status:     raw(`{"replicas":2,"readyReplicas":2,"observedGeneration":1}`),
-			Health:     workv1alpha1.ResourceHealthy,
-		}}
-		if err := host.Status().Update(ctx, &w); err != nil {
-			t.Fatal(err)
-		}
-	}
+	report := func(rb *workv1alpha1.ResourceBinding, cluster string) { reportWork(t, ctx, host, rb, cluster, true) }
 	unwritten := func(rb *workv1alpha1.ResourceBinding, d time.Duration) {
 		t.Helper()
 		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -72,13 +59,26 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	report(web, "member1")
 	unwritten(web, 2*time.Second)
 	report(web, "member2")
-	// Written for both well before the hold limit since member1's report (8 s) would have passed.
+	// Written for both well before the hold limit since member1's report (6 s) would have passed.
 	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		if err := itemsAre(ctx, host, web, healthy, 2); err != nil {
 			return err
 		}
 		return templateReady(ctx, host, 4)
+	})
+
+	// member1 applies, then observes, then member2 reports: each within the limit of the one before, together
+	// longer than it.
+	spread := bindToMembers(t, f, "spread")
+	reportWork(t, ctx, host, spread, "member1", false)
+	unwritten(spread, 3500*time.Millisecond)
+	report(spread, "member1")
+	unwritten(spread, 3500*time.Millisecond)
+	report(spread, "member2")
+	fedtest.Eventually(t, 4*time.Second, "spread's status once both members reported", func() error {
+		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
+		return itemsAre(ctx, host, spread, healthy, 2)
 	})
 
 	api := bindToMembers(t, f, "api")
@@ -96,4 +96,26 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// reportWork sets the status of rb's Work for cluster as a member that applied it and, if observed, observed
+// its Deployment ready.
+func reportWork(t *testing.T, ctx context.Context, host client.Client, rb *workv1alpha1.ResourceBinding, cluster string, observed bool) {
+	t.Helper()
+	var w workv1alpha1.Work
+	if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, cluster)}, &w); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: w.Generation})
+	w.Status.ManifestStatuses = nil
+	if observed {
+		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: rb.Spec.Resource.Name},
+			Status:     raw(`{"replicas":2,"readyReplicas":2,"observedGeneration":1}`),
+			Health:     workv1alpha1.ResourceHealthy,
+		}}
+	}
+	if err := host.Status().Update(ctx, &w); err != nil {
+		t.Fatal(err)
+	}
 }
