@@ -33,6 +33,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 	"github.com/fedmesh/fedmesh/pkg/webhook/labels"
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // startWebhookServer serves handlers (by path) over TLS on loopback, as the API server calls webhooks, and returns
@@ -92,23 +93,11 @@ func bucketLabeled(cm *corev1.ConfigMap) bool {
 // unlabeledGauge reads fedmesh_manager_unlabeled_objects{resource} from controller-runtime's registry.
 func unlabeledGauge(t *testing.T, resource string) (float64, bool) {
 	t.Helper()
-	families, err := crmetrics.Registry.Gather()
+	v, found, err := promtest.Sum(crmetrics.Registry, "fedmesh_manager_unlabeled_objects", map[string]string{"resource": resource})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != "fedmesh_manager_unlabeled_objects" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" && l.GetValue() == resource {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
+	return v, found
 }
 
 // TestLabelWebhookAndBackfill: the webhook stamps the bucket label on creates in every namespace; with the webhook

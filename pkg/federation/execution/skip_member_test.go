@@ -25,6 +25,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // TestReconcileUnchanged reconciles one Work again and again, each time with a new Reconciler and member client as
@@ -189,22 +190,8 @@ func TestReconcileUnchanged(t *testing.T) {
 
 // outcomes reads the controller's count of manifests skipped and applied, as the federator's /metrics serves it.
 func outcomes() (skipped, applied float64) {
-	families, _ := metrics.Registry.Gather()
-	for _, f := range families {
-		if f.GetName() != "fedmesh_federation_execution_manifests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				switch {
-				case l.GetName() == "outcome" && l.GetValue() == "skipped":
-					skipped = m.GetCounter().GetValue()
-				case l.GetName() == "outcome" && l.GetValue() == "applied":
-					applied = m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
+	skipped, _, _ = promtest.Sum(metrics.Registry, "fedmesh_federation_execution_manifests_total", map[string]string{"outcome": "skipped"})
+	applied, _, _ = promtest.Sum(metrics.Registry, "fedmesh_federation_execution_manifests_total", map[string]string{"outcome": "applied"})
 	return skipped, applied
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // tally is amounts so far by name: an API server's requests, processes' CPU time.
@@ -104,24 +105,7 @@ func scrape(ctx context.Context, addr string) (families, error) {
 
 // sum adds up the counter, gauge or untyped values of family name whose labels include every pair of match.
 func (f families) sum(name string, match map[string]string) float64 {
-	var total float64
-	fam := f[name]
-	if fam == nil {
-		return 0
-	}
-	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, p := range m.GetLabel() {
-			labels[p.GetName()] = p.GetValue()
-		}
-		ok := true
-		for k, v := range match {
-			ok = ok && labels[k] == v
-		}
-		if ok {
-			total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
-		}
-	}
+	total, _ := promtest.Match(f[name], match)
 	return total
 }
 

@@ -1,0 +1,41 @@
+package promtest
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Match adds up the counter, gauge and untyped values of family's metrics whose labels include every pair of
+// match (nil matches all); found says whether any did. A nil family matches nothing.
+func Match(family *dto.MetricFamily, match map[string]string) (total float64, found bool) {
+	for _, m := range family.GetMetric() {
+		labels := map[string]string{}
+		for _, p := range m.GetLabel() {
+			labels[p.GetName()] = p.GetValue()
+		}
+		ok := true
+		for k, v := range match {
+			ok = ok && labels[k] == v
+		}
+		if ok {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			found = true
+		}
+	}
+	return total, found
+}
+
+// Sum is Match over the family name that g gathers.
+func Sum(g prometheus.Gatherer, name string, match map[string]string) (total float64, found bool, err error) {
+	families, err := g.Gather()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			total, found = Match(f, match)
+			return total, found, nil
+		}
+	}
+	return 0, false, nil
+}
