@@ -69,9 +69,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
-		For(&workv1alpha1.ResourceBinding{}).
-		// Each Work is applied and observed one after another: gathered, their changes restate FullyApplied once.
-		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
+		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(specOrCondition(workv1alpha1.ConditionScheduled))).
+		// Each Work is applied one after another: gathered, their changes restate FullyApplied once.
+		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests),
+			builder.WithPredicates(specOrCondition(workv1alpha1.WorkApplied))).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfCluster),

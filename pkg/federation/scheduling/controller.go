@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
@@ -64,9 +66,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
 		return err
 	}
+	// A binding is placed by its spec (and the Clusters): the status the other stages write (FullyApplied, the
+	// aggregated status, two or more writes per binding) changes nothing the scheduler reads.
+	specChanges := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
-		For(&workv1alpha1.ResourceBinding{}).
+		For(&workv1alpha1.ResourceBinding{}, specChanges).
 		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ResourceBindingList{})).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
@@ -76,7 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-clusterresourcebinding").
-		For(&workv1alpha1.ClusterResourceBinding{}).
+		For(&workv1alpha1.ClusterResourceBinding{}, specChanges).
 		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ClusterResourceBindingList{})).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.reconcile(ctx, req, &workv1alpha1.ClusterResourceBinding{})

@@ -15,13 +15,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // startHost starts a host API server with fedmesh's CRDs, two Ready Clusters (member1, member2) and the
@@ -64,18 +68,6 @@ func setReady(t *testing.T, c client.Client, name string, status metav1.Conditio
 	}
 }
 
-// eventually polls check until it returns nil, for at most 20 s.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 func scheduledTo(c client.Client, key client.ObjectKey, want []workv1alpha1.TargetCluster) func() error {
 	return func() error {
 		var rb workv1alpha1.ResourceBinding
@@ -97,6 +89,7 @@ func scheduledTo(c client.Client, key client.ObjectKey, want []workv1alpha1.Targ
 func TestScheduling(t *testing.T) {
 	c, host := startHost(t)
 	t.Run("each placed and stated once", func(t *testing.T) { testWrittenOnce(t, c, host) })
+	t.Run("other stages' status not looked at", func(t *testing.T) { testOthersStatus(t, c) })
 	t.Run("divided, scaled, failed over", func(t *testing.T) { testDivided(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
 	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
@@ -132,7 +125,7 @@ func testDivided(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rb)
-	eventually(t, "2:1 of 6", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 4}, {Name: "member2", Replicas: 2}}))
+	fedtest.Eventually(t, 20*time.Second, "2:1 of 6", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 4}, {Name: "member2", Replicas: 2}}))
 
 	// Stable: a Cluster change that changes nothing for the binding writes nothing.
 	if err := c.Get(ctx, key, rb); err != nil {
@@ -159,7 +152,7 @@ func testDivided(t *testing.T, c client.Client) {
 	if err := c.Update(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2:1 of 9", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 6}, {Name: "member2", Replicas: 3}}))
+	fedtest.Eventually(t, 20*time.Second, "2:1 of 9", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 6}, {Name: "member2", Replicas: 3}}))
 
 	// member1 fails; its replicas stay through the 2 s toleration, then move to member2.
 	setReady(t, c, "member1", metav1.ConditionFalse)
@@ -172,8 +165,8 @@ func testDivided(t *testing.T, c client.Client) {
 	if err := scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 6}, {Name: "member2", Replicas: 3}})(); err != nil {
 		t.Errorf("within the toleration: %v", err)
 	}
-	eventually(t, "failover", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 9}}))
-	eventually(t, "failover event", func() error {
+	fedtest.Eventually(t, 20*time.Second, "failover", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 9}}))
+	fedtest.Eventually(t, 20*time.Second, "failover event", func() error {
 		var events corev1.EventList
 		if err := c.List(ctx, &events, client.InNamespace("apps")); err != nil {
 			return err
@@ -199,7 +192,7 @@ func testUnschedulable(t *testing.T, c client.Client) {
 	if err := c.Create(ctx, crb); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Scheduled False", func() error {
+	fedtest.Eventually(t, 20*time.Second, "Scheduled False", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
 			return err
 		}
@@ -210,7 +203,7 @@ func testUnschedulable(t *testing.T, c client.Client) {
 		}
 		return nil
 	})
-	eventually(t, "warning event", func() error {
+	fedtest.Eventually(t, 20*time.Second, "warning event", func() error {
 		var events corev1.EventList
 		if err := c.List(ctx, &events); err != nil {
 			return err
@@ -228,7 +221,7 @@ func testUnschedulable(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	setReady(t, c, "member3", metav1.ConditionTrue)
-	eventually(t, "placed on member3", func() error {
+	fedtest.Eventually(t, 20*time.Second, "placed on member3", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
 			return err
 		}
@@ -269,7 +262,7 @@ func testRoomFreed(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rb)
-	eventually(t, "Scheduled False for room", func() error {
+	fedtest.Eventually(t, 20*time.Second, "Scheduled False for room", func() error {
 		if err := c.Get(ctx, key, rb); err != nil {
 			return err
 		}
@@ -280,7 +273,7 @@ func testRoomFreed(t *testing.T, c client.Client) {
 		return nil
 	})
 	setPodRoom(t, c, "member4", "10")
-	eventually(t, "placed once there is room", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member4", Replicas: 3}}))
+	fedtest.Eventually(t, 20*time.Second, "placed once there is room", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member4", Replicas: 3}}))
 }
 
 // setPodRoom reports, as the cluster controller would, that the Cluster has room for pods more pods.
@@ -294,6 +287,38 @@ func setPodRoom(t *testing.T, c client.Client, name, pods string) {
 	if err := c.Status().Update(context.Background(), &mc); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testOthersStatus writes, as the binding stage would, a condition to the status of each binding testWrittenOnce
+// placed: the scheduler does not look at any of them again.
+func testOthersStatus(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	var list workv1alpha1.ResourceBindingList
+	if err := c.List(ctx, &list, client.InNamespace("burst")); err != nil || len(list.Items) == 0 {
+		t.Fatalf("%d bindings to write to: %v", len(list.Items), err)
+	}
+	before := reconciles(t, "scheduler-resourcebinding")
+	for i := range list.Items {
+		rb := &list.Items[i]
+		cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "FullyApplied", Message: "applied", ObservedGeneration: rb.Generation, LastTransitionTime: metav1.Now()}
+		if err := applystatus.Apply(ctx, c, rb, names.BindingFieldManager, &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second) // for the scheduler to have been handed the updates
+	if after := reconciles(t, "scheduler-resourcebinding"); after != before {
+		t.Errorf("the scheduler reconciled %v times after %d status writes of another stage, want none", after-before, len(list.Items))
+	}
+}
+
+// reconciles is how many times the named controller has reconciled in this process.
+func reconciles(t *testing.T, controller string) float64 {
+	t.Helper()
+	n, _, err := promtest.Sum(ctrlmetrics.Registry, "controller_runtime_reconcile_total", map[string]string{"controller": controller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // testWrittenOnce creates bindings in a burst and counts the host's requests: each is placed with one patch and
@@ -320,7 +345,7 @@ func testWrittenOnce(t *testing.T, c client.Client, host *cluster.Cluster) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "all placed", func() error {
+	fedtest.Eventually(t, 20*time.Second, "all placed", func() error {
 		var list workv1alpha1.ResourceBindingList
 		if err := c.List(ctx, &list, client.InNamespace("burst")); err != nil {
 			return err

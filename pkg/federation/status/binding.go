@@ -76,8 +76,10 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding-status").
 		// A binding's own changes are gathered too: placing it, rendering its Works and applying them come in
-		// quick succession, and each would otherwise restate its status.
-		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self)).
+		// quick succession, and each would otherwise restate its status. Of a binding, only its spec (targets,
+		// deletion) changes its items: the status the stages write (this one's too) does not.
+		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
 		// Of a Cluster, items read only whether it is Ready; its other status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster),
