@@ -89,6 +89,9 @@ func TestRenderedObjects(t *testing.T) {
 			if *d.Spec.Replicas != 3 {
 				t.Errorf("manager replicas %d, want 3", *d.Spec.Replicas)
 			}
+			if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--pprof-bind-address=127.0.0.1:6061") {
+				t.Errorf("manager does not serve pprof on its pod's loopback: %q", d.Spec.Template.Spec.Containers[0].Args)
+			}
 			checkRestricted(t, d.Name, d.Spec.Template.Spec)
 		}
 	}
@@ -129,6 +132,9 @@ func TestRenderedObjects(t *testing.T) {
 			pod.Annotations[inject.ContainersAnnotation] != pod.Spec.Containers[0].Name {
 			t.Errorf("%s: pod template does not ask for injection: labels %v annotations %v", s.Name, pod.Labels, pod.Annotations)
 		}
+		if !slices.Contains(pod.Spec.Containers[0].Args, "--pprof-bind-address=127.0.0.1:6060") {
+			t.Errorf("%s: the federator does not serve pprof on its pod's loopback: %q", s.Name, pod.Spec.Containers[0].Args)
+		}
 		if !slices.Contains(pod.Spec.Containers[0].Args, "--kubeconfig="+inject.KubeconfigPath) {
 			t.Errorf("%s: the federator does not insist on the proxy's kubeconfig: %q", s.Name, pod.Spec.Containers[0].Args)
 		}
@@ -167,6 +173,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"federator.shardz=2", "shardz"},
 		{"manager.replicas=2,manager.leaderElection=false", "/manager/leaderElection"},
 		{"manager.proxyLease=30", "/manager/proxyLease"},
+		{"federator.pprofPort=8080", "/federator/pprofPort"},
 		{"certificates.mode=vault", "/certificates/mode"},
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 	} {
