@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -81,6 +82,10 @@ func (f *ManagerFlags) NewManager(scheme *runtime.Scheme, customize func(*ctrl.O
 		// The process ends when the manager stops, so it may hand the Lease back at once: a restarted or rolled
 		// replica then takes over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		// No fedmesh controller reads who manages an object's fields from its cache (those that need it read the
+		// object live): stripped, they cost neither memory nor a copy on every read. An update of a stripped
+		// object leaves them as they are.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	}
 	if customize != nil {
 		customize(&opts)

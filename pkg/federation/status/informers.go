@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -57,6 +58,11 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 	inf, ok := cw.informers[gvr]
 	if !ok {
 		inf = cw.factory.ForResource(gvr).Informer()
+		// Status is read from member objects, never who manages their fields: those are a large part of each
+		// object, copied on every read.
+		if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+			return nil, false, err
+		}
 		notify := func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj

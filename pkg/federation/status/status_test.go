@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,6 +102,24 @@ func TestStatusFlowsUp(t *testing.T) {
 		}
 		return templateReady(ctx, host, 4)
 	})
+
+	// The members' objects are held without their managed fields (which the API server sets on every object).
+	held := 0
+	works.watches.mu.Lock()
+	for _, cw := range works.watches.clusters {
+		for _, inf := range cw.informers {
+			for _, o := range inf.GetStore().List() {
+				held++
+				if u, ok := o.(*unstructured.Unstructured); !ok || len(u.GetManagedFields()) > 0 {
+					t.Errorf("member object %T %s held with its managed fields", o, cache.MetaObjectToName(u))
+				}
+			}
+		}
+	}
+	works.watches.mu.Unlock()
+	if held == 0 {
+		t.Error("no member objects held")
+	}
 
 	// member2 goes away: its API server stops and (as the cluster controller would) its Cluster turns not Ready.
 	f.Member("member2").StopAPIServer()
