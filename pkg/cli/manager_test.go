@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // TestManagerCacheHoldsNoManagedFields: a controller's cache holds objects without the managed fields the API
@@ -40,17 +41,9 @@ func TestManagerCacheHoldsNoManagedFields(t *testing.T) {
 		t.Fatal("the API server kept no managed fields: nothing to strip")
 	}
 	var cached corev1.ConfigMap
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err = mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(created), &cached)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	fedtest.Eventually(t, 30*time.Second, "the ConfigMap in the manager's cache", func() error {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(created), &cached)
+	})
 	if len(cached.ManagedFields) != 0 {
 		t.Errorf("cached copy has managed fields %v", cached.ManagedFields)
 	}
