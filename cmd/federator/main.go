@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -20,8 +21,10 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli"
 	"github.com/fedmesh/fedmesh/pkg/federation/binding"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
 	"github.com/fedmesh/fedmesh/pkg/federation/detector"
 	"github.com/fedmesh/fedmesh/pkg/federation/elect"
@@ -156,16 +159,21 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("fedmesh-federator")
+	// One waiter for the stages that wait for their own writes to reach the cache: one event handler per kind.
+	cached, err := cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}, &workv1alpha1.Work{})
+	if err != nil {
+		return err
+	}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
 		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: prober.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
-		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder},
-		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder},
+		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached},
+		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Cached: cached},
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.
-		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Recorder: recorder, Coalesce: o.statusCoalesce},
+		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Recorder: recorder, Coalesce: o.statusCoalesce, Cached: cached},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Recorder: recorder},
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, Coalesce: o.statusCoalesce},
 		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Discovery: disc, Coalesce: o.statusCoalesce,

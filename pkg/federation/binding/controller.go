@@ -53,8 +53,9 @@ type Reconciler struct {
 	// is looked at again; 0 looks at every change.
 	Coalesce time.Duration
 
-	// cached waits for the cache to show a Work once created.
-	cached *cachewait.Waiter
+	// Cached waits for the cache to show a Work once created (the federator shares one among its
+	// stages); nil makes one for the kinds this stage waits on.
+	Cached *cachewait.Waiter
 }
 
 // SetupWithManager watches bindings, their Works, the override policies (a change re-renders the bindings
@@ -64,8 +65,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Templates = r.Client
 	}
 	var err error
-	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.Work{}); err != nil {
-		return err
+	if r.Cached == nil {
+		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.Work{}); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
@@ -192,7 +195,7 @@ func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding,
 		}
 		// Works are applied and reported on at once, each queueing this binding again: a pass whose cache had
 		// not seen this Work yet would create it again.
-		r.cached.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
+		r.Cached.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
 		return desired, true, nil
 	}
 	w := existing.DeepCopy()

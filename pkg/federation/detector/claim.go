@@ -121,7 +121,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 			logf.FromContext(ctx).Info("created binding", "binding", key, "replicas", desired.Replicas)
 			// The claim's own label patch queues the template again at once; a cache that has not seen the
 			// binding yet would make that pass try to create it again.
-			r.cached.Created(ctx, r.Client, key, newBinding(key.Namespace))
+			r.Cached.Created(ctx, r.Client, key, newBinding(key.Namespace))
 			return nil
 		}
 		if err != nil {

@@ -78,8 +78,9 @@ type Reconciler struct {
 	UnknownKindRetry time.Duration
 
 	queue *templateQueue
-	// cached waits for the cache to show a binding once created.
-	cached *cachewait.Waiter
+	// Cached waits for the cache to show a binding once created (the federator shares one among its
+	// stages); nil makes one for the kinds this stage waits on.
+	Cached *cachewait.Waiter
 }
 
 // SetupWithManager registers the reconciler's controllers and informers with mgr.
@@ -97,8 +98,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("fedmesh-detector")
 	}
 	var err error
-	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
-		return err
+	if r.Cached == nil {
+		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+			return err
+		}
 	}
 	if r.UnknownKindRetry == 0 {
 		r.UnknownKindRetry = defaultUnknownKindRetry

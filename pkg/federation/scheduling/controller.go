@@ -46,8 +46,9 @@ type Reconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	// cached waits for the cache to show a binding's status once written.
-	cached *cachewait.Waiter
+	// Cached waits for the cache to show a binding's status once written (the federator shares one among its
+	// stages); nil makes one for the kinds this stage waits on.
+	Cached *cachewait.Waiter
 }
 
 // SetupWithManager registers two controllers, one per binding kind; both look at bindings again when a Cluster
@@ -63,8 +64,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	var err error
-	if r.cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
-		return err
+	if r.Cached == nil {
+		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+			return err
+		}
 	}
 	// A binding is placed by its spec (and the Clusters): the status the other stages write (FullyApplied, the
 	// aggregated status, two or more writes per binding) changes nothing the scheduler reads.

@@ -150,7 +150,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decis
 	*status = *next
 	// The spec patch's own event queues the binding again; read from a cache without this status, it would be
 	// scheduled, and its status written, a second time.
-	r.cached.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
+	r.Cached.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
 		if cached.GetGeneration() > d.observed {
 			return true // changed since: that is another pass's to schedule
 		}
