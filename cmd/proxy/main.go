@@ -142,6 +142,25 @@ func (o *options) Run(ctx context.Context) error {
 		return err
 	}
 
+	// The listeners are bound and the certificate made before anything runs: /readyz must mean the operator can
+	// connect (making a self-signed key takes seconds on a busy node, and the operator starts once the proxy is ready).
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	if o.tlsSelfSigned {
+		if srv.TLSConfig, err = selfSignedTLS(); err != nil {
+			return err
+		}
+	}
+	listener, err := net.Listen("tcp", o.listenAddress)
+	if err != nil {
+		return err
+	}
+	defer listener.Close()
+	probeListener, err := net.Listen("tcp", o.probeAddress)
+	if err != nil {
+		return err
+	}
+	defer probeListener.Close()
+
 	g, ctx := errgroup.WithContext(ctx)
 	if o.configFile != "" {
 		g.Go(func() error { return watchFile(ctx, o.configFile, store, log.WithName("config")) })
@@ -159,16 +178,10 @@ func (o *options) Run(ctx context.Context) error {
 		fmt.Fprintln(w, "ok")
 	})
 	g.Go(func() error {
-		return serve(ctx, &http.Server{Addr: o.probeAddress, Handler: probes, ReadHeaderTimeout: 10 * time.Second}, "", "")
+		return serve(ctx, &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second}, probeListener, "", "")
 	})
-	srv := &http.Server{Addr: o.listenAddress, Handler: p, ReadHeaderTimeout: 10 * time.Second}
-	if o.tlsSelfSigned {
-		if srv.TLSConfig, err = selfSignedTLS(); err != nil {
-			return err
-		}
-	}
-	log.Info("proxying", "listen", o.listenAddress, "upstream", upstream.Host)
-	g.Go(func() error { return serve(ctx, srv, o.tlsCertFile, o.tlsKeyFile) })
+	log.Info("proxying", "listen", listener.Addr().String(), "upstream", upstream.Host)
+	g.Go(func() error { return serve(ctx, srv, listener, o.tlsCertFile, o.tlsKeyFile) })
 	return g.Wait()
 }
 
@@ -190,8 +203,8 @@ func (o *options) runXDS(ctx context.Context, store *config.Store, onContact fun
 	return client.Run(ctx)
 }
 
-// serve runs srv until ctx ends, then shuts it down gracefully.
-func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) error {
+// serve runs srv on l until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, srv *http.Server, l net.Listener, certFile, keyFile string) error {
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -200,9 +213,9 @@ func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) erro
 	}()
 	var err error
 	if certFile != "" || srv.TLSConfig != nil {
-		err = srv.ListenAndServeTLS(certFile, keyFile)
+		err = srv.ServeTLS(l, certFile, keyFile)
 	} else {
-		err = srv.ListenAndServe()
+		err = srv.Serve(l)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,6 +194,42 @@ func TestProxyFailsClosedWithoutConfiguration(t *testing.T) {
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("list without configuration: %d items, %v; want none", len(list.Items), err)
 	}
+}
+
+// A proxy whose probes answer accepts connections: the kubelet starts the operator once the (native sidecar)
+// proxy's startup probe passes, and an operator refused at start exits. The self-signed certificate, slow to make,
+// is the case where the probes once answered first.
+func TestProxyListensBeforeItsProbesAnswer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	upstream := filepath.Join(dir, "upstream.kubeconfig")
+	// The upstream is never called: the test only connects to the proxy.
+	if err := fedrun.WriteKubeconfig(upstream, "https://127.0.0.1:1", "token", nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "proxy.yaml")
+	writeProxyConfig(t, path, config.Ownership{Epoch: 1, Shard: 0, Assignment: shard.Assignment{0: shard.Full()}}, "")
+	addr, probes := freeAddr(t), freeAddr(t)
+	output := startBinary(t, fedmeshBinary(t, "proxy"), "--upstream-kubeconfig", upstream, "--listen-address", addr,
+		"--probe-address", probes, "--config", path, "--tls-self-signed")
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get("http://" + probes + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy's probes never answered\n%s", output())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatalf("the probes answer, the listener does not: %v\n%s", err, output())
+	}
+	conn.Close()
 }
 
 func httpCode(t *testing.T, url string) int {
