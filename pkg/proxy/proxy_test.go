@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -110,5 +111,34 @@ func TestNonResourceRequestsPassThrough(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown member cluster: %s, want 404", resp.Status)
+	}
+}
+
+// flushCounter is a ResponseWriter that counts its flushes.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
+
+// A response of known length is written whole, not flushed write by write (each flush is a write to the
+// client's connection); a watch, of no known length, is flushed as its events come (TestRelayedWatchEndsBetweenEvents).
+func TestKnownLengthResponseIsNotFlushed(t *testing.T) {
+	body := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"a"}}`
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		io.WriteString(w, body)
+	}))
+	defer upstream.Close()
+	p := newOwningProxy(t, upstream)
+	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	p.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/a/configmaps/c", nil))
+	if w.Code != http.StatusOK || w.Body.String() != body {
+		t.Fatalf("GET: %d %q", w.Code, w.Body.String())
+	}
+	if w.flushes != 0 {
+		t.Errorf("a response of known length was flushed %d times, want 0", w.flushes)
 	}
 }

@@ -18,8 +18,10 @@ type upstream struct {
 }
 
 // newUpstream prepares forwarding to the API server of cfg. Only cfg's address and CA are used: the proxy never
-// adds its own identity, so the caller's Authorization header decides what the API server allows. Responses
-// stream without buffering, so watch events are relayed as they arrive.
+// adds its own identity, so the caller's Authorization header decides what the API server allows. A response
+// without a Content-Length (a watch, a list the API server streams) is flushed at every write, so events are
+// relayed as they arrive; httputil.ReverseProxy does that by itself. A response of known length is not flushed
+// write by write: that cost a small GET about 4% of its latency.
 func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 	target, err := url.Parse(cfg.Host)
 	if err != nil || target.Host == "" {
@@ -36,9 +38,8 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 			// Keep the caller's X-Forwarded-For out: the API server audits the caller, not the proxy's hop.
 			r.Out.Header.Del("X-Forwarded-For")
 		},
-		Transport:     transport,
-		FlushInterval: -1,
-		ErrorHandler:  upstreamError,
+		Transport:    transport,
+		ErrorHandler: upstreamError,
 	}
 	return u, nil
 }
@@ -52,7 +53,8 @@ func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // NewUpstream returns a handler that forwards every request unchanged to the API server of cfg, with the
-// caller's credentials only.
+// caller's credentials only: the proxy's forwarding without its classification, ownership and traffic policy,
+// which the benchmark runs as the cost of a hop alone.
 func NewUpstream(cfg *rest.Config) (http.Handler, error) {
 	u, err := newUpstream("", cfg)
 	if err != nil {
