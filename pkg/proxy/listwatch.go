@@ -230,9 +230,13 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool) func(*http.R
 		if err != nil {
 			return err
 		}
-		next := func() ([]byte, error) {
-			event, err := events.Next()
-			if err == nil {
+		next := func(wait bool) ([]byte, error) {
+			read := events.NextBuffered
+			if wait {
+				read = events.Next
+			}
+			event, err := read()
+			if event != nil {
 				relayed.Inc()
 			}
 			return event, err

@@ -16,7 +16,7 @@ type watches struct {
 func newWatches() *watches { return &watches{active: map[*relistingBody]struct{}{}} }
 
 // track relays the events next yields from a watch response body, until the body ends or endAll.
-func (w *watches) track(body io.ReadCloser, next func() ([]byte, error), expired []byte) *relistingBody {
+func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte) *relistingBody {
 	b := &relistingBody{upstream: body, next: next, expired: expired, ended: make(chan struct{}), registry: w}
 	w.mu.Lock()
 	w.active[b] = struct{}{}
@@ -44,14 +44,18 @@ func (w *watches) remove(b *relistingBody) {
 	w.mu.Unlock()
 }
 
+// nextEvent is the next whole event of a watch to relay, valid until the following call. Without wait it returns
+// only an event already read from upstream, or nil.
+type nextEvent func(wait bool) ([]byte, error)
+
 // relistingBody relays a watch stream whole event by whole event until end is called; then it stops reading
 // upstream and yields one encoded 410 ERROR event before the stream ends. An event is never cut: the ERROR event
 // follows the last whole one.
 type relistingBody struct {
 	upstream io.ReadCloser
-	next     func() ([]byte, error) // the next whole event to relay, valid until the following call
-	pending  []byte                 // what is left of the event being relayed
-	expired  []byte                 // the encoded ERROR event, in the stream's own framing
+	next     nextEvent
+	pending  []byte // what is left of the event being relayed
+	expired  []byte // the encoded ERROR event, in the stream's own framing
 	registry *watches
 
 	once  sync.Once
@@ -74,25 +78,40 @@ func (b *relistingBody) isEnded() bool {
 	}
 }
 
-// Read returns at most one event per call, so the ReverseProxy flushes each event as soon as it is read.
+// Read waits for the next event, then adds those already read from upstream behind it, as many as fit: the
+// ReverseProxy flushes after every Read, so a lone event goes out at once and a burst in few writes, as the API
+// server itself writes a burst.
 func (b *relistingBody) Read(p []byte) (int, error) {
-	if len(b.pending) == 0 && !b.isEnded() {
-		event, err := b.next()
-		if !b.isEnded() {
-			if err != nil {
-				return 0, err
+	n := 0
+	for n < len(p) {
+		if len(b.pending) == 0 {
+			if b.isEnded() {
+				if len(b.expired) == 0 {
+					break
+				}
+				b.pending, b.expired = b.expired, nil
+			} else {
+				event, err := b.next(n == 0)
+				switch {
+				case b.isEnded():
+					continue // ended while reading: that event stays upstream, the ERROR event follows
+				case err != nil && n > 0:
+					return n, nil // what is in hand first; the reader gives the error again
+				case err != nil:
+					return 0, err
+				case event == nil:
+					return n, nil // no more without waiting
+				}
+				b.pending = event
 			}
-			b.pending = event
 		}
+		m := copy(p[n:], b.pending)
+		b.pending = b.pending[m:]
+		n += m
 	}
-	if len(b.pending) == 0 {
-		if len(b.expired) == 0 {
-			return 0, io.EOF
-		}
-		b.pending, b.expired = b.expired, nil
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
 	}
-	n := copy(p, b.pending)
-	b.pending = b.pending[n:]
 	return n, nil
 }
 

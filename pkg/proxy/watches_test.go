@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -66,5 +67,58 @@ func TestRelayedWatchEndsBetweenEvents(t *testing.T) {
 	}
 	if got := value(t, p.metrics.watchEvents.WithLabelValues("pods", "relayed", HostCluster)); got != 1 {
 		t.Errorf("relayed events counted: %v, want 1", got)
+	}
+}
+
+// writeRecorder is a ResponseWriter that hands on each write.
+type writeRecorder struct {
+	header http.Header
+	writes chan string
+}
+
+func (w *writeRecorder) Header() http.Header         { return w.header }
+func (w *writeRecorder) WriteHeader(int)             {}
+func (w *writeRecorder) Write(p []byte) (int, error) { w.writes <- string(p); return len(p), nil }
+func (w *writeRecorder) Flush()                      {}
+
+// Events that reach the proxy together leave it in one write, as the API server writes a burst (it flushes only
+// when no event is queued); an event that comes alone leaves at once, not held for a next one.
+func TestRelayedBurstLeavesInOneWrite(t *testing.T) {
+	event := func(name string) string {
+		return `{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"a"}}}` + "\n"
+	}
+	burst, lone := event("a")+event("b")+event("c"), event("d")
+	more := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, burst)
+		w.(http.Flusher).Flush()
+		<-more
+		io.WriteString(w, lone)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer upstream.Close()
+	defer close(more)
+	p := newOwningProxy(t, upstream)
+	w := &writeRecorder{header: http.Header{}, writes: make(chan string, 10)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/a/pods?watch=true", nil).WithContext(ctx))
+	next := func() string {
+		select {
+		case got := <-w.writes:
+			return got
+		case <-time.After(5 * time.Second):
+			t.Fatal("no write from the proxy")
+			return ""
+		}
+	}
+	if got := next(); got != burst {
+		t.Errorf("first write %q, want the whole burst %q", got, burst)
+	}
+	more <- struct{}{}
+	if got := next(); got != lone {
+		t.Errorf("then %q, want %q", got, lone)
 	}
 }

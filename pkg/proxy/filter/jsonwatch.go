@@ -54,6 +54,21 @@ func (l *jsonLines) next() ([]byte, error) {
 	}
 }
 
+// buffered tells whether the next event's whole line is already read from the stream, after any blank lines.
+func (l *jsonLines) buffered() bool {
+	held, _ := l.br.Peek(l.br.Buffered())
+	for {
+		line, rest, whole := bytes.Cut(held, []byte{'\n'})
+		if !whole {
+			return false
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			return true
+		}
+		held = rest
+	}
+}
+
 // assemble reads the rest of a line that did not fit in the read buffer.
 func (l *jsonLines) assemble(part []byte) ([]byte, error) {
 	buf := append(l.long.reset(), part...)

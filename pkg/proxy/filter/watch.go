@@ -27,7 +27,9 @@ const maxFrame = 64 << 20
 type WatchReader struct {
 	read   func() (frame []byte, err error)
 	decide func(frame []byte) (out []byte, err error) // nil out: drop; nil decide: pass all
-	err    error
+	// buffered tells whether a whole frame is already read from the stream, so that reading it will not wait.
+	buffered func() bool
+	err      error
 }
 
 // NewWatchReader reads the watch stream r, encoded as contentType says: JSON (one event per line, as the API
@@ -41,15 +43,18 @@ func NewWatchReader(r io.Reader, contentType string, keep func(namespace string)
 	w, buf := &WatchReader{}, &frames{}
 	switch f {
 	case formatJSON:
-		w.read = newJSONLines(r).next
+		lines := newJSONLines(r)
+		w.read, w.buffered = lines.next, lines.buffered
 		w.decide = func(frame []byte) ([]byte, error) { return decideJSONEvent(frame, keep) }
 	case formatCBOR:
 		dec := cbor.NewDecoder(r)
 		w.read = func() ([]byte, error) { return buf.readCBOR(dec) }
+		// Whether the decoder holds a whole data item is not cheap to tell: a CBOR stream is read event by event.
+		w.buffered = func() bool { return false }
 		w.decide = func(frame []byte) ([]byte, error) { return decideCBOREvent(frame, keep) }
 	case formatProtobuf:
 		br := bufio.NewReaderSize(r, readBuffer)
-		w.read = func() ([]byte, error) { return buf.readProto(br) }
+		w.read, w.buffered = func() ([]byte, error) { return buf.readProto(br) }, func() bool { return protoBuffered(br) }
 		w.decide = func(frame []byte) ([]byte, error) { return decideProtoEvent(frame, keep) }
 	}
 	if keep == nil {
@@ -61,8 +66,16 @@ func NewWatchReader(r io.Reader, contentType string, keep func(namespace string)
 // Next is the next event to pass on, as the bytes to write downstream (framed as it came), or io.EOF at the clean
 // end of the stream. The bytes are valid until the next call: the reader reuses its buffers. After an error, Next
 // returns it again: a stream that cannot be read safely must end.
-func (w *WatchReader) Next() ([]byte, error) {
-	for w.err == nil {
+func (w *WatchReader) Next() ([]byte, error) { return w.next(func() bool { return true }) }
+
+// NextBuffered is Next without waiting for the stream: it reads only events already read from it, and returns
+// nil, nil when none of those passes. A caller that has events in hand takes the ones that came with them, and
+// writes them all at once: the API server writes a burst of events in few writes, and so can its proxy.
+func (w *WatchReader) NextBuffered() ([]byte, error) { return w.next(w.buffered) }
+
+// next reads frames while more says one can be read, until one passes.
+func (w *WatchReader) next(more func() bool) ([]byte, error) {
+	for w.err == nil && more() {
 		frame, err := w.read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -176,6 +189,15 @@ func (f *frames) readProto(r io.Reader) ([]byte, error) {
 	}
 	f.buf = buf
 	return buf, nil
+}
+
+// protoBuffered tells whether br holds a whole length-prefixed frame.
+func protoBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < 4 {
+		return false
+	}
+	head, _ := br.Peek(4)
+	return uint64(br.Buffered()) >= 4+uint64(binary.BigEndian.Uint32(head))
 }
 
 // readCBOR reads one CBOR data item.

@@ -267,3 +267,45 @@ func TestRelayWatchTable(t *testing.T) {
 		}
 	}
 }
+
+// NextBuffered hands on the events already read from the stream, skipping the dropped ones, and never waits: at
+// the end of what was read (here, half an event the stream holds back) it returns nothing. A CBOR stream is
+// read event by event: it never says an event is buffered.
+func TestNextBuffered(t *testing.T) {
+	for _, c := range codecs {
+		t.Run(c.name, func(t *testing.T) {
+			events := watchEvents()
+			in := c.watchStream(t, events...)
+			last := c.watchStream(t, events[0])
+			pr, pw := io.Pipe()
+			go func() { pw.Write(append(in, last[:len(last)/2]...)) }() // one write: read at once
+			defer pw.Close()
+			wr, err := NewWatchReader(pr, c.contentType, keepMine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := wr.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := [][]byte{bytes.Clone(first)}
+			for {
+				ev, err := wr.NextBuffered()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev == nil {
+					break
+				}
+				got = append(got, bytes.Clone(ev))
+			}
+			want := wantWatch
+			if c.name == "cbor" {
+				want = wantWatch[:1]
+			}
+			if diff := cmp.Diff(want, namespacesOf(t, c.readWatch(t, bytes.Join(got, nil)))); diff != "" {
+				t.Errorf("events in hand (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
