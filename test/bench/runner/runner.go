@@ -63,8 +63,8 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(binDir)
-	opts.Logf("building manager, proxy, federator and the shard replica stand-in")
-	if err := fedrun.Build(fedrun.SourceRoot(), binDir, "./test/bench/replica"); err != nil {
+	opts.Logf("building manager, proxy, federator and the stand-ins for a shard replica and a bare hop")
+	if err := fedrun.Build(fedrun.SourceRoot(), binDir, "./test/bench/replica", "./test/bench/barehop"); err != nil {
 		return nil, nil, err
 	}
 	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, Variants: opts.Variants, BinDir: binDir, Logf: opts.Logf}

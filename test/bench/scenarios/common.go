@@ -100,7 +100,8 @@ func benchPod(ns string, j int) *corev1.Pod {
 	}
 }
 
-// proxy is a standalone cmd/proxy in front of an API server, serving plain HTTP on loopback.
+// proxy is a standalone cmd/proxy (or the bare hop, test/bench/barehop) in front of an API server, serving plain
+// HTTP on loopback.
 type proxy struct {
 	addr string
 	proc *cluster.Process
@@ -108,19 +109,7 @@ type proxy struct {
 
 // startProxy runs a proxy for shard own.Shard and waits until it serves.
 func startProxy(ctx context.Context, binDir string, c *cluster.Cluster, own config.Ownership) (*proxy, error) {
-	dir, err := os.MkdirTemp("", "fedmesh-bench-proxy-")
-	if err != nil {
-		return nil, err
-	}
 	ownership, err := json.Marshal(own)
-	if err != nil {
-		return nil, err
-	}
-	cfgPath := filepath.Join(dir, "proxy.json")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `{"ownership": %s, "traffic": {}}`, ownership), 0o600); err != nil {
-		return nil, err
-	}
-	port, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +117,52 @@ func startProxy(ctx context.Context, binDir string, c *cluster.Cluster, own conf
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	p.proc, err = cluster.StartProcess(fmt.Sprintf("proxy-%d", own.Shard), dir, filepath.Join(binDir, "proxy"),
-		"--upstream-kubeconfig", c.Kubeconfig(), "--listen-address", p.addr,
-		"--probe-address", fmt.Sprintf("127.0.0.1:%d", probePort), "--config", cfgPath, "--state-dir", filepath.Join(dir, "state"))
+	probes := fmt.Sprintf("127.0.0.1:%d", probePort)
+	args := func(dir, addr string) ([]string, error) {
+		cfgPath := filepath.Join(dir, "proxy.json")
+		if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `{"ownership": %s, "traffic": {}}`, ownership), 0o600); err != nil {
+			return nil, err
+		}
+		return []string{"--upstream-kubeconfig", c.Kubeconfig(), "--listen-address", addr, "--probe-address", probes,
+			"--config", cfgPath, "--state-dir", filepath.Join(dir, "state")}, nil
+	}
+	return startForwarder(ctx, fmt.Sprintf("proxy-%d", own.Shard), filepath.Join(binDir, "proxy"), args,
+		func(string) string { return "http://" + probes + "/readyz" })
+}
+
+// startBareHop runs test/bench/barehop in front of c and waits until it forwards.
+func startBareHop(ctx context.Context, binDir string, c *cluster.Cluster) (*proxy, error) {
+	args := func(_, addr string) ([]string, error) {
+		return []string{"--upstream-kubeconfig", c.Kubeconfig(), "--listen-address", addr}, nil
+	}
+	// The API server answers /version to anyone: through the hop, it proves the hop forwards.
+	return startForwarder(ctx, "barehop", filepath.Join(binDir, "barehop"), args,
+		func(addr string) string { return "http://" + addr + "/version" })
+}
+
+// startForwarder runs bin with args for a free loopback address to serve on, and waits until readyURL of that
+// address answers 200.
+func startForwarder(ctx context.Context, name, bin string, args func(dir, addr string) ([]string, error), readyURL func(addr string) string) (*proxy, error) {
+	dir, err := os.MkdirTemp("", "fedmesh-bench-"+name+"-")
 	if err != nil {
 		return nil, err
 	}
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	port, err := cluster.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	argv, err := args(dir, p.addr)
+	if err != nil {
+		return nil, err
+	}
+	if p.proc, err = cluster.StartProcess(name, dir, bin, argv...); err != nil {
+		return nil, err
+	}
+	ready := readyURL(p.addr)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if done, err := p.proc.Exited(); done {
-			return nil, fmt.Errorf("proxy exited (%v): %s", err, p.proc.Tail(20))
+			return nil, fmt.Errorf("%s exited (%v): %s", name, err, p.proc.Tail(20))
 		}
 		if resp, err := http.Get(ready); err == nil {
 			resp.Body.Close()
@@ -148,7 +172,7 @@ func startProxy(ctx context.Context, binDir string, c *cluster.Cluster, own conf
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			p.stop()
-			return nil, fmt.Errorf("proxy not ready: %s", p.proc.Tail(20))
+			return nil, fmt.Errorf("%s not ready: %s", name, p.proc.Tail(20))
 		}
 	}
 }

@@ -39,7 +39,8 @@ func ProxyOverhead() suite.Scenario {
 		Name: "proxy-overhead",
 		Description: "Pods in one API server; an informer, GETs and a watch burst, straight to the API server " +
 			"(direct) and through the proxy owning every benchmark namespace, with the API server filtering " +
-			"(proxy-server) and with the proxy filtering every item and event itself (proxy-client).",
+			"(proxy-server) and with the proxy filtering every item and event itself (proxy-client); and through a " +
+			"bare hop (bare-hop): the proxy's forwarding alone, in a process of its own, for what any sidecar costs.",
 		Run: runProxyOverhead,
 	}
 }
@@ -74,6 +75,12 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 	assignment := shard.Assignment{0: owned, 1: owned.Complement()}
 
 	variants := []suite.Variant{{Name: "direct", Run: overheadRun(admin, c.Config(), nil, namespaces, gets, burst)}}
+	hop, err := startBareHop(ctx, env.BinDir, c)
+	if err != nil {
+		return err
+	}
+	defer hop.stop()
+	variants = append(variants, suite.Variant{Name: "bare-hop", Run: overheadRun(admin, hop.config(c.Config()), hop, namespaces, gets, burst)})
 	for _, mode := range []meshv1alpha1.FilterMode{meshv1alpha1.FilterModeServer, meshv1alpha1.FilterModeClient} {
 		p, err := startProxy(ctx, env.BinDir, c, config.Ownership{Shard: 0, Assignment: assignment, FilterMode: mode})
 		if err != nil {
@@ -95,7 +102,16 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		res.Compare(s, mGetP99.Name, "difference", v, "direct", "<= 1")
 		res.Compare(s, mBurst.Name, "ratio", v, "direct", "<= 1.05")
 	}
-	res.Note("The proxy serves plain HTTP on loopback; the API server TLS. Clients read JSON.")
+	// What fedmesh costs beyond forwarding, and what forwarding costs at all.
+	for _, m := range []string{mSync.Name, mGetP50.Name, mBurst.Name} {
+		res.Compare(s, m, "ratio", "proxy-server", "bare-hop", "<= 1.05")
+		res.Compare(s, m, "ratio", "bare-hop", "direct", "")
+	}
+	res.Compare(s, mGetP99.Name, "difference", "proxy-server", "bare-hop", "<= 1")
+	res.Note("The proxy and the bare hop serve plain HTTP on loopback and reach the API server over HTTP/2 with TLS, " +
+		"as client-go does; the API server serves TLS. Clients read JSON. The bare hop is a process that only " +
+		"forwards (test/bench/barehop: the proxy's own reverse proxy and transport), so proxy-server / bare-hop is " +
+		"the cost of what fedmesh does per request and bare-hop / direct the cost of any hop on these 2 cores.")
 	res.Note("Proxy RSS is read from /proc after the informer synced; compare it across scales to see whether it " +
 		"depends on the object count (the bar: it must not).")
 	return nil
