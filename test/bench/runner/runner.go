@@ -72,7 +72,7 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 	for _, s := range chosen {
 		opts.Logf("scenario %s (scale %s, %d repetitions)", s.Name, opts.Scale, opts.Reps)
 		res := &suite.Result{Scenario: s.Name, Description: s.Description, Scale: opts.Scale, Reps: opts.Reps,
-			Variants: opts.Variants, Started: time.Now(), Commit: rep.Machine.Commit,
+			Variants: opts.Variants, Started: time.Now(), Commit: rep.Machine.Commit, CPU: rep.Machine.CPU,
 			Command: fmt.Sprintf("go run ./test/bench -scenario %s -scale %s -reps %d", s.Name, opts.Scale, opts.Reps)}
 		if len(opts.Variants) > 0 {
 			res.Command += " -variants " + strings.Join(opts.Variants, ",")

@@ -86,7 +86,7 @@ func (s fedSetup) variant() string {
 func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Result) error {
 	templates, nsCount := env.Scale.Pick(2, 300, 10000), env.Scale.Pick(2, 30, 500)
 	// The parameter lists only the shard counts that run.
-	shardCounts := slices.DeleteFunc([]int{0, 2, 4}[:env.Scale.Pick(1, 2, 3)], func(n int) bool { return !env.Runs(fedSetup{shards: n}.variant()) })
+	shardCounts := slices.DeleteFunc([]int{0, 2, 4}[:env.Scale.Pick(1, 3, 3)], func(n int) bool { return !env.Runs(fedSetup{shards: n}.variant()) })
 	// Pods spread over the kwok nodes of each member; a fake node holds 250.
 	fakeNodes := env.Scale.Pick(1, 2, 20)
 	res.Param("templates", templates)

@@ -102,12 +102,13 @@ func (rep *Report) markdown(dir string, plots map[*Result][]string) string {
 	var b strings.Builder
 	m := rep.Machine
 	fmt.Fprintf(&b, "# fedmesh benchmark report\n\n")
-	fmt.Fprintf(&b, "Measured %s on %d cores, %s GiB of memory (%s); %s; fedmesh %s.\n",
+	fmt.Fprintf(&b, "The last run: %s on %d cores, %s GiB of memory (%s); %s; fedmesh %s.\n",
 		rep.Started.UTC().Format("2006-01-02 15:04 MST"), m.Cores, m.MemoryGiB, m.CPU, m.Go, m.Commit)
 	for _, name := range sortedKeys(m.Components) {
 		fmt.Fprintf(&b, "%s %s; ", name, m.Components[name])
 	}
-	fmt.Fprintf(&b, "\n\nThe last run: `%s`. Every variant of a comparison ran interleaved (A B A B ...) in the same "+
+	fmt.Fprintf(&b, "\n\nIts command: `%s`. Each section says when, at which commit and on which processor it "+
+		"was measured. Every variant of a comparison ran interleaved (A B A B ...) in the same "+
 		"run; figures are the median of the repetitions, with their range (min–max) and spread ((max−min)/median). "+
 		"Ratios and differences are paired per repetition, then summarized. The benchmark's own clients have no QPS "+
 		"limit, and fedmesh's binaries run with theirs raised far above what they reach, so client limits bound "+
@@ -118,8 +119,12 @@ func (rep *Report) markdown(dir string, plots map[*Result][]string) string {
 		if len(r.Variants) > 0 {
 			only = fmt.Sprintf(" of the variants %s only", strings.Join(r.Variants, ", "))
 		}
-		fmt.Fprintf(&b, "Scale **%s**, %d repetitions%s, %.0f s, measured %s at %s. Reproduce: `%s`.\n", r.Scale, r.Reps,
-			only, r.Duration, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Commit, r.Command)
+		cpu := r.CPU
+		if cpu == "" {
+			cpu = "a processor not recorded"
+		}
+		fmt.Fprintf(&b, "Scale **%s**, %d repetitions%s, %.0f s, measured %s at %s on %s. Reproduce: `%s`.\n", r.Scale, r.Reps,
+			only, r.Duration, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Commit, cpu, r.Command)
 		if len(r.Parameters) > 0 {
 			var ps []string
 			for _, k := range sortedKeys(r.Parameters) {

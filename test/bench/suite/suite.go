@@ -173,11 +173,13 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	// Started and Commit say when and on which fedmesh this scenario was measured: a report may hold scenarios
 	// of several runs (see Report.Merge).
-	Started     time.Time `json:"started"`
-	Commit      string    `json:"commit,omitempty"`
-	Description string    `json:"description"`
-	Scale       Scale     `json:"scale"`
-	Reps        int       `json:"reps"`
+	Started time.Time `json:"started"`
+	Commit  string    `json:"commit,omitempty"`
+	// CPU is the processor it ran on: machines of one kind differ in it, and its figures are of that machine.
+	CPU         string `json:"cpu,omitempty"`
+	Description string `json:"description"`
+	Scale       Scale  `json:"scale"`
+	Reps        int    `json:"reps"`
 	// Variants are the variants chosen to run, when not all did.
 	Variants    []string       `json:"variants,omitempty"`
 	Command     string         `json:"command"`
