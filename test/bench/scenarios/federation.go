@@ -50,6 +50,7 @@ var (
 	mFedMachineCPU = suite.Metric{Name: "machine-cpu-per-template", Unit: "CPU-ms", Bound: "every process of the run: API servers, etcds, controllers, federator, manager, proxies and the benchmark itself"}
 	mFedHostReqs   = suite.Metric{Name: "host-requests-per-template", Unit: "requests", Bound: "API calls the pipeline makes (LIST and WATCH left out)"}
 	mFedMemberObjs = suite.Metric{Name: "member-deployments", Unit: "objects", Bound: "check: templates x target members"}
+	mFedReconciles = suite.Metric{Name: "federator-reconciles-per-template", Unit: "reconciles", Bound: "the stages' passes (all shards), each stage in the log"}
 )
 
 const fedMembers = 3
@@ -111,7 +112,7 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 	if err != nil {
 		return err
 	}
-	res.Record(s, mFedTime, mFedRate, mFedCPU, mFedIdleCPU, mFedBusyCPU, mFedRSS, mFedHostCPU, mFedMachineCPU, mFedHostReqs, mFedMemberObjs)
+	res.Record(s, mFedTime, mFedRate, mFedCPU, mFedIdleCPU, mFedBusyCPU, mFedRSS, mFedHostCPU, mFedMachineCPU, mFedHostReqs, mFedReconciles, mFedMemberObjs)
 	floor := setups[0].variant()
 	var xs []float64
 	var rates, cpus [][]float64
@@ -129,6 +130,7 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		res.Compare(s, mFedCPU.Name, "ratio", setup.variant(), unsharded, "<= 1.1")
 		res.Compare(s, mFedIdleCPU.Name, "ratio", setup.variant(), unsharded, "")
 		res.Compare(s, mFedBusyCPU.Name, "ratio", setup.variant(), unsharded, "")
+		res.Compare(s, mFedReconciles.Name, "ratio", setup.variant(), unsharded, "")
 	}
 	res.Compare(s, mFedHostCPU.Name, "ratio", unsharded, floor, "")
 	// Everything shares the cores: converge tracks what the whole machine spends per template.
@@ -147,6 +149,9 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		"there, and host-requests-per-template counts its API calls (LIST and WATCH aside). The federator " +
 		"writes more than the floor for the same result: events, the claim label on the template, the " +
 		"scheduler's placement, and each stage's status.")
+	res.Note("federator-reconciles-per-template counts the passes of every stage over all shards (the run's log " +
+		"lists them by stage), so that CPU per template that rises with shards can be told as more passes or as " +
+		"costlier ones.")
 	res.Note("The bar of 50 templates/s is 10x Karmada's controllers (client QPS 1000), which converge 1,000 " +
 		"Deployments x 2 members in about 190 s, about 5 templates/s, on this kind of machine. On these 2 cores " +
 		"the floor itself, a bare client making the fewest writes, is the ceiling of what any controller reaches.")
@@ -218,6 +223,10 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	hostPID := f.Cluster().Host.PID("kube-apiserver")
 	hostCPUBefore := cpuOf(hostPID)
 	cpuBefore := federatorCPU()
+	reconcilesBefore, err := federatorReconciles(ctx, run, setup.shards)
+	if err != nil {
+		return nil, err
+	}
 	machineBefore := machineCPU()
 	host := f.fastHost
 	start := time.Now()
@@ -248,6 +257,13 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	out[mFedMachineCPU.Name] = machine.total() / float64(templates)
 	env.Logf("    CPU-ms per template: %s", machine.per(templates))
 	if !floor {
+		reconciles, err := federatorReconciles(ctx, run, setup.shards)
+		if err != nil {
+			return nil, err
+		}
+		reconciles = reconciles.since(reconcilesBefore)
+		out[mFedReconciles.Name] = reconciles.total() / float64(templates)
+		env.Logf("    federator reconciles per template: %s", reconciles.per(templates))
 		out[mFedCPU.Name] = (federatorCPU() - cpuBefore) * 1000 / float64(templates)
 		out[mFedIdleCPU.Name] = idleCPU
 		out[mFedBusyCPU.Name] = out[mFedCPU.Name] - idleCPU*elapsed/float64(templates)

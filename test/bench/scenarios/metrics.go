@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedrun"
 	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
@@ -107,6 +108,29 @@ func scrape(ctx context.Context, addr string) (families, error) {
 func (f families) sum(name string, match map[string]string) float64 {
 	total, _ := promtest.Match(f[name], match)
 	return total
+}
+
+// federatorReconciles is the reconciles of every federator of run (shards of them, or one when unsharded) so far,
+// by controller; none for the floor (run nil).
+func federatorReconciles(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
+	out := tally{}
+	if run == nil {
+		return out, nil
+	}
+	for i := range max(shards, 1) {
+		fams, err := scrape(ctx, run.FederatorMetrics(i))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range fams["controller_runtime_reconcile_total"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // histogram is the sum and count of a Prometheus histogram, over all its label sets.
