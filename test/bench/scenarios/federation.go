@@ -50,8 +50,17 @@ var (
 	mFedMachineCPU = suite.Metric{Name: "machine-cpu-per-template", Unit: "CPU-ms", Bound: "every process of the run: API servers, etcds, controllers, federator, manager, proxies and the benchmark itself"}
 	mFedHostReqs   = suite.Metric{Name: "host-requests-per-template", Unit: "requests", Bound: "API calls the pipeline makes (LIST and WATCH left out)"}
 	mFedMemberObjs = suite.Metric{Name: "member-deployments", Unit: "objects", Bound: "check: templates x target members"}
-	mFedReconciles = suite.Metric{Name: "federator-reconciles-per-template", Unit: "reconciles", Bound: "the stages' passes (all shards), each stage in the log"}
+	mFedReconciles = suite.Metric{Name: "federator-reconciles-per-template", Unit: "reconciles", Bound: "the stages' passes (all shards)"}
 )
+
+// mFedStagePasses are the passes per template of each stage (controller) of the federator, all shards.
+var mFedStagePasses = func() []suite.Metric {
+	var out []suite.Metric
+	for _, stage := range []string{"detector-templates", "scheduler-resourcebinding", "binding", "execution", "work-status", "binding-status"} {
+		out = append(out, suite.Metric{Name: "passes-" + stage, Unit: "reconciles", Bound: "the " + stage + " stage's passes per template (all shards)"})
+	}
+	return out
+}()
 
 const fedMembers = 3
 
@@ -113,6 +122,7 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		return err
 	}
 	res.Record(s, mFedTime, mFedRate, mFedCPU, mFedIdleCPU, mFedBusyCPU, mFedRSS, mFedHostCPU, mFedMachineCPU, mFedHostReqs, mFedReconciles, mFedMemberObjs)
+	res.Record(s, mFedStagePasses...)
 	floor := setups[0].variant()
 	var xs []float64
 	var rates, cpus [][]float64
@@ -149,9 +159,9 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		"there, and host-requests-per-template counts its API calls (LIST and WATCH aside). The federator " +
 		"writes more than the floor for the same result: events, the claim label on the template, the " +
 		"scheduler's placement, and each stage's status.")
-	res.Note("federator-reconciles-per-template counts the passes of every stage over all shards (the run's log " +
-		"lists them by stage), so that CPU per template that rises with shards can be told as more passes or as " +
-		"costlier ones.")
+	res.Note("federator-reconciles-per-template counts the passes of every stage over all shards, and passes-<stage> " +
+		"each stage's, so that CPU per template that rises with shards can be told as more passes, and whose, or " +
+		"as costlier ones.")
 	res.Note("The bar of 50 templates/s is 10x Karmada's controllers (client QPS 1000), which converge 1,000 " +
 		"Deployments x 2 members in about 190 s, about 5 templates/s, on this kind of machine. On these 2 cores " +
 		"the floor itself, a bare client making the fewest writes, is the ceiling of what any controller reaches.")
@@ -263,6 +273,9 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 		}
 		reconciles = reconciles.since(reconcilesBefore)
 		out[mFedReconciles.Name] = reconciles.total() / float64(templates)
+		for _, m := range mFedStagePasses {
+			out[m.Name] = reconciles[strings.TrimPrefix(m.Name, "passes-")] / float64(templates)
+		}
 		env.Logf("    federator reconciles per template: %s", reconciles.per(templates))
 		out[mFedCPU.Name] = (federatorCPU() - cpuBefore) * 1000 / float64(templates)
 		out[mFedIdleCPU.Name] = idleCPU
