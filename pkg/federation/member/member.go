@@ -36,7 +36,7 @@ type Client struct {
 	Mapper meta.ResettableRESTMapper
 }
 
-// Factory hands out member clients, cached by the Cluster's and Secret's resource versions.
+// Factory hands out member clients, cached by the Cluster's spec (generation) and the Secret's resource version.
 type Factory struct {
 	// Host reads Clusters.
 	Host client.Reader
@@ -56,10 +56,10 @@ type Factory struct {
 }
 
 type cached struct {
-	clusterVersion string // the Cluster's resourceVersion
-	version        string // and its Secret's
-	secretRead     time.Time
-	client         *Client
+	clusterSpec string // which Cluster and which of its specs (see specVersion)
+	version     string // and its Secret's resourceVersion
+	secretRead  time.Time
+	client      *Client
 }
 
 // secretRecheck is how long a client is handed out without reading its Secret again: every reconcile of every Work
@@ -82,13 +82,14 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 		return nil, fmt.Errorf("cluster %s is in Pull mode: the federation does not reach it", c.Name)
 	}
 	f.mu.Lock()
-	if hit, ok := f.clients[c.Name]; ok && hit.clusterVersion == c.ResourceVersion && time.Since(hit.secretRead) < secretRecheck {
+	spec := specVersion(c)
+	if hit, ok := f.clients[c.Name]; ok && hit.clusterSpec == spec && time.Since(hit.secretRead) < secretRecheck {
 		f.mu.Unlock()
 		return hit.client, nil
 	}
 	f.mu.Unlock()
 	var secret corev1.Secret
-	version := c.ResourceVersion
+	version := spec
 	read := time.Now()
 	if ref := c.Spec.SecretRef; ref != nil {
 		secrets := f.Secrets
@@ -122,8 +123,15 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	if f.clients == nil {
 		f.clients = map[string]cached{}
 	}
-	f.clients[c.Name] = cached{clusterVersion: c.ResourceVersion, version: version, secretRead: read, client: mc}
+	f.clients[c.Name] = cached{clusterSpec: spec, version: version, secretRead: read, client: mc}
 	return mc, nil
+}
+
+// specVersion names c's spec, all a client is made from besides the Secret. Its resourceVersion would do too, but
+// the Cluster's status changes with every probe and every summary of its resources, and each change would
+// otherwise cost a read of the Secret and a new client (and its discovery) in every stage that reaches members.
+func specVersion(c *clusterv1alpha1.Cluster) string {
+	return fmt.Sprintf("%s/%d", c.UID, c.Generation)
 }
 
 // Forget drops the cached client of a cluster, e.g. when the Cluster is deleted.

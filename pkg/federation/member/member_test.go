@@ -28,7 +28,8 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
-// A client is handed out again without reading the Secret each time; a changed Cluster is read afresh.
+// A client is handed out again without reading the Secret each time, also when only the Cluster's status
+// changed (it does with every probe); a changed spec is read afresh.
 func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -40,7 +41,7 @@ func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
 		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
-	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).Build()
+	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).WithStatusSubresource(c).Build()
 	secrets := &countingReader{Reader: fc}
 	f := &Factory{Host: fc, Secrets: secrets}
 	ctx := context.Background()
@@ -57,7 +58,19 @@ func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
 	if secrets.secrets != 1 {
 		t.Errorf("the Secret was read %d times for 6 clients of an unchanged Cluster; want 1", secrets.secrets)
 	}
+	if err := fc.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.KubernetesVersion = "v1.36.3"
+	if err := fc.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := f.Client(ctx, "member1"); err != nil || again != first || secrets.secrets != 1 {
+		t.Errorf("after a status change: same client %t (%v), secret reads %d; want the same client, 1 read", again == first, err, secrets.secrets)
+	}
 	c.Spec.APIEndpoint = "https://127.0.0.1:7443"
+	// The API server counts generations; the fake client does not.
+	c.Generation++
 	if err := fc.Update(ctx, c); err != nil {
 		t.Fatal(err)
 	}
