@@ -188,7 +188,7 @@ func (o *options) Run(ctx context.Context) error {
 func (o *options) runXDS(ctx context.Context, store *config.Store, onContact func(bool), log logr.Logger) error {
 	node, _ := o.node()
 	opts := xds.ClientOptions{Target: o.xdsAddress, Insecure: o.xdsInsecure, TokenFile: o.xdsTokenFile, Node: node,
-		Apply: proxy.XDSApply(store), Log: log, OnContact: onContact}
+		Apply: proxy.XDSApply(store), Log: log, OnContact: onContact, ContactLease: o.ownershipLease}
 	if !o.xdsInsecure {
 		tlsConfig, err := xds.TLSConfigFromCA(o.xdsCAFile, "")
 		if err != nil {

@@ -45,8 +45,14 @@ type ClientOptions struct {
 	TypeURLs []string
 	// Apply receives configuration. Required.
 	Apply ApplyFunc
-	// MinBackoff and MaxBackoff bound the jittered wait between connection attempts; default 250ms and 30s.
+	// MinBackoff and MaxBackoff bound the jittered wait between connection attempts; default 250ms and 30s, or a
+	// quarter of ContactLease when that is shorter.
 	MinBackoff, MaxBackoff time.Duration
+	// ContactLease is how long the caller keeps going without contact (the proxy's ownership lease); 0 if it has
+	// no such limit. Attempts must come several times within it: in a manager failover the first ones are refused
+	// (not the leader yet) or fail (the old leader is gone), and a wait grown past the lease would cost the proxy
+	// its ranges although a new leader is there.
+	ContactLease time.Duration
 	// Log reports connection errors (each ends a stream; Run reconnects). Default: discard.
 	Log logr.Logger
 	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
@@ -67,7 +73,11 @@ func (o *ClientOptions) setDefaults() {
 		o.MinBackoff = 250 * time.Millisecond
 	}
 	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = max(30*time.Second, o.MinBackoff)
+		o.MaxBackoff = 30 * time.Second
+		if o.ContactLease > 0 {
+			o.MaxBackoff = min(o.MaxBackoff, o.ContactLease/4)
+		}
+		o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
 	}
 	if o.clock == nil {
 		o.clock = clock.RealClock{}

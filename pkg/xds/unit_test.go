@@ -89,6 +89,29 @@ func TestBackoffBoundedAndJittered(t *testing.T) {
 	}
 }
 
+// The longest wait between attempts stays well within the caller's contact lease.
+func TestMaxBackoffDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		opts          ClientOptions
+		wantMin, want time.Duration
+	}{
+		{"no lease", ClientOptions{}, 250 * time.Millisecond, 30 * time.Second},
+		{"the proxy's default lease", ClientOptions{ContactLease: 30 * time.Second}, 250 * time.Millisecond, 7500 * time.Millisecond},
+		{"a long lease keeps the cap", ClientOptions{ContactLease: 10 * time.Minute}, 250 * time.Millisecond, 30 * time.Second},
+		{"never below the minimum", ClientOptions{ContactLease: 400 * time.Millisecond}, 250 * time.Millisecond, 250 * time.Millisecond},
+		{"set explicitly", ClientOptions{ContactLease: 30 * time.Second, MaxBackoff: time.Minute}, 250 * time.Millisecond, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts
+			o.setDefaults()
+			if o.MinBackoff != tc.wantMin || o.MaxBackoff != tc.want {
+				t.Errorf("backoff %v..%v, want %v..%v", o.MinBackoff, o.MaxBackoff, tc.wantMin, tc.want)
+			}
+		})
+	}
+}
+
 func TestPending(t *testing.T) {
 	k := ResourceKey{OwnershipType, "ops/operator/shard-0"}
 	nodes := map[string]NodeState{
