@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -37,6 +38,7 @@ type options struct {
 	tlsSelfSigned      bool
 	configFile         string
 	stateDir           string
+	profiling          bool
 
 	xdsAddress     string
 	ownershipLease time.Duration
@@ -56,6 +58,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP on loopback when empty, unless --tls-self-signed).")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "Private key of --tls-cert-file.")
 	fs.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "Serve TLS with a certificate for 127.0.0.1 generated at start, for clients in the pod that skip verification (client-go sends a kubeconfig's credentials only over TLS).")
+	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's /debug/pprof on --probe-address, for profiling a busy proxy.")
 	fs.StringVar(&o.configFile, "config", "", "Standalone configuration file (ownership and traffic policy), re-read when it changes.")
 	fs.StringVar(&o.stateDir, "state-dir", "", "Directory where the last good configuration is kept across restarts.")
 	fs.StringVar(&o.xdsAddress, "xds-address", "", "The manager's xDS address (host:port); the configuration then comes from the manager.")
@@ -177,6 +180,12 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if o.profiling {
+		probes.HandleFunc("/debug/pprof/", pprof.Index)
+		probes.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		probes.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		probes.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	g.Go(func() error {
 		return serve(ctx, &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second}, probeListener, "", "")
 	})

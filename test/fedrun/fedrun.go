@@ -43,6 +43,8 @@ type Options struct {
 	Shards int
 	// FederatorArgs are extra flags of every federator.
 	FederatorArgs []string
+	// Pprof serves each federator's and proxy's /debug/pprof (PprofAddrs), for profiling a run.
+	Pprof bool
 }
 
 // Run is a running federator (and manager and proxies when sharded).
@@ -59,7 +61,9 @@ type federator struct {
 	name    string
 	args    []string
 	metrics string
-	proc    *cluster.Process
+	// pprof is the host:port of its /debug/pprof, or empty.
+	pprof string
+	proc  *cluster.Process
 }
 
 // Build builds the manager, proxy and federator, and the packages more names, into dir from the module at root.
@@ -106,7 +110,7 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		return r, r.startFederator("federator", kubeconfig, nil)
 	}
 	if r.Mesh, err = StartMesh(ctx, MeshOptions{Host: opts.Host, Client: opts.Client, BinDir: opts.BinDir,
-		Namespace: names.SystemNamespace, Name: Name, Rules: everything, Dir: dir}); err != nil {
+		Namespace: names.SystemNamespace, Name: Name, Rules: everything, Dir: dir, ProxyArgs: proxyArgs(opts)}); err != nil {
 		return r, err
 	}
 	sc := &meshv1alpha1.ShardingConfig{
@@ -143,6 +147,13 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		}
 	}
 	return r, nil
+}
+
+func proxyArgs(opts Options) []string {
+	if opts.Pprof {
+		return []string{"--profiling"}
+	}
+	return nil
 }
 
 // WaitConfigured waits until the ShardingConfig is Ready with proxies proxies acknowledging it, and leaves its
@@ -189,6 +200,12 @@ func (r *Run) startFederator(name, kubeconfig string, extra []string) error {
 	}
 	f := &federator{name: name, metrics: metrics, args: append([]string{"--kubeconfig", kubeconfig, "--leader-elect",
 		"--leader-election-id", Name, "--leader-election-namespace", names.SystemNamespace, "--metrics-bind-address", metrics}, extra...)}
+	if r.opts.Pprof {
+		if f.pprof, err = freeAddr(); err != nil {
+			return err
+		}
+		f.args = append(f.args, "--pprof-bind-address", f.pprof)
+	}
 	f.args = append(f.args, r.opts.FederatorArgs...)
 	r.federators = append(r.federators, f)
 	return r.runFederator(f)
@@ -215,6 +232,23 @@ func (r *Run) StartFederator(i int) error { return r.runFederator(r.federators[i
 
 // FederatorMetrics is the host:port of federator i's /metrics.
 func (r *Run) FederatorMetrics(i int) string { return r.federators[i].metrics }
+
+// PprofAddrs are the host:ports of every federator's and proxy's /debug/pprof by process name (federator-0,
+// proxy-0, ...); empty unless Options.Pprof.
+func (r *Run) PprofAddrs() map[string]string {
+	out := map[string]string{}
+	for i, f := range r.federators {
+		if f.pprof != "" {
+			out[fmt.Sprintf("federator-%d", i)] = f.pprof
+		}
+	}
+	if r.Mesh != nil && r.opts.Pprof {
+		for id, s := range r.Mesh.shards {
+			out[fmt.Sprintf("proxy-%d", id)] = s.Probes
+		}
+	}
+	return out
+}
 
 // FederatorPID is federator i's process ID.
 func (r *Run) FederatorPID(i int) int { return r.federators[i].proc.PID() }

@@ -17,8 +17,9 @@ import (
 // change.
 const Limit = time.Second
 
-// recheck is how often a wait reads the cache again when no event has woken it: a safety net, not the way a
-// wait normally ends.
+// recheck is how soon a wait first reads the cache again when no event has woken it, doubling after each such
+// read: a safety net, not the way a wait normally ends. When the cache lags most, under load, each read is a copy
+// of the object the cache would deliver anyway.
 const recheck = 50 * time.Millisecond
 
 // Waiter waits for a cache to show an object, woken by the cache's informer delivering that object rather than
@@ -88,8 +89,8 @@ func (w *Waiter) Shows(ctx context.Context, reader client.Reader, key client.Obj
 	if w != nil && w.recheck > 0 {
 		every = w.recheck
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	timer := time.NewTimer(every)
+	defer timer.Stop()
 	for {
 		// Listen before reading, so that an event between the read and the wait is not missed.
 		woken := w.listen(k)
@@ -100,7 +101,9 @@ func (w *Waiter) Shows(ctx context.Context, reader client.Reader, key client.Obj
 		select {
 		case <-woken:
 			continue
-		case <-tick.C:
+		case <-timer.C:
+			every *= 2
+			timer.Reset(every)
 		case <-ctx.Done():
 		}
 		w.forget(k, woken)

@@ -127,3 +127,23 @@ func (neverReader) Get(_ context.Context, key client.ObjectKey, _ client.Object,
 }
 
 func (neverReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// countingReader never shows the object and counts how often it was asked.
+type countingReader struct {
+	neverReader
+	reads atomic.Int32
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.reads.Add(1)
+	return r.neverReader.Get(ctx, key, obj, opts...)
+}
+
+func TestRechecksBackOff(t *testing.T) {
+	r := &countingReader{}
+	(&Waiter{}).Created(context.Background(), r, client.ObjectKey{Name: "never"}, &corev1.ConfigMap{})
+	// Over Limit (1s), reads at 0, 50, 150, 350 and 750ms: a fixed 50ms would have read 20 times.
+	if got := r.reads.Load(); got > 5 || got < 2 {
+		t.Errorf("the cache was read %d times in a wait that nothing ended, want 2 to 5", got)
+	}
+}

@@ -27,6 +27,8 @@ type Options struct {
 	// Variants, when set, are the only variants that run (see suite.Env).
 	Variants []string
 	OutDir   string
+	// ProfileDir is suite.Env's.
+	ProfileDir string
 	// Command is how the whole run was started, for the report.
 	Command string
 	Logf    func(format string, args ...any)
@@ -67,7 +69,7 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 	if err := fedrun.Build(fedrun.SourceRoot(), binDir, "./test/bench/replica", "./test/bench/barehop"); err != nil {
 		return nil, nil, err
 	}
-	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, Variants: opts.Variants, BinDir: binDir, Logf: opts.Logf}
+	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, Variants: opts.Variants, BinDir: binDir, ProfileDir: opts.ProfileDir, Logf: opts.Logf}
 	rep := &suite.Report{Started: time.Now(), Machine: describeMachine(), Command: opts.Command}
 	for _, s := range chosen {
 		opts.Logf("scenario %s (scale %s, %d repetitions)", s.Name, opts.Scale, opts.Reps)

@@ -187,7 +187,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	var run *fedrun.Run
 	if !floor {
 		if run, err = fedrun.Start(ctx, fedrun.Options{Host: f.Cluster().Host, Client: f.Host, BinDir: env.BinDir, Shards: setup.shards,
-			FederatorArgs: federatorLimits}); err != nil {
+			FederatorArgs: federatorLimits, Pprof: env.ProfileDir != ""}); err != nil {
 			return nil, err
 		}
 		defer run.Stop()
@@ -240,6 +240,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	machineBefore := machineCPU()
 	host := f.fastHost
 	start := time.Now()
+	prof := startProfiles(ctx, env.ProfileDir, fmt.Sprintf("%s-%s", setup.variant(), start.Format("150405")), run, unlimited(f.Cluster().Host.Config()), env.Logf)
 	if floor {
 		err = parallel(templates, 32, func(i int) error { return f.floor(ctx, benchDeployment(namespaces[i%nsCount], i, setup.replicas), i) })
 	} else {
@@ -250,7 +251,9 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	if err := conv.wait(ctx, templates, run); err != nil {
+	err = conv.wait(ctx, templates, run)
+	prof.stop()
+	if err != nil {
 		return nil, err
 	}
 	elapsed := time.Since(start).Seconds()
