@@ -30,6 +30,7 @@ func Apply(ctx context.Context, c client.Client, obj client.Object, manager stri
 	u.SetNamespace(obj.GetNamespace())
 	u.SetName(obj.GetName())
 	u.SetUID(obj.GetUID())
+	appliesTotal.WithLabelValues(manager, gvk.Kind).Inc()
 	err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 	return client.IgnoreNotFound(err)
 }

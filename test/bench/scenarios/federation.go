@@ -237,6 +237,10 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	if err != nil {
 		return nil, err
 	}
+	appliesBefore, err := federatorApplies(ctx, run, setup.shards)
+	if err != nil {
+		return nil, err
+	}
 	machineBefore := machineCPU()
 	host := f.fastHost
 	start := time.Now()
@@ -280,6 +284,11 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 			out[m.Name] = reconciles[strings.TrimPrefix(m.Name, "passes-")] / float64(templates)
 		}
 		env.Logf("    federator reconciles per template: %s", reconciles.per(templates))
+		applies, err := federatorApplies(ctx, run, setup.shards)
+		if err != nil {
+			return nil, err
+		}
+		env.Logf("    federator status applies per template: %s", applies.since(appliesBefore).per(templates))
 		out[mFedCPU.Name] = (federatorCPU() - cpuBefore) * 1000 / float64(templates)
 		out[mFedIdleCPU.Name] = idleCPU
 		out[mFedBusyCPU.Name] = out[mFedCPU.Name] - idleCPU*elapsed/float64(templates)

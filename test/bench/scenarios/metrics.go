@@ -110,9 +110,9 @@ func (f families) sum(name string, match map[string]string) float64 {
 	return total
 }
 
-// federatorReconciles is the reconciles of every federator of run (shards of them, or one when unsharded) so far,
-// by controller; none for the floor (run nil).
-func federatorReconciles(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
+// federatorCounter is counter name summed over every federator of run (shards of them, or one when unsharded) so
+// far, keyed by the values of labels joined with spaces; none for the floor (run nil).
+func federatorCounter(ctx context.Context, run *fedrun.Run, shards int, name string, labels ...string) (tally, error) {
 	out := tally{}
 	if run == nil {
 		return out, nil
@@ -122,15 +122,27 @@ func federatorReconciles(ctx context.Context, run *fedrun.Run, shards int) (tall
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range fams["controller_runtime_reconcile_total"].GetMetric() {
+		for _, m := range fams[name].GetMetric() {
+			values := make([]string, len(labels))
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
+				if j := slices.Index(labels, l.GetName()); j >= 0 {
+					values[j] = l.GetValue()
 				}
 			}
+			out[strings.Join(values, " ")] += m.GetCounter().GetValue()
 		}
 	}
 	return out, nil
+}
+
+// federatorReconciles is the reconciles of every federator of run so far, by controller.
+func federatorReconciles(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
+	return federatorCounter(ctx, run, shards, "controller_runtime_reconcile_total", "controller")
+}
+
+// federatorApplies is the status applies of every federator of run so far, by stage (field manager) and kind.
+func federatorApplies(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
+	return federatorCounter(ctx, run, shards, "fedmesh_federation_status_applies_total", "manager", "kind")
 }
 
 // histogram is the sum and count of a Prometheus histogram, over all its label sets.
