@@ -38,7 +38,7 @@ type options struct {
 	tlsSelfSigned      bool
 	configFile         string
 	stateDir           string
-	profiling          bool
+	pprofAddress       string
 
 	xdsAddress     string
 	ownershipLease time.Duration
@@ -58,7 +58,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "Serve TLS with this certificate (plain HTTP on loopback when empty, unless --tls-self-signed).")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "Private key of --tls-cert-file.")
 	fs.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "Serve TLS with a certificate for 127.0.0.1 generated at start, for clients in the pod that skip verification (client-go sends a kubeconfig's credentials only over TLS).")
-	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's /debug/pprof on --probe-address, for profiling a busy proxy.")
+	fs.StringVar(&o.pprofAddress, "pprof-address", "", "Address of Go's /debug/pprof endpoints, for profiling a busy proxy; empty disables them.")
 	fs.StringVar(&o.configFile, "config", "", "Standalone configuration file (ownership and traffic policy), re-read when it changes.")
 	fs.StringVar(&o.stateDir, "state-dir", "", "Directory where the last good configuration is kept across restarts.")
 	fs.StringVar(&o.xdsAddress, "xds-address", "", "The manager's xDS address (host:port); the configuration then comes from the manager.")
@@ -163,6 +163,13 @@ func (o *options) Run(ctx context.Context) error {
 		return err
 	}
 	defer probeListener.Close()
+	var pprofListener net.Listener
+	if o.pprofAddress != "" {
+		if pprofListener, err = net.Listen("tcp", o.pprofAddress); err != nil {
+			return err
+		}
+		defer pprofListener.Close()
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	if o.configFile != "" {
@@ -180,11 +187,15 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	if o.profiling {
-		probes.HandleFunc("/debug/pprof/", pprof.Index)
-		probes.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		probes.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		probes.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if pprofListener != nil {
+		debug := http.NewServeMux()
+		debug.HandleFunc("/debug/pprof/", pprof.Index)
+		debug.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		debug.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		g.Go(func() error {
+			return serve(ctx, &http.Server{Handler: debug, ReadHeaderTimeout: 10 * time.Second}, pprofListener, "", "")
+		})
 	}
 	g.Go(func() error {
 		return serve(ctx, &http.Server{Handler: probes, ReadHeaderTimeout: 10 * time.Second}, probeListener, "", "")

@@ -110,7 +110,7 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		return r, r.startFederator("federator", kubeconfig, nil)
 	}
 	if r.Mesh, err = StartMesh(ctx, MeshOptions{Host: opts.Host, Client: opts.Client, BinDir: opts.BinDir,
-		Namespace: names.SystemNamespace, Name: Name, Rules: everything, Dir: dir, ProxyArgs: proxyArgs(opts)}); err != nil {
+		Namespace: names.SystemNamespace, Name: Name, Rules: everything, Dir: dir, ProxyPprof: opts.Pprof}); err != nil {
 		return r, err
 	}
 	sc := &meshv1alpha1.ShardingConfig{
@@ -147,13 +147,6 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		}
 	}
 	return r, nil
-}
-
-func proxyArgs(opts Options) []string {
-	if opts.Pprof {
-		return []string{"--profiling"}
-	}
-	return nil
 }
 
 // WaitConfigured waits until the ShardingConfig is Ready with proxies proxies acknowledging it, and leaves its
@@ -242,13 +235,18 @@ func (r *Run) PprofAddrs() map[string]string {
 			out[fmt.Sprintf("federator-%d", i)] = f.pprof
 		}
 	}
-	if r.Mesh != nil && r.opts.Pprof {
+	if r.Mesh != nil {
 		for id, s := range r.Mesh.shards {
-			out[fmt.Sprintf("proxy-%d", id)] = s.Probes
+			if s.Pprof != "" {
+				out[fmt.Sprintf("proxy-%d", id)] = s.Pprof
+			}
 		}
 	}
 	return out
 }
+
+// Federators is how many federator processes run: the shards, or one.
+func (r *Run) Federators() int { return len(r.federators) }
 
 // FederatorPID is federator i's process ID.
 func (r *Run) FederatorPID(i int) int { return r.federators[i].proc.PID() }

@@ -34,6 +34,8 @@ type MeshOptions struct {
 	Rules []rbacv1.PolicyRule
 	// ManagerArgs and ProxyArgs are extra flags of the manager and of every proxy.
 	ManagerArgs, ProxyArgs []string
+	// ProxyPprof serves each proxy's /debug/pprof (Shard.Pprof), for profiling a run.
+	ProxyPprof bool
 	// Dir holds the processes' logs and files; a new temporary directory, removed by Stop, when empty.
 	Dir string
 }
@@ -57,8 +59,9 @@ type Mesh struct {
 // Shard is one shard pod of a Mesh and its proxy.
 type Shard struct {
 	Pod *corev1.Pod
-	// Addr is the proxy's address (TLS, verified with the Mesh's CA); Probes serves its /readyz and /metrics.
-	Addr, Probes string
+	// Addr is the proxy's address (TLS, verified with the Mesh's CA); Probes serves its /readyz and /metrics;
+	// Pprof its /debug/pprof, when MeshOptions.ProxyPprof.
+	Addr, Probes, Pprof string
 	// Token is bound to the pod: what the operator in the pod authenticates with.
 	Token string
 	proc  *cluster.Process
@@ -168,6 +171,12 @@ func (m *Mesh) addPod(ctx context.Context, pod *corev1.Pod, id int, ready bool) 
 		"--xds-token-file", tokenFile, "--sharding-config", m.opts.Namespace + "/" + m.opts.Name, "--shard", strconv.Itoa(id),
 		"--pod-name", pod.Name, "--pod-namespace", m.opts.Namespace,
 		"--tls-cert-file", m.cert, "--tls-private-key-file", m.key}, m.opts.ProxyArgs...)
+	if m.opts.ProxyPprof {
+		if s.Pprof, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-address", s.Pprof)
+	}
 	if s.proc, err = cluster.StartProcess("proxy-"+pod.Name, m.dir, filepath.Join(m.opts.BinDir, "proxy"), args...); err != nil {
 		return nil, err
 	}
