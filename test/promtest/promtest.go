@@ -1,9 +1,34 @@
 package promtest
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
+
+// Scrape reads the metric families that http://addr/metrics serves, by name.
+func Scrape(ctx context.Context, addr string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", addr, err)
+	}
+	return fams, nil
+}
 
 // Match adds up the counter, gauge and untyped values of family's metrics whose labels include every pair of
 // match (nil matches all); found says whether any did. A nil family matches nothing.

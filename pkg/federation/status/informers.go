@@ -80,6 +80,7 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 		}
 		cw.informers[gvr] = inf
 		cw.factory.Start(cw.stop)
+		memberInformersStarted.WithLabelValues(cluster, gvr.Resource).Inc()
 	}
 	return inf, inf.HasSynced(), nil
 }

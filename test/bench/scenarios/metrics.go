@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -87,21 +84,7 @@ type families map[string]*dto.MetricFamily
 
 // scrape reads the /metrics of addr (host:port).
 func scrape(ctx context.Context, addr string) (families, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("metrics of %s: %w", addr, err)
-	}
-	return fams, nil
+	return promtest.Scrape(ctx, addr)
 }
 
 // sum adds up the counter, gauge or untyped values of family name whose labels include every pair of match.
