@@ -174,7 +174,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, obj c
 		return reconcile.Result{}, nil
 	}
 	var clusters clusterv1alpha1.ClusterList
-	if err := r.Client.List(ctx, &clusters); err != nil {
+	// Read, never written: a Cluster's status lists every API its member serves, a copy not worth making per pass.
+	if err := r.Client.List(ctx, &clusters, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	recheck, err := r.schedule(ctx, obj, clusters.Items)

@@ -121,7 +121,9 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	ready := map[string]bool{}
 	var clusters clusterv1alpha1.ClusterList
-	if err := r.Client.List(ctx, &clusters); err != nil {
+	// Only their readiness is read: a Cluster's status lists every API its member serves, a copy not worth making
+	// per pass.
+	if err := r.Client.List(ctx, &clusters, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range clusters.Items {
