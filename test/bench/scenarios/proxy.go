@@ -40,7 +40,9 @@ func ProxyOverhead() suite.Scenario {
 		Description: "Pods in one API server; an informer, GETs and a watch burst, straight to the API server " +
 			"(direct) and through the proxy owning every benchmark namespace, with the API server filtering " +
 			"(proxy-server) and with the proxy filtering every item and event itself (proxy-client); and through a " +
-			"bare hop (bare-hop): the proxy's forwarding alone, in a process of its own, for what any sidecar costs.",
+			"bare hop (bare-hop): the proxy's forwarding alone, in a process of its own, for what any sidecar costs; " +
+			"and a proxy owning one namespace (proxy-server-one-namespace), for whether the proxy's memory follows " +
+			"the objects it passes.",
 		Run: runProxyOverhead,
 	}
 }
@@ -90,11 +92,22 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		variants = append(variants, suite.Variant{Name: "proxy-" + string(mode),
 			Run: overheadRun(admin, p.config(c.Config()), p, namespaces, gets, burst)})
 	}
+	// A proxy owning one benchmark namespace syncs the same informer: against the proxy that passes every pod, its
+	// memory says whether the proxy's follows the objects it passes.
+	one := shard.NewSet(shard.Range{First: shard.NamespaceHash(namespaces[0]), Last: shard.NamespaceHash(namespaces[0])})
+	pOne, err := startProxy(ctx, env.BinDir, c, config.Ownership{Shard: 0, Assignment: shard.Assignment{0: one, 1: one.Complement()},
+		FilterMode: meshv1alpha1.FilterModeServer})
+	if err != nil {
+		return err
+	}
+	defer pOne.stop()
+	variants = append(variants, suite.Variant{Name: "proxy-server-one-namespace", Run: syncRun(pOne.config(c.Config()), pOne)})
 	s, err := suite.Interleave(ctx, env, env.Reps, variants...)
 	if err != nil {
 		return err
 	}
 	res.Record(s, mSync, mSyncBytes, mHeap, mGetP50, mGetP99, mBurst, mProxyCPU, mProxyRSS)
+	res.Compare(s, mProxyRSS.Name, "ratio", "proxy-server", "proxy-server-one-namespace", "<= 1.05")
 	for _, v := range []string{"proxy-server", "proxy-client"} {
 		res.Compare(s, mSync.Name, "ratio", v, "direct", "<= 1.05")
 		res.Compare(s, mSyncBytes.Name, "ratio", v, "direct", "<= 1.05")
@@ -112,9 +125,26 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		"as client-go does; the API server serves TLS. Clients read JSON. The bare hop is a process that only " +
 		"forwards (test/bench/barehop: the proxy's own reverse proxy and transport), so proxy-server / bare-hop is " +
 		"the cost of what fedmesh does per request and bare-hop / direct the cost of any hop on these 2 cores.")
-	res.Note("Proxy RSS is read from /proc after the informer synced; compare it across scales to see whether it " +
-		"depends on the object count (the bar: it must not).")
+	res.Note("Proxy RSS is read from /proc after the informer synced (after the earlier repetitions' GETs and bursts "+
+		"too). proxy-server-one-namespace is a proxy owning one benchmark namespace (%d pods) that only syncs the "+
+		"informer: proxy-server / proxy-server-one-namespace is what passing every pod costs the proxy's memory "+
+		"(the bar: it must not depend on the object count).", perNS)
 	return nil
+}
+
+// syncRun syncs a pod informer through p and reads p's memory.
+func syncRun(cfg *rest.Config, p *proxy) func(context.Context, int) (map[string]float64, error) {
+	return func(ctx context.Context, _ int) (map[string]float64, error) {
+		sync, err := podsync.Sync(ctx, unlimited(cfg), nil)
+		if err != nil {
+			return nil, err
+		}
+		u, err := p.usage()
+		if err != nil {
+			return nil, err
+		}
+		return map[string]float64{mSync.Name: sync.Seconds, mSyncBytes.Name: suite.MiB(sync.Bytes), mProxyRSS.Name: suite.MiB(u.RSSBytes)}, nil
+	}
 }
 
 // overheadRun measures one client path: through p when p is set, else straight to the API server.
