@@ -1,29 +1,26 @@
 package promtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/fedmesh/fedmesh/test/httpget"
 )
 
 // Scrape reads the metric families that http://addr/metrics serves, by name.
 func Scrape(ctx context.Context, addr string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := httpget.Body(ctx, "http://"+addr+"/metrics")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("metrics of %s: %w", addr, err)
 	}

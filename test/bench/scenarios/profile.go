@@ -3,8 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/test/fedrun"
+	"github.com/fedmesh/fedmesh/test/httpget"
 )
 
 // profileChunk is how long each saved CPU profile covers: a run's end is not known ahead, and a profile is only
@@ -45,7 +44,7 @@ func startProfiles(ctx context.Context, dir, prefix string, run *fedrun.Run, hos
 	if run != nil {
 		for name, addr := range run.PprofAddrs() {
 			targets[name] = func(ctx context.Context, seconds int) ([]byte, error) {
-				return httpProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
+				return httpget.Body(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
 			}
 		}
 	}
@@ -84,20 +83,4 @@ func (p *profiler) stop() {
 	}
 	p.cancel()
 	p.wg.Wait()
-}
-
-func httpProfile(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return io.ReadAll(resp.Body)
 }
