@@ -6,7 +6,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -28,7 +27,7 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("upstream %q: %q is not a URL", name, cfg.Host)
 	}
-	transport, err := upstreamTransport(rest.AnonymousClientConfig(cfg))
+	transport, err := rest.TransportFor(rest.AnonymousClientConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
@@ -43,29 +42,6 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 		ErrorHandler: upstreamError,
 	}
 	return u, nil
-}
-
-// upstreamStreamBuffer is how much of one response the proxy takes in from its API server ahead of the operator
-// reading it (Go's HTTP/2 client takes 4 MiB per stream by default). A LIST of a large shard fills it, and so would
-// every watch of an operator that stalls; 1 MiB per stream still keeps a loopback or in-cluster hop at full speed.
-const upstreamStreamBuffer = 1 << 20
-
-// upstreamTransport is client-go's transport for cfg (HTTP/2 with its health checks, TLS from cfg) with the
-// receive buffer per stream bounded by upstreamStreamBuffer.
-func upstreamTransport(cfg *rest.Config) (http.RoundTripper, error) {
-	tlsConfig, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	t := utilnet.SetTransportDefaults(&http.Transport{
-		Proxy:               cfg.Proxy,
-		DialContext:         cfg.Dial,
-		TLSClientConfig:     tlsConfig,
-		DisableCompression:  cfg.DisableCompression,
-		MaxIdleConnsPerHost: 25, // client-go's
-		HTTP2:               &http.HTTP2Config{MaxReceiveBufferPerStream: upstreamStreamBuffer},
-	})
-	return rest.HTTPWrappersForConfig(cfg, t)
 }
 
 // upstreamError answers a request the upstream could not take with a Status, as the API server would.
