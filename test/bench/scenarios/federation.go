@@ -233,11 +233,11 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	hostPID := f.Cluster().Host.PID("kube-apiserver")
 	hostCPUBefore := cpuOf(hostPID)
 	cpuBefore := federatorCPU()
-	reconcilesBefore, err := federatorReconciles(ctx, run, setup.shards)
+	reconcilesBefore, err := federatorReconciles(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	appliesBefore, err := federatorApplies(ctx, run, setup.shards)
+	appliesBefore, err := federatorApplies(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	out[mFedMachineCPU.Name] = machine.total() / float64(templates)
 	env.Logf("    CPU-ms per template: %s", machine.per(templates))
 	if !floor {
-		reconciles, err := federatorReconciles(ctx, run, setup.shards)
+		reconciles, err := federatorReconciles(ctx, run)
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +284,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 			out[m.Name] = reconciles[strings.TrimPrefix(m.Name, "passes-")] / float64(templates)
 		}
 		env.Logf("    federator reconciles per template: %s", reconciles.per(templates))
-		applies, err := federatorApplies(ctx, run, setup.shards)
+		applies, err := federatorApplies(ctx, run)
 		if err != nil {
 			return nil, err
 		}

@@ -93,14 +93,14 @@ func (f families) sum(name string, match map[string]string) float64 {
 	return total
 }
 
-// federatorCounter is counter name summed over every federator of run (shards of them, or one when unsharded) so
-// far, keyed by the values of labels joined with spaces; none for the floor (run nil).
-func federatorCounter(ctx context.Context, run *fedrun.Run, shards int, name string, labels ...string) (tally, error) {
+// federatorCounter is counter name summed over every federator of run so far, keyed by the values of labels joined
+// with spaces; none for the floor (run nil).
+func federatorCounter(ctx context.Context, run *fedrun.Run, name string, labels ...string) (tally, error) {
 	out := tally{}
 	if run == nil {
 		return out, nil
 	}
-	for i := range max(shards, 1) {
+	for i := range run.Federators() {
 		fams, err := scrape(ctx, run.FederatorMetrics(i))
 		if err != nil {
 			return nil, err
@@ -119,13 +119,13 @@ func federatorCounter(ctx context.Context, run *fedrun.Run, shards int, name str
 }
 
 // federatorReconciles is the reconciles of every federator of run so far, by controller.
-func federatorReconciles(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
-	return federatorCounter(ctx, run, shards, "controller_runtime_reconcile_total", "controller")
+func federatorReconciles(ctx context.Context, run *fedrun.Run) (tally, error) {
+	return federatorCounter(ctx, run, "controller_runtime_reconcile_total", "controller")
 }
 
 // federatorApplies is the status applies of every federator of run so far, by stage (field manager) and kind.
-func federatorApplies(ctx context.Context, run *fedrun.Run, shards int) (tally, error) {
-	return federatorCounter(ctx, run, shards, "fedmesh_federation_status_applies_total", "manager", "kind")
+func federatorApplies(ctx context.Context, run *fedrun.Run) (tally, error) {
+	return federatorCounter(ctx, run, "fedmesh_federation_status_applies_total", "manager", "kind")
 }
 
 // histogram is the sum and count of a Prometheus histogram, over all its label sets.
