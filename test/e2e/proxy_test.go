@@ -285,3 +285,18 @@ func TestClusterScopedObjectsBelongToTheDesignatedShard(t *testing.T) {
 		t.Errorf("the designated shard creating a namespace: %v", err)
 	}
 }
+
+// --pprof-address serves Go's profiles on an address of their own, and the probe address (which a pod may expose)
+// never serves them.
+func TestProxyServesProfilesOnlyWhereAsked(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	pprofAddr := freeAddr(t)
+	p := startProxy(t, c, config.Ownership{Shard: 0, Assignment: shard.Assignment{0: shard.Full()}}, "", "--pprof-address", pprofAddr)
+	if code := httpCode(t, "http://"+pprofAddr+"/debug/pprof/"); code != 200 {
+		t.Errorf("/debug/pprof/ on --pprof-address: %d, want 200", code)
+	}
+	if code := httpCode(t, "http://"+p.probes+"/debug/pprof/"); code != 404 {
+		t.Errorf("/debug/pprof/ on the probe address: %d, want 404", code)
+	}
+}
