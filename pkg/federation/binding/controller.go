@@ -150,6 +150,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		return err
 	}
 	var written []string
+	var created []client.ObjectKey
 	for _, tc := range b.Spec.Clusters {
 		var cluster clusterv1alpha1.Cluster
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, &cluster); err != nil {
@@ -164,15 +165,23 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			o.renderErrors[tc.Name] = err
 			continue
 		}
+		isNew := o.works[tc.Name] == nil
 		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired)
 		if err != nil {
 			return fmt.Errorf("write Work %s: %w", desired.Name, err)
+		}
+		if isNew {
+			created = append(created, client.ObjectKeyFromObject(w))
 		}
 		o.works[tc.Name] = w
 		if changed {
 			written = append(written, tc.Name)
 		}
 	}
+	// Works are applied and reported on at once, each queueing this binding again: a pass whose cache had not seen
+	// a new Work yet would create it again. The wait follows all the creates, so that the cache's lag is waited out
+	// once per binding rather than once per cluster, which would hold the later clusters' Works back by as much.
+	r.Cached.CreatedAll(ctx, r.Client, created, func() client.Object { return &workv1alpha1.Work{} })
 	if len(written) > 0 {
 		log.FromContext(ctx).Info("rendered Works", "clusters", written)
 		r.event(b, corev1.EventTypeNormal, "WorksRendered", "Render", "rendered the Works of %s", strings.Join(written, ", "))
@@ -193,9 +202,6 @@ func (r *Reconciler) write(ctx context.Context, b *workv1alpha1.ResourceBinding,
 		if err := r.Client.Create(ctx, desired); err != nil {
 			return nil, false, err
 		}
-		// Works are applied and reported on at once, each queueing this binding again: a pass whose cache had
-		// not seen this Work yet would create it again.
-		r.Cached.Created(ctx, r.Client, client.ObjectKeyFromObject(desired), &workv1alpha1.Work{})
 		return desired, true, nil
 	}
 	w := existing.DeepCopy()

@@ -79,6 +79,20 @@ func (w *Waiter) Created(ctx context.Context, reader client.Reader, key client.O
 	w.Shows(ctx, reader, key, obj, func(client.Object) bool { return true })
 }
 
+// CreatedAll waits, at most Limit in all, until reader (the cache) holds every object at keys, each of newObj's
+// kind: objects created one after another are waited for together, so that the cache's lag is waited out once
+// rather than once per object. Giving up is as harmless as in Created.
+func (w *Waiter) CreatedAll(ctx context.Context, reader client.Reader, keys []client.ObjectKey, newObj func() client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, Limit)
+	defer cancel()
+	for _, key := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		w.Created(ctx, reader, key, newObj())
+	}
+}
+
 // Shows waits, at most Limit, until reader (the cache) holds the object at key and done is true of it; obj
 // receives it. Giving up is harmless: a pass that reads the older copy writes again what was written.
 func (w *Waiter) Shows(ctx context.Context, reader client.Reader, key client.ObjectKey, obj client.Object, done func(client.Object) bool) {

@@ -120,6 +120,22 @@ func TestContextEndsTheWait(t *testing.T) {
 	}
 }
 
+func TestCreatedAllWaitsOneLimit(t *testing.T) {
+	keys := []client.ObjectKey{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	start := time.Now()
+	(&Waiter{}).CreatedAll(context.Background(), neverReader{}, keys, func() client.Object { return &corev1.ConfigMap{} })
+	if waited := time.Since(start); waited >= 2*Limit {
+		t.Errorf("waited %s for three objects the cache never shows, want one Limit (%s) in all", waited, Limit)
+	}
+
+	// The cache shows the first on its third read, and by then the second too.
+	r := &laggingReader{}
+	(&Waiter{}).CreatedAll(context.Background(), r, keys[:2], func() client.Object { return &corev1.ConfigMap{} })
+	if got := r.reads.Load(); got != 4 {
+		t.Errorf("read the cache %d times, want 3 for the first object (shown on the third read) and 1 for the next", got)
+	}
+}
+
 type neverReader struct{}
 
 func (neverReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
