@@ -70,7 +70,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workers, "concurrent-reconciles", 8,
 		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
 	fs.DurationVar(&o.statusCoalesce, "status-coalesce-window", 250*time.Millisecond,
-		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits until every target cluster has reported, while each reports within 4 windows of the one before. 0 writes every change.")
+		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits until every target cluster has reported, while each reports within 4 windows of the one before (up to 20 when reports come further apart). 0 writes every change.")
 }
 
 func (o *options) Validate() error {

@@ -51,7 +51,8 @@ type BindingReconciler struct {
 	// every change.
 	Coalesce time.Duration
 	// HoldLimit is how long a binding's status may wait for the next target cluster to report (see awaiting and
-	// holds) before what has come is written; 0 does not wait.
+	// holds) before what has come is written, at least: under load, when clusters report further apart, the
+	// limit grows with the gaps seen, up to maxHoldFactor times this; 0 does not wait.
 	HoldLimit time.Duration
 
 	holds holds
@@ -133,19 +134,20 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
 	news := itemsToWrite(rb.Status.AggregatedStatus, items)
-	waiting := 0
 	if news {
-		waiting = awaiting(rb.Spec.Clusters, works.Items, isReady)
-	}
-	if wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit); wait > 0 {
-		// The Works' next changes enqueue the binding again; this is for a cluster that never reports.
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if news {
+		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
+		wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit)
+		holdLimit.Set(r.holds.learntLimit(r.HoldLimit).Seconds())
+		if wait > 0 {
+			// The Works' next changes enqueue the binding again; this is for a cluster that never reports.
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+	} else {
+		r.holds.forget(req.NamespacedName)
 	}
 	if !rb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil

@@ -222,3 +222,46 @@ func TestHolds(t *testing.T) {
 		t.Errorf("forget left %v", h.held)
 	}
 }
+
+// TestHoldLimitFollowsTheGaps: bindings whose clusters report further apart than the configured limit raise the
+// limit to twice their gaps, up to maxHoldFactor limits however long one gap is, and closer reports bring it back.
+func TestHoldLimitFollowsTheGaps(t *testing.T) {
+	const limit = time.Second
+	var h holds
+	now := time.Unix(1000, 0)
+	// report runs bindings whose three clusters report gap apart: each is held from the first report, its hold
+	// ends before the next one when gap exceeds the limit, and every later report is progress.
+	report := func(bindings int, gap time.Duration) {
+		for i := range bindings {
+			key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("rb-", i)}
+			for awaiting := 2; awaiting >= 0; awaiting-- {
+				if wait := h.wait(key, awaiting, now, limit); wait > 0 && wait < gap {
+					h.wait(key, awaiting, now.Add(wait), limit) // the requeue at the hold's end: it writes
+				}
+				now = now.Add(gap)
+			}
+		}
+	}
+	if got := h.learntLimit(limit); got != limit {
+		t.Fatalf("before any gap: limit %s, want %s", got, limit)
+	}
+	report(2, 300*time.Millisecond)
+	if got := h.learntLimit(limit); got != limit {
+		t.Errorf("after gaps well within the limit: %s, want %s", got, limit)
+	}
+	report(20, 2*time.Second)
+	if got := h.learntLimit(limit); got < 3500*time.Millisecond || got > 4*time.Second {
+		t.Errorf("after gaps of 2 s (each past the limit that was): %s, want nearly 4s", got)
+	}
+	report(5, time.Minute)
+	if got := h.learntLimit(limit); got != maxHoldFactor*limit {
+		t.Errorf("after gaps of a minute: %s, want %s", got, maxHoldFactor*limit)
+	}
+	report(40, 200*time.Millisecond)
+	if got := h.learntLimit(limit); got != limit {
+		t.Errorf("after close reports again: %s, want %s", got, limit)
+	}
+	if len(h.held) != 0 {
+		t.Errorf("bindings fully reported are still held: %v", h.held)
+	}
+}

@@ -13,42 +13,91 @@ import (
 // clusters keep reporting. A cluster silent for the limit since the one before ends the wait: the limit bounds
 // each gap, not the whole, because under load the clusters' reports are spread by the federator's own queues
 // more than by any one cluster. The whole is still bounded: at most one limit per cluster.
+//
+// The limit follows the gaps seen: twice their running mean, never below the configured limit nor above
+// maxHoldFactor times it. Under load the gaps grow past any fixed limit, every binding would then be written once
+// per cluster, and those writes are more of the load that spreads the reports.
 type holds struct {
 	mu   sync.Mutex
 	held map[types.NamespacedName]hold
+	// gap is the running mean of the time between a binding's clusters reporting, each gap counted at most
+	// maxHoldFactor limits.
+	gap time.Duration
 }
+
+// maxHoldFactor bounds the learnt limit, in configured limits: a cluster that is down is known as such by its
+// Ready condition; one slower than this is not worth holding the others' news for.
+const maxHoldFactor = 5
+
+// gapWeight is the weight of each new gap in the running mean: about the last 8 gaps count.
+const gapWeight = 8
 
 type hold struct {
-	// last is when the hold began or a cluster last reported; left is how many clusters had yet to then.
-	last time.Time
-	left int
+	// since is when the hold began or a cluster last reported; it ends at since plus the limit.
+	since time.Time
+	// reported is when the hold began or a cluster last reported, kept past the hold's end so that a report after
+	// it still counts its whole gap; left is how many clusters had yet to report then.
+	reported time.Time
+	left     int
+	// ended says the limit passed: the status was written with what had come.
+	ended bool
 }
 
-// wait is how much longer key's status may be held at now, while awaiting clusters have yet to report: what is
-// left of limit since the hold began or the count of awaiting clusters last fell below what it was (progress);
-// 0 (write now) when none is awaited, with no limit, or once limit has passed. Returning 0 ends the hold.
+// wait is how much longer key's status, which has news to write, may be held at now, while awaiting clusters
+// have yet to report: what is left of the limit since the hold began or the count of awaiting clusters last fell
+// below what it was (progress); 0 (write now) when none is awaited, with no limit, or once the limit has passed.
+// A binding held again after its limit passed begins a new hold.
 func (h *holds) wait(key types.NamespacedName, awaiting int, now time.Time, limit time.Duration) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if awaiting > 0 && limit > 0 {
-		if h.held == nil {
-			h.held = map[types.NamespacedName]hold{}
-		}
-		cur, held := h.held[key]
-		// Only a count lower than any before is progress: one that rises and falls again does not extend it.
-		if !held || awaiting < cur.left {
-			cur = hold{last: now, left: awaiting}
-		}
-		if left := cur.last.Add(limit).Sub(now); left > 0 {
-			h.held[key] = cur
-			return left
-		}
+	if limit <= 0 {
+		delete(h.held, key)
+		return 0
 	}
-	delete(h.held, key)
-	return 0
+	cur, held := h.held[key]
+	// Only a count lower than any before is progress: one that rises and falls again does not extend it.
+	progress := held && awaiting < cur.left
+	if progress {
+		h.observe(now.Sub(cur.reported), limit)
+	}
+	if awaiting == 0 {
+		delete(h.held, key)
+		return 0
+	}
+	switch {
+	case !held || progress:
+		cur = hold{since: now, reported: now, left: awaiting}
+	case cur.ended:
+		cur.since, cur.ended = now, false
+	}
+	left := cur.since.Add(h.limit(limit)).Sub(now)
+	cur.ended = left <= 0
+	if h.held == nil {
+		h.held = map[types.NamespacedName]hold{}
+	}
+	h.held[key] = cur
+	return max(left, 0)
 }
 
-// forget ends key's hold, if any (its binding is gone).
+// limit is the hold's limit learnt from the gaps seen, given the configured one.
+func (h *holds) limit(configured time.Duration) time.Duration {
+	return min(max(2*h.gap, configured), maxHoldFactor*configured)
+}
+
+// observe adds one gap between reports to the running mean.
+func (h *holds) observe(gap, limit time.Duration) {
+	gap = min(gap, maxHoldFactor*limit)
+	h.gap += (gap - h.gap) / gapWeight
+}
+
+// learntLimit is the hold's limit now, given the configured one.
+func (h *holds) learntLimit(configured time.Duration) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.limit(configured)
+}
+
+// forget ends key's hold, if any (its binding is gone, or has nothing to write).
 func (h *holds) forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

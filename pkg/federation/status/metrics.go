@@ -15,4 +15,12 @@ var memberInformersStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		"the cluster's endpoint or credentials change.",
 }, []string{"cluster", "resource"})
 
-func init() { metrics.Registry.MustRegister(memberInformersStarted) }
+// holdLimit is how long a binding's status waits for its next cluster to report now (see holds): it rises above
+// --status-coalesce-window's hold when the federator or the members lag.
+var holdLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "fedmesh_federation_binding_status_hold_seconds",
+	Help: "How long a ResourceBinding's status is held for its next target cluster to report before what has come " +
+		"is written: four status coalesce windows, more while the clusters' reports come further apart.",
+})
+
+func init() { metrics.Registry.MustRegister(memberInformersStarted, holdLimit) }
