@@ -126,6 +126,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	if len(o.unseen) > 0 {
+		// What the condition would say of these clusters is not known yet; their Works' events queue the binding
+		// again once the cache has them, and this pass is for a cache that never catches up.
+		logger.V(1).Info("Works exist that the cache has not shown yet", "clusters", o.unseen)
+		return ctrl.Result{RequeueAfter: cachewait.Limit}, nil
+	}
 	return ctrl.Result{}, r.setFullyApplied(ctx, &b, o)
 }
 
@@ -167,6 +173,12 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		}
 		isNew := o.works[tc.Name] == nil
 		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired)
+		if isNew && apierrors.IsAlreadyExists(err) && r.unseen(ctx, desired) {
+			// An earlier pass made it and the cache has not shown it yet: not a failure, and not this pass's to
+			// compare with what it should be.
+			o.unseen = append(o.unseen, tc.Name)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("write Work %s: %w", desired.Name, err)
 		}
@@ -187,6 +199,12 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		r.event(b, corev1.EventTypeNormal, "WorksRendered", "Render", "rendered the Works of %s", strings.Join(written, ", "))
 	}
 	return nil
+}
+
+// unseen reports whether the cache does not hold w at all (it lags), rather than holding a Work of that name
+// that is not the binding's (which is a conflict to report).
+func (r *Reconciler) unseen(ctx context.Context, w *workv1alpha1.Work) bool {
+	return apierrors.IsNotFound(r.Client.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}))
 }
 
 // write creates desired, or updates existing to it when something differs. It returns the Work as written (or

@@ -33,6 +33,8 @@ type outcome struct {
 	missingDeps []string
 	// works are the binding's current Works by cluster.
 	works map[string]*workv1alpha1.Work
+	// unseen are the clusters whose Work exists in the API server but not yet in the cache.
+	unseen []string
 }
 
 // fullyApplied is the binding's FullyApplied condition: True when every target cluster's Work is applied (at its

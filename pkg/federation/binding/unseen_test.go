@@ -1,0 +1,117 @@
+package binding
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestWorkTheCacheHasNotShown: a pass whose cache lags behind a Work an earlier pass created meets AlreadyExists;
+// that is no failure, and the pass looks again later. A Work
+// of that name the cache does hold, but that is not the binding's, is still reported.
+func TestWorkTheCacheHasNotShown(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 2})
+	ctx := context.Background()
+	h := f.Host
+	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lag"}}))
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "lag", Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	must(t, h.Create(ctx, deploy))
+	bind := func(name string) *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "lag", Name: name},
+			Spec: workv1alpha1.ResourceBindingSpec{
+				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "lag", Name: "web", UID: deploy.UID},
+				Replicas: 2,
+				Clusters: []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 1}, {Name: "member2", Replicas: 1}},
+			},
+		}
+		must(t, h.Create(ctx, b))
+		return b
+	}
+	reconcile := func(c client.Client, b *workv1alpha1.ResourceBinding) (ctrl.Result, error) {
+		r := &Reconciler{Client: c, Templates: h, Interpreter: interpreter.Layers{Native: native.New()}.Chain()}
+		return r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+	}
+
+	// A first pass creates both Works; the next reads from a cache that has only member2's.
+	b := bind(names.Binding("Deployment", "web"))
+	if _, err := reconcile(h, b); err != nil {
+		t.Fatal(err)
+	}
+	lagging := blindClient{Client: h, hidden: names.Work(b.Name, "member1")}
+	res, err := reconcile(lagging, b)
+	if err != nil {
+		t.Fatalf("a Work the cache has not shown yet failed the pass: %v", err)
+	}
+	if res.RequeueAfter != cachewait.Limit {
+		t.Errorf("requeued after %s, want %s (to look again should no event come)", res.RequeueAfter, cachewait.Limit)
+	}
+
+	// A Work of the name member1's would have, not labelled as the binding's: the cache holds it, so it is a conflict.
+	other := bind(names.Binding("Deployment", "other"))
+	must(t, h.Create(ctx, &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "lag", Name: names.Work(other.Name, "member1")},
+		Spec: workv1alpha1.WorkSpec{ClusterName: "member1", Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{
+			RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"lag","name":"theirs"}}`)},
+		}}}},
+	}))
+	if _, err := reconcile(h, other); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("a foreign Work in the way: error %v, want already exists", err)
+	}
+}
+
+// blindClient is a cache that has not seen the Work hidden yet.
+type blindClient struct {
+	client.Client
+	hidden string
+}
+
+func (c blindClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*workv1alpha1.Work); ok && key.Name == c.hidden {
+		return apierrors.NewNotFound(schema.GroupResource{Group: workv1alpha1.GroupVersion.Group, Resource: "works"}, key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c blindClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if works, ok := list.(*workv1alpha1.WorkList); ok {
+		kept := works.Items[:0]
+		for _, w := range works.Items {
+			if w.Name != c.hidden {
+				kept = append(kept, w)
+			}
+		}
+		works.Items = kept
+	}
+	return nil
+}
