@@ -69,6 +69,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	}
 	snap := xds.NewSnapshotter(xds.SnapshotterOptions{VersionPrefix: fmt.Sprintf("m%d-", time.Now().UnixNano())})
 	callbacks := xds.NewCallbacks(xds.TokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), o.xdsAudiences))
+	callbacks.Log = mgr.GetLogger().WithName("xds")
 	serverOpts := append([]grpc.ServerOption(nil), xds.ServerKeepalive...)
 	if !o.xdsInsecure {
 		creds, err := credentials.NewServerTLSFromFile(o.xdsCertFile, o.xdsKeyFile)

@@ -11,6 +11,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -51,6 +52,9 @@ type NodeState struct {
 // resource name, never to a wildcard.
 type Callbacks struct {
 	authenticate Authenticator
+	// Log tells of each node's streams being admitted and closed, with how many it has open then: what a handover
+	// waiting on a proxy is read against. The zero Logger logs nothing.
+	Log logr.Logger
 
 	mu      sync.Mutex
 	streams map[int64]*streamState
@@ -172,6 +176,7 @@ func (c *Callbacks) OnStreamClosed(id int64, _ *core.Node) {
 	delete(c.streams, id)
 	if st != nil && st.node != nil {
 		c.disconnectLocked(st.nodeID)
+		c.Log.Info("xDS stream closed", "node", st.nodeID, "stream", id, "openStreams", c.conns[st.nodeID])
 	}
 }
 
@@ -264,6 +269,7 @@ func (c *Callbacks) admit(st *streamState, node *core.Node) error {
 	n.Metadata, n.Connected = meta, true
 	c.conns[st.nodeID]++
 	c.notifyLocked()
+	c.Log.Info("xDS stream admitted", "node", st.nodeID, "group", meta.ResourceName(), "openStreams", c.conns[st.nodeID])
 	return nil
 }
 
