@@ -24,8 +24,8 @@ import (
 )
 
 // TestWorkTheCacheHasNotShown: a pass whose cache lags behind a Work an earlier pass created meets AlreadyExists;
-// that is no failure, and the pass looks again later. A Work
-// of that name the cache does hold, but that is not the binding's, is still reported.
+// that is no failure, and the pass looks again later. A Work of that name the cache does hold, but that is not
+// the binding's, is still reported.
 func TestWorkTheCacheHasNotShown(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 2})
 	ctx := context.Background()
