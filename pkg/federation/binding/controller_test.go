@@ -51,20 +51,8 @@ func TestBindingController(t *testing.T) {
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf"}, Data: map[string]string{"k": "v"}}))
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](6),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
-				}}},
-			},
-		},
-	}
+	deploy := webDeployment("demo", 6)
+	deploy.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}
 	must(t, h.Create(ctx, deploy))
 	b := &workv1alpha1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: names.Binding("Deployment", "web")},
@@ -235,6 +223,21 @@ func TestBindingController(t *testing.T) {
 	}
 	editWork(func(w *workv1alpha1.Work) { controllerutil.RemoveFinalizer(w, "test.fedmesh.io/hold") })
 	eventually(t, "binding deleted", func() error { return gone(ctx, h, "") })
+}
+
+// webDeployment is the Deployment web in namespace ns, of one nginx container.
+func webDeployment(ns string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+			},
+		},
+	}
 }
 
 func must(t *testing.T, err error) {
