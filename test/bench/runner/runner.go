@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 		return nil, nil, err
 	}
 	env := &suite.Env{Scale: opts.Scale, Reps: opts.Reps, Variants: opts.Variants, BinDir: binDir, ProfileDir: opts.ProfileDir, Logf: opts.Logf}
-	rep := &suite.Report{Started: time.Now(), Machine: describeMachine(), Command: opts.Command}
+	rep := &suite.Report{Started: time.Now(), Machine: describeMachine(opts.OutDir), Command: opts.Command}
 	for _, s := range chosen {
 		opts.Logf("scenario %s (scale %s, %d repetitions)", s.Name, opts.Scale, opts.Reps)
 		res := &suite.Result{Scenario: s.Name, Description: s.Description, Scale: opts.Scale, Reps: opts.Reps,
@@ -98,7 +99,9 @@ func Run(ctx context.Context, opts Options) (*suite.Report, []string, error) {
 	return rep, files, err
 }
 
-func describeMachine() suite.Machine {
+// describeMachine names the machine, the versions and the commit measured; outDir, where reports of earlier runs
+// are rewritten, does not make the commit dirty.
+func describeMachine(outDir string) suite.Machine {
 	m := suite.Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Components: map[string]string{}}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -118,9 +121,7 @@ func describeMachine() suite.Machine {
 			}
 		}
 	}
-	if out, err := exec.Command("git", "-C", fedrun.SourceRoot(), "describe", "--tags", "--always", "--dirty").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-	}
+	m.Commit = commit(fedrun.SourceRoot(), outDir)
 	bin := cluster.DefaultBinDir()
 	for name, args := range map[string][]string{"kube-apiserver": {"--version"}, "etcd": {"--version"}} {
 		if out, err := exec.Command(bin+"/"+name, args...).Output(); err == nil {
@@ -128,4 +129,21 @@ func describeMachine() suite.Machine {
 		}
 	}
 	return m
+}
+
+// commit is the source tree's commit, with -dirty when a tracked file outside outDir differs from it.
+func commit(root, outDir string) string {
+	out, err := exec.Command("git", "-C", root, "describe", "--tags", "--always").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	args := []string{"-C", root, "status", "--porcelain", "--untracked-files=no", "--", "."}
+	if abs, err := filepath.Abs(outDir); err == nil {
+		args = append(args, ":(exclude)"+abs)
+	}
+	if changed, err := exec.Command("git", args...).Output(); err != nil || len(bytes.TrimSpace(changed)) > 0 {
+		c += "-dirty"
+	}
+	return c
 }
