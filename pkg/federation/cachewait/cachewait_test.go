@@ -158,8 +158,8 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 func TestRechecksBackOff(t *testing.T) {
 	r := &countingReader{}
 	(&Waiter{}).Created(context.Background(), r, client.ObjectKey{Name: "never"}, &corev1.ConfigMap{})
-	// Over Limit (1s), reads at 0, 50, 150, 350 and 750ms: a fixed 50ms would have read 20 times.
-	if got := r.reads.Load(); got > 5 || got < 2 {
-		t.Errorf("the cache was read %d times in a wait that nothing ended, want 2 to 5", got)
+	// Over Limit (3s), reads at 0, 50, 150, 350, 750 and 1550ms: a fixed 50ms would have read 60 times.
+	if got := r.reads.Load(); got > 7 || got < 3 {
+		t.Errorf("the cache was read %d times in a wait that nothing ended, want 3 to 7", got)
 	}
 }
