@@ -33,14 +33,13 @@ const maxHoldFactor = 5
 const gapWeight = 8
 
 type hold struct {
-	// since is when the hold began or a cluster last reported; it ends at since plus the limit.
+	// since is when the running hold began (a first report, progress, or news after an ended hold); it ends at since
+	// plus the limit. Zero once the limit has passed and the status was written with what had come.
 	since time.Time
 	// reported is when the hold began or a cluster last reported, kept past the hold's end so that a report after
 	// it still counts its whole gap; left is how many clusters had yet to report then.
 	reported time.Time
 	left     int
-	// ended says the limit passed: the status was written with what had come.
-	ended bool
 }
 
 // wait is how much longer key's status, which has news to write, may be held at now, while awaiting clusters
@@ -67,11 +66,13 @@ func (h *holds) wait(key types.NamespacedName, awaiting int, now time.Time, limi
 	switch {
 	case !held || progress:
 		cur = hold{since: now, reported: now, left: awaiting}
-	case cur.ended:
-		cur.since, cur.ended = now, false
+	case cur.since.IsZero():
+		cur.since = now
 	}
 	left := cur.since.Add(h.limit(limit)).Sub(now)
-	cur.ended = left <= 0
+	if left <= 0 {
+		cur.since = time.Time{}
+	}
 	if h.held == nil {
 		h.held = map[types.NamespacedName]hold{}
 	}
