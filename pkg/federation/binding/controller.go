@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// What the condition would say of these clusters is not known yet; their Works' events queue the binding
 		// again once the cache has them, and this pass is for a cache that never catches up.
 		logger.V(1).Info("Works exist that the cache has not shown yet", "clusters", o.unseen)
-		return ctrl.Result{RequeueAfter: cachewait.Limit}, nil
+		return ctrl.Result{RequeueAfter: cachewait.StaleRecheck}, nil
 	}
 	return ctrl.Result{}, r.setFullyApplied(ctx, &b, o)
 }

@@ -58,8 +58,8 @@ func TestWorkTheCacheHasNotShown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a Work the cache has not shown yet failed the pass: %v", err)
 	}
-	if res.RequeueAfter != cachewait.Limit {
-		t.Errorf("requeued after %s, want %s (to look again should no event come)", res.RequeueAfter, cachewait.Limit)
+	if res.RequeueAfter != cachewait.StaleRecheck {
+		t.Errorf("requeued after %s, want %s (to look again should no event come)", res.RequeueAfter, cachewait.StaleRecheck)
 	}
 
 	// A Work of the name member1's would have, not labelled as the binding's: the cache holds it, so it is a conflict.

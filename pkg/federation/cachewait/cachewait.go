@@ -20,6 +20,11 @@ import (
 // status applies per template, 3 s 0.04-0.09 and 0.02-0.11.
 const Limit = 3 * time.Second
 
+// StaleRecheck is how soon a pass that found its own earlier create missing from the cache (a wait gave up, and the
+// API server answered AlreadyExists) looks again. The cache lags that far only under heavy load, when each pass
+// that finds it still lagging costs the API server another refused create.
+const StaleRecheck = time.Second
+
 // recheck is how soon a wait first reads the cache again when no event has woken it, doubling after each such
 // read: a safety net, not the way a wait normally ends. When the cache lags most, under load, each read is a copy
 // of the object the cache would deliver anyway.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
@@ -159,7 +160,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 		return reconcile.Result{RequeueAfter: terminatingBindingRecheck}, nil
 	case apierrors.IsAlreadyExists(err):
 		// The cache has not seen the binding made by the previous pass yet.
-		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
+		return reconcile.Result{RequeueAfter: cachewait.StaleRecheck}, nil
 	}
 	return reconcile.Result{}, err
 }

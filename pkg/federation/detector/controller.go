@@ -52,8 +52,6 @@ const (
 	defaultUnknownKindRetry = 30 * time.Second
 	// terminatingBindingRecheck is how soon a template whose binding is still being deleted is looked at again.
 	terminatingBindingRecheck = time.Second
-	// staleCacheRecheck is how soon a template is looked at again when the cache lags behind a write.
-	staleCacheRecheck = 100 * time.Millisecond
 )
 
 // Reconciler claims templates for their policies and keeps their bindings. It runs two controllers: one per
