@@ -1,0 +1,61 @@
+package proxy
+
+import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// A response the caller does not read holds at most the stream window in the proxy: the API server's writes stop
+// there, not at x/net's default of 4 MiB.
+func TestUpstreamBuffersOneStreamWindow(t *testing.T) {
+	const body = 16 << 20
+	var written atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 16<<10)
+		for written.Load() < body {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			written.Add(int64(len(chunk)))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	u, err := newUpstream("", &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods", nil)
+	resp, err := u.transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("the upstream spoke %s, want HTTP/2", resp.Proto)
+	}
+
+	// Nothing is read: the server writes until flow control stops it, then stays there.
+	var last int64 = -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		n := written.Load()
+		if n == last {
+			break
+		}
+		last = n
+	}
+	// The server's own write buffers add some KiB to the window.
+	if last < upstreamStreamWindow/2 || last > upstreamStreamWindow+256<<10 {
+		t.Fatalf("the server wrote %d bytes nobody read, want about the stream window (%d)", last, upstreamStreamWindow)
+	}
+}
