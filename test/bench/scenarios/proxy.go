@@ -41,8 +41,8 @@ func ProxyOverhead() suite.Scenario {
 			"(direct) and through the proxy owning every benchmark namespace, with the API server filtering " +
 			"(proxy-server) and with the proxy filtering every item and event itself (proxy-client); and through a " +
 			"bare hop (bare-hop): the proxy's forwarding alone, in a process of its own, for what any sidecar costs; " +
-			"and a proxy owning one namespace (proxy-server-one-namespace), for whether the proxy's memory follows " +
-			"the objects it passes.",
+			"and a proxy owning one namespace (proxy-server-one-namespace) serving the same informer, GETs and watch " +
+			"burst within it, for whether the proxy's memory follows the objects it passes.",
 		Run: runProxyOverhead,
 	}
 }
@@ -76,13 +76,13 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 	owned := shard.NewSet(shard.Range{First: lo, Last: hi})
 	assignment := shard.Assignment{0: owned, 1: owned.Complement()}
 
-	variants := []suite.Variant{{Name: "direct", Run: overheadRun(admin, c.Config(), nil, namespaces, gets, burst)}}
+	variants := []suite.Variant{{Name: "direct", Run: overheadRun(admin, c.Config(), nil, namespaces, perNS, gets, burst)}}
 	hop, err := startBareHop(ctx, env.BinDir, c)
 	if err != nil {
 		return err
 	}
 	defer hop.stop()
-	variants = append(variants, suite.Variant{Name: "bare-hop", Run: overheadRun(admin, hop.config(c.Config()), hop, namespaces, gets, burst)})
+	variants = append(variants, suite.Variant{Name: "bare-hop", Run: overheadRun(admin, hop.config(c.Config()), hop, namespaces, perNS, gets, burst)})
 	for _, mode := range []meshv1alpha1.FilterMode{meshv1alpha1.FilterModeServer, meshv1alpha1.FilterModeClient} {
 		p, err := startProxy(ctx, env.BinDir, c, config.Ownership{Shard: 0, Assignment: assignment, FilterMode: mode})
 		if err != nil {
@@ -90,10 +90,10 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		}
 		defer p.stop()
 		variants = append(variants, suite.Variant{Name: "proxy-" + string(mode),
-			Run: overheadRun(admin, p.config(c.Config()), p, namespaces, gets, burst)})
+			Run: overheadRun(admin, p.config(c.Config()), p, namespaces, perNS, gets, burst)})
 	}
-	// A proxy owning one benchmark namespace syncs the same informer: against the proxy that passes every pod, its
-	// memory says whether the proxy's follows the objects it passes.
+	// A proxy owning one benchmark namespace takes the same requests, its GETs and burst within that namespace:
+	// against the proxy that passes every pod, its memory says whether the proxy's follows the objects it passes.
 	one := shard.NewSet(shard.Range{First: shard.NamespaceHash(namespaces[0]), Last: shard.NamespaceHash(namespaces[0])})
 	pOne, err := startProxy(ctx, env.BinDir, c, config.Ownership{Shard: 0, Assignment: shard.Assignment{0: one, 1: one.Complement()},
 		FilterMode: meshv1alpha1.FilterModeServer})
@@ -101,7 +101,7 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		return err
 	}
 	defer pOne.stop()
-	variants = append(variants, suite.Variant{Name: "proxy-server-one-namespace", Run: syncRun(pOne.config(c.Config()), pOne)})
+	variants = append(variants, suite.Variant{Name: "proxy-server-one-namespace", Run: overheadRun(admin, pOne.config(c.Config()), pOne, namespaces[:1], perNS, gets, burst)})
 	s, err := suite.Interleave(ctx, env, env.Reps, variants...)
 	if err != nil {
 		return err
@@ -126,29 +126,15 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 		"forwards (test/bench/barehop: the proxy's own reverse proxy and transport), so proxy-server / bare-hop is " +
 		"the cost of what fedmesh does per request and bare-hop / direct the cost of any hop on these 2 cores.")
 	res.Note("Proxy RSS is read from /proc after the informer synced (after the earlier repetitions' GETs and bursts "+
-		"too). proxy-server-one-namespace is a proxy owning one benchmark namespace (%d pods) that only syncs the "+
-		"informer: proxy-server / proxy-server-one-namespace is what passing every pod costs the proxy's memory "+
+		"too). proxy-server-one-namespace is a proxy owning one benchmark namespace (%d pods) whose informer lists "+
+		"and watches every namespace as the others' do and gets the same GETs and burst of events, all in its "+
+		"namespace: proxy-server / proxy-server-one-namespace is what passing every pod costs the proxy's memory "+
 		"(the bar: it must not depend on the object count).", perNS)
 	return nil
 }
 
-// syncRun syncs a pod informer through p and reads p's memory.
-func syncRun(cfg *rest.Config, p *proxy) func(context.Context, int) (map[string]float64, error) {
-	return func(ctx context.Context, _ int) (map[string]float64, error) {
-		sync, err := podsync.Sync(ctx, unlimited(cfg), nil)
-		if err != nil {
-			return nil, err
-		}
-		u, err := p.usage()
-		if err != nil {
-			return nil, err
-		}
-		return map[string]float64{mSync.Name: sync.Seconds, mSyncBytes.Name: suite.MiB(sync.Bytes), mProxyRSS.Name: suite.MiB(u.RSSBytes)}, nil
-	}
-}
-
 // overheadRun measures one client path: through p when p is set, else straight to the API server.
-func overheadRun(admin kubernetes.Interface, cfg *rest.Config, p *proxy, namespaces []string, gets, burst int) func(context.Context, int) (map[string]float64, error) {
+func overheadRun(admin kubernetes.Interface, cfg *rest.Config, p *proxy, namespaces []string, podsPerNS, gets, burst int) func(context.Context, int) (map[string]float64, error) {
 	return func(ctx context.Context, _ int) (map[string]float64, error) {
 		cfg := unlimited(cfg)
 		out := map[string]float64{}
@@ -172,7 +158,7 @@ func overheadRun(admin kubernetes.Interface, cfg *rest.Config, p *proxy, namespa
 		if p != nil {
 			before, _ = p.usage()
 		}
-		seconds, err := watchBurst(ctx, admin, cs, namespaces, burst)
+		seconds, err := watchBurst(ctx, admin, cs, namespaces, podsPerNS, burst)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +191,7 @@ func getLatency(ctx context.Context, cs kubernetes.Interface, ns string, n int) 
 // watchBurst makes n updates of pods, then watches from the resource version before them and returns the time
 // until the n-th event arrives: the API server replays the burst from its watch cache as fast as the path takes
 // it, so the writes (the same for every path) are not what is timed.
-func watchBurst(ctx context.Context, admin, watcher kubernetes.Interface, namespaces []string, n int) (float64, error) {
+func watchBurst(ctx context.Context, admin, watcher kubernetes.Interface, namespaces []string, podsPerNS, n int) (float64, error) {
 	list, err := admin.CoreV1().Pods(namespaces[0]).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return 0, err
@@ -216,7 +202,7 @@ func watchBurst(ctx context.Context, admin, watcher kubernetes.Interface, namesp
 		ns := namespaces[(i/perNS)%len(namespaces)]
 		// A value never written before: a patch that changes nothing makes no event.
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/burst":"%d-%d"}}}`, burstSeq.Add(1), i)
-		_, err := admin.CoreV1().Pods(ns).Patch(ctx, benchPod(ns, i%perNS).Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := admin.CoreV1().Pods(ns).Patch(ctx, benchPod(ns, i%perNS%podsPerNS).Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	}); err != nil {
 		return 0, fmt.Errorf("burst writes: %w", err)
