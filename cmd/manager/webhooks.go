@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +40,8 @@ type webhookOptions struct {
 	proxyXDS    string
 	proxyXDSCA  string
 	proxyTokenA string
+	// name=quantity pairs of the proxy's resources; inject fills in what neither sets.
+	proxyRequests, proxyLimits map[string]string
 }
 
 func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
@@ -51,6 +55,51 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
 	fs.StringVar(&o.proxyTokenA, "proxy-xds-audience", "", "Audience of the token injected proxies present (match --xds-token-audiences).")
+	fs.StringToStringVar(&o.proxyRequests, "proxy-requests", nil, "Resource requests of injected proxies, e.g. cpu=100m,memory=64Mi; a CPU or memory request set neither here nor in --proxy-limits is 50m or 64Mi. The CPU request, rounded up to whole cores, is the proxy's GOMAXPROCS.")
+	fs.StringToStringVar(&o.proxyLimits, "proxy-limits", nil, "Resource limits of injected proxies, e.g. memory=256Mi; empty sets none.")
+}
+
+// proxyResources are the injected proxy's requests and limits from --proxy-requests and --proxy-limits.
+func (o *webhookOptions) proxyResources() (corev1.ResourceRequirements, error) {
+	requests, err := resourceList("proxy-requests", o.proxyRequests)
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	limits, err := resourceList("proxy-limits", o.proxyLimits)
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	for name, limit := range limits {
+		if request, ok := requests[name]; ok && request.Cmp(limit) > 0 {
+			return corev1.ResourceRequirements{}, fmt.Errorf("--proxy-requests %s=%s is more than --proxy-limits %s=%s",
+				name, request.String(), name, limit.String())
+		}
+	}
+	return corev1.ResourceRequirements{Requests: requests, Limits: limits}, nil
+}
+
+// resourceList reads the name=quantity pairs of flag as a container's resources.
+func resourceList(flag string, pairs map[string]string) (corev1.ResourceList, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	out := corev1.ResourceList{}
+	for name, value := range pairs {
+		switch rn := corev1.ResourceName(name); rn {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			q, err := resource.ParseQuantity(value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s %s=%q: %w", flag, name, value, err)
+			}
+			if q.Sign() <= 0 {
+				return nil, fmt.Errorf("--%s %s=%q: must be more than 0", flag, name, value)
+			}
+			out[rn] = q
+		default:
+			return nil, fmt.Errorf("--%s: %q is not cpu, memory or ephemeral-storage", flag, name)
+		}
+	}
+	return out, nil
 }
 
 func (o *webhookOptions) enabled() bool { return o.certDir != "" }
@@ -68,6 +117,9 @@ func (o *webhookOptions) validate() error {
 	}
 	if o.proxyImage != "" && (o.proxyXDS == "" || o.proxyXDSCA == "") {
 		errs = append(errs, errors.New("--proxy-image needs --proxy-xds-address and --proxy-xds-ca-file"))
+	}
+	if _, err := o.proxyResources(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -129,8 +181,12 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	resources, err := o.proxyResources()
+	if err != nil {
+		return err
+	}
 	server.Register(inject.Path, &admission.Webhook{Handler: &inject.Handler{Reader: mgr.GetClient(), Options: inject.Options{
-		Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSCA: xdsCA, XDSAudience: o.proxyTokenA,
+		Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSCA: xdsCA, XDSAudience: o.proxyTokenA, Resources: resources,
 	}}})
 	injectConfig, err := o.clientConfig(inject.Path)
 	if err != nil {

@@ -26,12 +26,20 @@ type Process struct {
 // StartProcess runs bin with args, logging stdout and stderr to dir/<name>.log; the process dies with its
 // parent (see childProcAttr), so a killed test or demo leaves nothing running.
 func StartProcess(name, dir, bin string, args ...string) (*Process, error) {
+	return StartProcessWithEnv(name, dir, bin, nil, args...)
+}
+
+// StartProcessWithEnv is StartProcess with env (KEY=value) added to this process's environment.
+func StartProcessWithEnv(name, dir, bin string, env []string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {

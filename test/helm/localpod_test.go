@@ -1,13 +1,17 @@
 package helm
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +78,8 @@ func newLocalContainer(t *testing.T, c client.Client, cs kubernetes.Interface, p
 			lc.Env[e.Name] = lc.Path(expand(e.Value))
 		case e.ValueFrom.FieldRef != nil:
 			lc.Env[e.Name] = fieldValue(t, pod, e.ValueFrom.FieldRef.FieldPath)
+		case e.ValueFrom.ResourceFieldRef != nil:
+			lc.Env[e.Name] = resourceValue(t, pod, ctr, e.ValueFrom.ResourceFieldRef)
 		default:
 			t.Fatalf("pod %s: env %s of container %s comes from a source the test cannot resolve", pod.Name, e.Name, name)
 		}
@@ -248,6 +254,43 @@ func fieldValue(t *testing.T, pod *corev1.Pod, path string) string {
 	}
 	t.Fatalf("pod %s: field %s is not one the test resolves", pod.Name, path)
 	return ""
+}
+
+// resourceValue is what the kubelet makes of a container's resource for the downward API: the quantity in units
+// of the divisor, rounded up; an unset request is 0. An unset limit would be the node's allocatable, which this
+// machine has no notion of: the test fails on one.
+func resourceValue(t *testing.T, pod *corev1.Pod, ctr *corev1.Container, ref *corev1.ResourceFieldSelector) string {
+	t.Helper()
+	if ref.ContainerName != "" && ref.ContainerName != ctr.Name {
+		t.Fatalf("pod %s: container %s reads the resources of container %s, which the test does not resolve", pod.Name, ctr.Name, ref.ContainerName)
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	list := ctr.Resources.Requests
+	if kind == "limits" {
+		list = ctr.Resources.Limits
+	}
+	q, ok := list[corev1.ResourceName(name)]
+	if !ok && kind == "limits" {
+		t.Fatalf("pod %s: container %s reads its unset %s", pod.Name, ctr.Name, ref.Resource)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if name == string(corev1.ResourceCPU) {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10)
+	}
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10)
+}
+
+// Environ is the container's environment as KEY=value pairs.
+func (lc *localContainer) Environ() []string {
+	out := make([]string, 0, len(lc.Env))
+	for k, v := range lc.Env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // flagValue is the value of --name=value in args (the last one wins, as with the binaries' flags).

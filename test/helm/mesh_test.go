@@ -256,6 +256,9 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 	t.Helper()
 	dir = filepath.Join(dir, pod.Name)
 	lc := newLocalContainer(t, c, host.Clientset(), pod, inject.ProxyContainerName, dir)
+	if got := lc.Env["GOMAXPROCS"]; got != "1" {
+		t.Errorf("pod %s: the proxy's GOMAXPROCS is %q, want 1 (the chart's CPU request, 50m, rounded up)", pod.Name, got)
+	}
 	upstream := filepath.Join(dir, "in-cluster.kubeconfig")
 	if err := fedrun.WriteKubeconfig(upstream, host.Host(), string(lc.Read(t, serviceAccountDir+"/token")),
 		lc.Read(t, serviceAccountDir+"/ca.crt")); err != nil {
@@ -264,7 +267,7 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 	sp := &shardPod{pod: pod, proxy: freeAddr(t)}
 	probes := freeAddr(t)
 	name := "proxy-" + pod.Labels[inject.DefaultOrdinalLabel]
-	p, err := cluster.StartProcess(name, dir, bin, append(lc.Args, "--listen-address="+sp.proxy,
+	p, err := cluster.StartProcessWithEnv(name, dir, bin, lc.Environ(), append(lc.Args, "--listen-address="+sp.proxy,
 		"--probe-address="+probes, "--xds-address="+xds, "--upstream-kubeconfig="+upstream)...)
 	if err != nil {
 		t.Fatal(err)

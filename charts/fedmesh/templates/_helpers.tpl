@@ -118,3 +118,12 @@ secret:
 checksum/ca: {{ index $.fedmeshCerts "ca.crt" | sha256sum | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/* A resource list as the manager's --proxy-requests and --proxy-limits take it: cpu=50m,memory=64Mi. */}}
+{{- define "fedmesh.resourcePairs" -}}
+{{- $pairs := list -}}
+{{- range $name, $quantity := . -}}
+{{- $pairs = append $pairs (printf "%s=%v" $name $quantity) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}

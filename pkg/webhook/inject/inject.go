@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -166,6 +167,10 @@ func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
 			fieldEnv("POD_NAME", "metadata.name"),
 			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 			fieldEnv(shardEnv, "metadata.labels['"+opts.OrdinalLabel+"']"),
+			// As many threads as the CPU the proxy requests, rounded up: without a CPU limit Go would size a
+			// sidecar that requests 50m by the node's cores, its scheduler and collector busy on all of them.
+			{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+				Resource: "requests.cpu", Divisor: resource.MustParse("1")}}},
 		},
 		Ports: []corev1.ContainerPort{{Name: "fedmesh-probes", ContainerPort: opts.ProbePort, Protocol: corev1.ProtocolTCP}},
 		// The operator's containers start once the proxy serves; it is ready once it has a shard configuration.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -107,6 +108,12 @@ func checkProxy(t *testing.T, pod *corev1.Pod) {
 	}) {
 		t.Errorf("no FEDMESH_SHARD from the ordinal label: %v", p.Env)
 	}
+	if !slices.ContainsFunc(p.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "GOMAXPROCS" && e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu" &&
+			e.ValueFrom.ResourceFieldRef.Divisor.String() == "1"
+	}) {
+		t.Errorf("no GOMAXPROCS from the proxy's CPU request in whole cores: %v", p.Env)
+	}
 	if p.ReadinessProbe.HTTPGet.Path != "/readyz" || p.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("probes: readiness %v, liveness %v", p.ReadinessProbe, p.LivenessProbe)
 	}
@@ -173,6 +180,43 @@ func TestInjectOptions(t *testing.T) {
 	sources := got.Spec.Volumes[1].Projected.Sources
 	if last := sources[len(sources)-1].ServiceAccountToken; last == nil || last.Audience != "fedmesh-manager" {
 		t.Errorf("no xDS token with the audience: %+v", sources)
+	}
+}
+
+// A CPU or memory request the options leave out is the default unless a limit sets it; the options' own maps are
+// not written to (every webhook call shares them).
+func TestInjectResources(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name           string
+		resources      corev1.ResourceRequirements
+		wantCPU, wantM string // the requests injected; "" for none
+	}{
+		{name: "defaults", wantCPU: "50m", wantM: "64Mi"},
+		{name: "a CPU request", resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("2")}},
+			wantCPU: "2", wantM: "64Mi"},
+		{name: "a memory limit alone", resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("256Mi")}},
+			wantCPU: "50m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOptions
+			opts.Resources = tc.resources
+			before := tc.resources.DeepCopy()
+			got, err := Inject(testPod(sc(""), "manager"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requests := got.Spec.InitContainers[0].Resources.Requests
+			for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: tc.wantCPU, corev1.ResourceMemory: tc.wantM} {
+				r, ok := requests[name]
+				if (want == "") == ok || (ok && r.Cmp(q(want)) != 0) {
+					t.Errorf("%s request %v (set: %t), want %q", name, r.String(), ok, want)
+				}
+			}
+			if opts.Resources.String() != before.String() {
+				t.Errorf("the options' resources changed: %v, were %v", opts.Resources, before)
+			}
+		})
 	}
 }
 

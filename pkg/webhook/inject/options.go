@@ -57,7 +57,8 @@ type Options struct {
 	// ListenPort is the proxy's loopback port (5443); ProbePort serves /healthz, /readyz and /metrics on every
 	// interface of the pod (5444), for the kubelet and Prometheus.
 	ListenPort, ProbePort int32
-	// Resources of the proxy; defaults to requests of 50m CPU and 64Mi memory.
+	// Resources of the proxy; a CPU or memory request it sets neither as request nor as limit is 50m CPU or 64Mi.
+	// Its CPU request, rounded up to whole cores, is its GOMAXPROCS.
 	Resources corev1.ResourceRequirements
 	// TokenExpirationSeconds of the proxy's projected tokens; defaults to 3600.
 	TokenExpirationSeconds int64
@@ -76,11 +77,16 @@ func (o *Options) setDefaults() {
 	if o.ProbePort == 0 {
 		o.ProbePort = 5444
 	}
-	if o.Resources.Requests == nil && o.Resources.Limits == nil {
-		o.Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("50m"),
-			corev1.ResourceMemory: resource.MustParse("64Mi"),
+	o.Resources = *o.Resources.DeepCopy() // the caller's maps stay as they are: webhook calls share them
+	for name, request := range map[corev1.ResourceName]string{corev1.ResourceCPU: "50m", corev1.ResourceMemory: "64Mi"} {
+		_, requested := o.Resources.Requests[name]
+		if _, limited := o.Resources.Limits[name]; requested || limited {
+			continue // a limit alone is the request too, as Kubernetes defaults it
 		}
+		if o.Resources.Requests == nil {
+			o.Resources.Requests = corev1.ResourceList{}
+		}
+		o.Resources.Requests[name] = resource.MustParse(request)
 	}
 	if o.TokenExpirationSeconds == 0 {
 		o.TokenExpirationSeconds = 3600
