@@ -177,7 +177,9 @@ func (m *Mesh) addPod(ctx context.Context, pod *corev1.Pod, id int, ready bool) 
 		}
 		args = append(args, "--pprof-address", s.Pprof)
 	}
-	if s.proc, err = cluster.StartProcess("proxy-"+pod.Name, m.dir, filepath.Join(m.opts.BinDir, "proxy"), args...); err != nil {
+	// One thread, as the injected sidecar at its default CPU request (50m) runs.
+	if s.proc, err = cluster.StartProcessWithEnv("proxy-"+pod.Name, m.dir, filepath.Join(m.opts.BinDir, "proxy"),
+		[]string{"GOMAXPROCS=1"}, args...); err != nil {
 		return nil, err
 	}
 	if err := WaitReady(s.proc, "http://"+s.Probes+"/readyz"); err != nil {
