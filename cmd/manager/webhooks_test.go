@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -43,7 +44,7 @@ func TestProxyResources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalLists(got.Requests, tc.requests) || !equalLists(got.Limits, tc.limits) {
+			if !equality.Semantic.DeepEqual(got.Requests, tc.requests) || !equality.Semantic.DeepEqual(got.Limits, tc.limits) {
 				t.Errorf("resources %v, want requests %v and limits %v", got, tc.requests, tc.limits)
 			}
 		})
@@ -56,16 +57,4 @@ func list(pairs ...string) corev1.ResourceList {
 		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return out
-}
-
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
-			return false
-		}
-	}
-	return true
 }
