@@ -156,7 +156,8 @@ func startForwarder(ctx context.Context, name, bin string, args func(dir, addr s
 	if err != nil {
 		return nil, err
 	}
-	if p.proc, err = cluster.StartProcess(name, dir, bin, argv...); err != nil {
+	// One thread, as the injected proxy at its default CPU request (50m) runs; the bare hop likewise, for a fair hop.
+	if p.proc, err = cluster.StartProcessWithEnv(name, dir, bin, []string{"GOMAXPROCS=1"}, argv...); err != nil {
 		return nil, err
 	}
 	ready := readyURL(p.addr)

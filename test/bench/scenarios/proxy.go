@@ -124,7 +124,8 @@ func runProxyOverhead(ctx context.Context, env *suite.Env, res *suite.Result) er
 	res.Note("The proxy and the bare hop serve plain HTTP on loopback and reach the API server over HTTP/2 with TLS, " +
 		"as client-go does; the API server serves TLS. Clients read JSON. The bare hop is a process that only " +
 		"forwards (test/bench/barehop: the proxy's own reverse proxy and transport), so proxy-server / bare-hop is " +
-		"the cost of what fedmesh does per request and bare-hop / direct the cost of any hop on these 2 cores.")
+		"the cost of what fedmesh does per request and bare-hop / direct the cost of any hop on these 2 cores. Both " +
+		"run with GOMAXPROCS=1, as the injected proxy does at its default CPU request.")
 	res.Note("Proxy RSS is read from /proc after the informer synced (after the earlier repetitions' GETs and bursts "+
 		"too). proxy-server-one-namespace is a proxy owning one benchmark namespace (%d pods) whose informer lists "+
 		"and watches every namespace as the others' do and gets the same GETs and burst of events, all in its "+

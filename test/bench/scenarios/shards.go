@@ -103,7 +103,8 @@ func runShardScaling(ctx context.Context, env *suite.Env, res *suite.Result) err
 	}
 	res.Note("Each shard replica is a process of its own (test/bench/replica: a pod informer through its shard's " +
 		"proxy); its RSS is read once its informer has synced, while it holds its store. The proxies hold no objects: " +
-		"their RSS does not depend on the shard's size (proxy-rss-mean).")
+		"their RSS does not depend on the shard's size (proxy-rss-mean). Each proxy runs with GOMAXPROCS=1, as the " +
+		"injected proxy does at its default CPU request.")
 	res.Note("All at once, N replicas, N proxies and the API server share the machine's 2 cores, and the API server " +
 		"encodes every pod once whatever N is, so per-shard sync time cannot fall as 1/N here the way it would with " +
 		"the API server's cores to spare. Alone, one replica syncs while the others do not, as when one replica " +
