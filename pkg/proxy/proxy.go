@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -193,8 +194,18 @@ func (p *Proxy) configChanged(old, cur *config.Snapshot) {
 }
 
 func (p *Proxy) rebuildMembers(own *config.Ownership) {
+	p.mu.Lock()
+	old := p.members
+	p.mu.Unlock()
 	members := map[string]*upstream{}
 	for _, c := range own.Clusters {
+		if u := old[c.Name]; u != nil && u.host == c.Server && bytes.Equal(u.ca, c.CAData) {
+			// The same API server: keep the upstream and its connections (each upstream has a transport of its
+			// own, so a new one would dial again on every configuration).
+			members[c.Name] = u
+			p.scopes.forget(c.Name)
+			continue
+		}
 		u, err := newUpstream(c.Name, &rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData}})
 		if err != nil {
 			p.log.Error(err, "member cluster not reachable through the proxy", "cluster", c.Name)

@@ -19,6 +19,8 @@ const upstreamStreamWindow = 1 << 20
 type upstream struct {
 	name      string // "" for the host
 	target    *url.URL
+	host      string // the address and CA it was made from, as configured
+	ca        []byte
 	transport http.RoundTripper
 	forward   *httputil.ReverseProxy
 }
@@ -52,7 +54,7 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 		h2.MaxReceiveBufferPerStream = upstreamStreamWindow
 		t.HTTP2 = &h2
 	}
-	u := &upstream{name: name, target: target, transport: transport}
+	u := &upstream{name: name, target: target, host: cfg.Host, ca: cfg.CAData, transport: transport}
 	u.forward = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.Host = target.Scheme, target.Host, target.Host

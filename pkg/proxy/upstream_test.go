@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // A response the caller does not read holds at most the stream window in the proxy: the API server's writes stop
@@ -57,5 +60,39 @@ func TestUpstreamBuffersOneStreamWindow(t *testing.T) {
 	// The server's own write buffers add some KiB to the window.
 	if last < upstreamStreamWindow/2 || last > upstreamStreamWindow+256<<10 {
 		t.Fatalf("the server wrote %d bytes nobody read, want about the stream window (%d)", last, upstreamStreamWindow)
+	}
+}
+
+// A new configuration keeps the upstream (and so the connections) of a member whose address and CA are unchanged,
+// and makes a new one for a member that moved.
+func TestMemberUpstreamKeptAcrossConfigurations(t *testing.T) {
+	host := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(host.Close)
+	p := newOwningProxy(t, host)
+	apply := func(version, aServer string) (a, b *upstream) {
+		t.Helper()
+		doc := `{"shard": 0, "assignment": {"0": "` + shard.Full().String() + `"}, "clusters": [` +
+			`{"name": "a", "server": "` + aServer + `"}, {"name": "b", "server": "https://127.0.0.1:7002"}]}`
+		if err := p.store.Apply(config.KindOwnership, version, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+		a, _ = p.upstreamFor("a")
+		b, _ = p.upstreamFor("b")
+		if a == nil || b == nil {
+			t.Fatalf("version %s: members a %v, b %v", version, a, b)
+		}
+		return a, b
+	}
+	a1, b1 := apply("2", "https://127.0.0.1:7001")
+	a2, b2 := apply("3", "https://127.0.0.1:7001")
+	if a2 != a1 || b2 != b1 {
+		t.Errorf("an unchanged configuration made new upstreams")
+	}
+	a3, b3 := apply("4", "https://127.0.0.1:7003")
+	if a3 == a2 || a3.host != "https://127.0.0.1:7003" {
+		t.Errorf("member a moved to %s, its upstream still goes to %s", "https://127.0.0.1:7003", a3.host)
+	}
+	if b3 != b2 {
+		t.Errorf("member b did not change but got a new upstream")
 	}
 }
