@@ -176,6 +176,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"federator.pprofPort=8080", "/federator/pprofPort"},
 		{"certificates.mode=vault", "/certificates/mode"},
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
+		{"federator.env=GOMAXPROCS", "/federator/env"},
 	} {
 		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
 		if err == nil {
