@@ -200,10 +200,10 @@ func (p *Proxy) rebuildMembers(own *config.Ownership) {
 	members := map[string]*upstream{}
 	for _, c := range own.Clusters {
 		if u := old[c.Name]; u != nil && u.host == c.Server && bytes.Equal(u.ca, c.CAData) {
-			// The same API server: keep the upstream and its connections (each upstream has a transport of its
-			// own, so a new one would dial again on every configuration).
+			// The same API server: keep the upstream, its connections (each upstream has a transport of its
+			// own, so a new one would dial again on every configuration) and what discovery told of it (a
+			// resource it does not know yet is looked up again anyway).
 			members[c.Name] = u
-			p.scopes.forget(c.Name)
 			continue
 		}
 		u, err := newUpstream(c.Name, &rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData}})
