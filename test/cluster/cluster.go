@@ -33,7 +33,7 @@ type Cluster struct {
 
 // Start runs the control plane that opts describe and returns when every component is ready. On error nothing
 // is left running, and the error carries the end of each component's log.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -41,38 +41,40 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{opts: opts, dir: dir}
-	defer func() {
-		if err != nil {
-			logs := c.Logs(40)
-			c.Stop()
-			err = fmt.Errorf("start %s: %w\n%s", opts.Name, err, logs)
-		}
-	}()
+	c := &Cluster{opts: opts, dir: dir}
+	if err := c.startComponents(ctx); err != nil {
+		logs := c.Logs(40)
+		c.Stop()
+		return nil, fmt.Errorf("start %s: %w\n%s", opts.Name, err, logs)
+	}
+	return c, nil
+}
+
+// startComponents starts what c.opts asks for, in order, each ready before the next.
+func (c *Cluster) startComponents(ctx context.Context) (err error) {
+	opts := c.opts
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
-	if c.creds, err = writeCredentials(dir); err != nil {
-		return nil, err
+	if c.creds, err = writeCredentials(c.dir); err != nil {
+		return err
 	}
 	etcdURL, err := c.startEtcd(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.startAPIServer(ctx, etcdURL); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.ControllerManager {
 		if err := c.startControllerManager(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.FakeNodes > 0 {
-		if err := c.startFakeNodes(ctx); err != nil {
-			return nil, err
-		}
+		return c.startFakeNodes(ctx)
 	}
-	return c, nil
+	return nil
 }
 
 func (c *Cluster) start(name, bin string, args ...string) (*Process, error) {

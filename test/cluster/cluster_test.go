@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,5 +253,26 @@ func TestAPIServerTrafficStaysOnLoopback(t *testing.T) {
 	refused := c.EgressRefused()
 	if len(refused) == 0 || refused[0] != "CONNECT "+svc.Spec.ClusterIP+":443" {
 		t.Fatalf("egress refused %v, want a CONNECT to %s:443 (create error: %v)", refused, svc.Spec.ClusterIP, createErr)
+	}
+}
+
+func TestStartReportsAComponentThatExits(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir()
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		script := "#!/bin/sh\necho " + name + " cannot start >&2\nexit 3\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{Name: "broken", BinDir: bin, StartTimeout: 10 * time.Second})
+	if err == nil {
+		c.Stop()
+		t.Fatal("Start succeeded with an etcd that exits")
+	}
+	for _, want := range []string{"start broken", "etcd exited before it was ready", "etcd cannot start"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
