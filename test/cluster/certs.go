@@ -5,11 +5,9 @@ import (
 	"crypto/rsa"
 	"encoding/hex"
 	"fmt"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -63,35 +61,3 @@ func writeCredentials(dir string) (*credentials, error) {
 	}
 	return c, nil
 }
-
-// FreePort returns a loopback port that is free now, for a process about to listen on it. It is not one the kernel
-// hands out itself (that range, 32768-60999 on Linux, is where outgoing connections get their local ports, and one
-// of them could take the port before the process binds it): ports are tried from a random point of 20000-32767,
-// each once per process.
-func FreePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	if nextPort == 0 {
-		nextPort = portLow + mrand.IntN(portHigh-portLow)
-	}
-	for range portHigh - portLow {
-		p := nextPort
-		if nextPort++; nextPort >= portHigh {
-			nextPort = portLow
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return p, nil
-	}
-	return 0, fmt.Errorf("no free port in %d-%d", portLow, portHigh-1)
-}
-
-const portLow, portHigh = 20000, 32768
-
-var (
-	portMu   sync.Mutex
-	nextPort int
-)
