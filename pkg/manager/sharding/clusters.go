@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,24 +31,57 @@ func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, erro
 		return nil, err
 	}
 	out := make([]config.Cluster, 0, len(list.Items))
+	read := map[ktypes.NamespacedName]secretCA{}
 	for _, c := range list.Items {
 		if c.Spec.SyncMode == clusterv1alpha1.Pull || c.Spec.APIEndpoint == "" || c.DeletionTimestamp != nil {
 			continue
 		}
 		mc := config.Cluster{Name: c.Name, Server: c.Spec.APIEndpoint}
 		if ref := c.Spec.SecretRef; ref != nil {
-			// Read directly: caching every Secret of the host to find a few CAs would cost more than it saves.
-			var s corev1.Secret
-			if err := r.reader().Get(ctx, ktypes.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
+			key := ktypes.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+			ca, err := r.caOf(ctx, key)
+			if err != nil {
 				log.FromContext(ctx).Error(err, "member cluster left out of the proxies' configuration", "cluster", c.Name)
 				continue
 			}
-			mc.CAData = s.Data[clusterv1alpha1.SecretCADataKey]
+			read[key] = ca
+			mc.CAData = ca.data
 		}
 		out = append(out, mc)
 	}
+	r.mu.Lock()
+	r.cas = read // Secrets no Cluster refers to any more are forgotten
+	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// secretCA is the CA a member's Secret held at one of its resourceVersions.
+type secretCA struct {
+	resourceVersion string
+	data            []byte
+}
+
+// caOf returns the CA in the Secret key. The Secret's metadata is watched (a change brings the proxies'
+// configuration up to date, see configsOfSecret); its data is read directly, and again only once its
+// resourceVersion moves: caching every Secret of the host in full to find a few CAs would cost more than it saves.
+func (r *Reconciler) caOf(ctx context.Context, key ktypes.NamespacedName) (secretCA, error) {
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Client.Get(ctx, key, &m); err != nil {
+		return secretCA{}, err
+	}
+	r.mu.Lock()
+	known, ok := r.cas[key]
+	r.mu.Unlock()
+	if ok && known.resourceVersion == m.ResourceVersion {
+		return known, nil
+	}
+	var s corev1.Secret
+	if err := r.reader().Get(ctx, key, &s); err != nil {
+		return secretCA{}, err
+	}
+	return secretCA{resourceVersion: s.ResourceVersion, data: s.Data[clusterv1alpha1.SecretCADataKey]}, nil
 }
 
 func (r *Reconciler) reader() client.Reader {
@@ -68,6 +102,20 @@ func clustersVersion(cs []config.Cluster) string {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", c.Name, c.Server, c.CAData)
 	}
 	return ".c" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// configsOfSecret: a Secret some member Cluster refers to may hold a new CA for every ShardingConfig's proxies.
+func (r *Reconciler) configsOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list clusterv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	for _, c := range list.Items {
+		if ref := c.Spec.SecretRef; ref != nil && ref.Namespace == obj.GetNamespace() && ref.Name == obj.GetName() {
+			return r.configsOfCluster(ctx, obj)
+		}
+	}
+	return nil
 }
 
 // configsOfCluster: every ShardingConfig hands its proxies the member clusters.

@@ -46,7 +46,7 @@ type Publisher interface {
 // Reconciler reconciles ShardingConfigs.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads what is not worth caching (the CA Secrets of member clusters); Client when nil.
+	// APIReader reads what is not worth caching in full (the CA Secrets of member clusters); Client when nil.
 	APIReader client.Reader
 	Publisher Publisher
 	Recorder  events.EventRecorder
@@ -76,6 +76,9 @@ type Reconciler struct {
 	// those back at once, so the grant follows the last ACK instead of the next poll.
 	waiting map[ktypes.NamespacedName]bool
 	acked   chan crevent.GenericEvent
+	// cas are the CAs of the member Clusters' Secrets as last read, so that a Secret is read again only when it
+	// changed.
+	cas map[ktypes.NamespacedName]secretCA
 }
 
 // setWaiting records whether key waits for acknowledgements.
@@ -163,6 +166,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// the generation too); its status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.configsOfCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A member's CA may be rotated in its Secret: watch Secrets' metadata alone (their data is read only
+		// for the few that Clusters refer to, see caOf).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.configsOfSecret), builder.OnlyMetadata).
 		Complete(r)
 }
 
