@@ -271,15 +271,15 @@ func startAs(t *testing.T, host *cluster.Cluster, dir, bin, sa string, args ...s
 	if err := fedrun.WriteKubeconfig(kubeconfig, host.Host(), tr.Status.Token, host.CAData()); err != nil {
 		t.Fatal(err)
 	}
-	start(t, dir, bin, sa, append(args, "--kubeconfig="+kubeconfig)...)
+	start(t, dir, bin, sa, nil, append(args, "--kubeconfig="+kubeconfig)...)
 }
 
-// start runs a controller binary (the manager, the federator) with its probes on a free port and no metrics, and
-// waits for its readiness probe.
-func start(t *testing.T, dir, bin, name string, args ...string) {
+// start runs a controller binary (the manager, the federator) with env added, its probes on a free port and no
+// metrics, and waits for its readiness probe.
+func start(t *testing.T, dir, bin, name string, env []string, args ...string) {
 	t.Helper()
 	probes := freeAddr(t)
-	p, err := cluster.StartProcess(name, dir, bin, append(args, "--health-probe-bind-address="+probes, "--metrics-bind-address=0")...)
+	p, err := cluster.StartProcessWithEnv(name, dir, bin, env, append(args, "--health-probe-bind-address="+probes, "--metrics-bind-address=0")...)
 	if err != nil {
 		t.Fatal(err)
 	}

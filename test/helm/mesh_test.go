@@ -306,7 +306,12 @@ func startFederator(t *testing.T, c client.Client, host *cluster.Cluster, sp *sh
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	start(t, dir, bin, "federator-"+sp.pod.Labels[inject.DefaultOrdinalLabel],
+	// Of the container's environment, KUBECONFIG is replaced by --kubeconfig; GOMAXPROCS is the chart's.
+	maxProcs := lc.Env["GOMAXPROCS"]
+	if maxProcs != "1" {
+		t.Errorf("pod %s: the federator's GOMAXPROCS is %q, want 1 (the chart's CPU request, 200m, rounded up)", sp.pod.Name, maxProcs)
+	}
+	start(t, dir, bin, "federator-"+sp.pod.Labels[inject.DefaultOrdinalLabel], []string{"GOMAXPROCS=" + maxProcs},
 		append(lc.Args, "--kubeconfig="+kubeconfig, "--webhook-port="+port(t))...)
 }
 
