@@ -209,7 +209,8 @@ func (r *Run) runFederator(f *federator) error {
 	if err != nil {
 		return err
 	}
-	f.proc, err = cluster.StartProcess(f.name, r.dir, filepath.Join(r.opts.BinDir, "federator"),
+	// One thread, as the chart runs the federator at its default CPU request (200m).
+	f.proc, err = cluster.StartProcessWithEnv(f.name, r.dir, filepath.Join(r.opts.BinDir, "federator"), []string{"GOMAXPROCS=1"},
 		append(f.args, "--health-probe-bind-address", probes)...)
 	if err != nil {
 		return err

@@ -154,8 +154,8 @@ func runFederationThroughput(ctx context.Context, env *suite.Env, res *suite.Res
 		"and kube-scheduler with --kube-api-qps=1000 (their default 20 and 50 held the floor itself to ~5 "+
 		"templates/s).", strings.Join(federatorLimits, " "))
 	res.Note("Everything shares the machine's 2 cores: the host and 3 member API servers with their etcds and " +
-		"controllers, the federator (and, sharded, the manager and a proxy per shard, each proxy with GOMAXPROCS=1 " +
-		"as the injected sidecar runs at its default CPU request), and the benchmark. The host " +
+		"controllers, the federator (and, sharded, the manager and a proxy per shard), and the benchmark. Each " +
+		"federator and proxy runs with GOMAXPROCS=1, as the chart runs them at their default CPU requests. The host " +
 		"kube-apiserver is the busiest process; host-apiserver-cpu-per-template is the price of one template " +
 		"there, and host-requests-per-template counts its API calls (LIST and WATCH aside). The federator " +
 		"writes more than the floor for the same result: events, the claim label on the template, the " +
