@@ -14,15 +14,8 @@ func TestFreePortIsNotHandedOutTwiceWhileReserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portMu.Lock()
-	nextPort = first
-	portMu.Unlock()
-	second, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second == first {
-		t.Fatalf("port %d handed out twice within its reservation", first)
+	if second := freePortFrom(t, first); second == first {
+		t.Fatalf("port %d handed out twice within its reservation", second)
 	}
 
 	// A reservation older than portHold no longer holds a port nobody listens on.
@@ -35,14 +28,20 @@ func TestFreePortIsNotHandedOutTwiceWhileReserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.unlock()
+	if third := freePortFrom(t, first); third != first {
+		t.Errorf("got port %d, want %d again once its reservation has expired", third, first)
+	}
+}
+
+// freePortFrom is FreePort walking from port p on.
+func freePortFrom(t *testing.T, p int) int {
+	t.Helper()
 	portMu.Lock()
-	nextPort = first
+	nextPort = p
 	portMu.Unlock()
-	third, err := FreePort()
+	got, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if third != first {
-		t.Errorf("got port %d, want %d again once its reservation has expired", third, first)
-	}
+	return got
 }

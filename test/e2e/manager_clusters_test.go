@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // The proxies front each Push member with the CA in its Cluster's Secret. A Secret made after its Cluster, and a
@@ -89,26 +88,12 @@ func TestMemberSecretChangesReachTheProxies(t *testing.T) {
 // reconciles is how many ShardingConfig reconciles the manager has finished, whatever their result.
 func reconciles(t *testing.T, m *mesh) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	fams, err := promtest.Scrape(context.Background(), m.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="shardingconfig"`) {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += v
-		}
-	}
-	return sum
+	n, _ := promtest.Match(fams["controller_runtime_reconcile_total"], map[string]string{"controller": "shardingconfig"})
+	return n
 }
 
 // waitAckedClusters waits until the proxy of shard 0 has acknowledged a configuration with member clusters whose
