@@ -232,8 +232,6 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 		return nil, err
 	}
 	hostPID := f.Cluster().Host.PID("kube-apiserver")
-	hostCPUBefore := cpuOf(hostPID)
-	cpuBefore := federatorCPU()
 	reconcilesBefore, err := federatorReconciles(ctx, run)
 	if err != nil {
 		return nil, err
@@ -242,6 +240,10 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	if err != nil {
 		return nil, err
 	}
+	// The CPU readings bracket the templates' work alone: serving the scrapes above and below costs each
+	// federator some, and more federators more.
+	hostCPUBefore := cpuOf(hostPID)
+	cpuBefore := federatorCPU()
 	machineBefore := machineCPU()
 	host := f.fastHost
 	start := time.Now()
@@ -257,6 +259,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 		return nil, fmt.Errorf("templates: %w", err)
 	}
 	err = conv.wait(ctx, templates, run)
+	cpuAfter, hostCPUAfter, machineAfter := federatorCPU(), cpuOf(hostPID), machineCPU()
 	prof.stop()
 	if err != nil {
 		return nil, err
@@ -269,9 +272,9 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	}
 	hostReqs := hostAfter.since(hostBefore)
 	out[mFedHostReqs.Name] = hostReqs.total() / float64(templates)
-	out[mFedHostCPU.Name] = (cpuOf(hostPID) - hostCPUBefore) * 1000 / float64(templates)
+	out[mFedHostCPU.Name] = (hostCPUAfter - hostCPUBefore) * 1000 / float64(templates)
 	env.Logf("    host requests per template: %s", hostReqs.per(templates))
-	machine := machineCPU().since(machineBefore)
+	machine := machineAfter.since(machineBefore)
 	out[mFedMachineCPU.Name] = machine.total() / float64(templates)
 	env.Logf("    CPU-ms per template: %s", machine.per(templates))
 	if !floor {
@@ -290,7 +293,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 			return nil, err
 		}
 		env.Logf("    federator status applies per template: %s", applies.since(appliesBefore).per(templates))
-		out[mFedCPU.Name] = (federatorCPU() - cpuBefore) * 1000 / float64(templates)
+		out[mFedCPU.Name] = (cpuAfter - cpuBefore) * 1000 / float64(templates)
 		out[mFedIdleCPU.Name] = idleCPU
 		out[mFedBusyCPU.Name] = out[mFedCPU.Name] - idleCPU*elapsed/float64(templates)
 		for _, pid := range suite.ChildPIDs("federator") {
