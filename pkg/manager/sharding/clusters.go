@@ -25,7 +25,8 @@ import (
 // travel; credentials stay with the federator, which the proxy passes through.
 func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, error) {
 	var list clusterv1alpha1.ClusterList
-	if err := r.Client.List(ctx, &list); meta.IsNoMatchError(err) {
+	// Read only: a Cluster's status lists every API its member serves, a copy not worth making per reconcile.
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
 		return nil, nil // the federation's CRDs are not installed: a plain sharded operator
 	} else if err != nil {
 		return nil, err
@@ -107,7 +108,8 @@ func clustersVersion(cs []config.Cluster) string {
 // configsOfSecret: a Secret some member Cluster refers to may hold a new CA for every ShardingConfig's proxies.
 func (r *Reconciler) configsOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list clusterv1alpha1.ClusterList
-	if err := r.Client.List(ctx, &list); err != nil {
+	// Read only, and for every Secret event of the host: no copies of the Clusters (see memberClusters).
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	for _, c := range list.Items {
