@@ -39,6 +39,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
 )
 
@@ -164,6 +165,8 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// The execution stage's verdicts reach the Works' status with the work-status stage's own write.
+	applied := &verdicts.Store{}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
@@ -174,8 +177,8 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Recorder: recorder, Coalesce: o.statusCoalesce, Cached: cached},
-		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Recorder: recorder},
-		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, Coalesce: o.statusCoalesce},
+		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
+		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce},
 		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Discovery: disc, Coalesce: o.statusCoalesce,
 			HoldLimit: statusHoldWindows * o.statusCoalesce},
 	}

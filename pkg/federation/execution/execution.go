@@ -26,7 +26,6 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
@@ -42,12 +41,22 @@ type Retainer interface {
 	Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
+// Verdicts hands each apply's Applied condition to the stage that writes the Work's status, and tells the
+// condition a Work's last apply earned; *verdicts.Store is one.
+type Verdicts interface {
+	Set(work *workv1alpha1.Work, cond metav1.Condition)
+	Applied(work *workv1alpha1.Work) *metav1.Condition
+}
+
 // Reconciler applies Works to their member clusters.
 type Reconciler struct {
 	// Client reads and writes Works, and reads ResourceBindings and Clusters, in the host.
 	Client   client.Client
 	Members  MemberClients
 	Retainer Retainer
+	// Verdicts takes the Applied condition of each pass over a Work: the work-status stage writes it with the
+	// member objects' status, in one write of the Work.
+	Verdicts Verdicts
 	Recorder events.EventRecorder
 	// Timeout bounds the member calls of one reconcile, so a member that hangs does not hold a worker; default 30s.
 	Timeout time.Duration
@@ -59,6 +68,9 @@ type Reconciler struct {
 // SetupWithManager registers the controller: Works that name a cluster, and the ResourceBindings whose
 // conflictResolution they follow.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Verdicts == nil {
+		return errors.New("execution: no Verdicts to hand the Applied conditions to")
+	}
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second
 	}
@@ -160,9 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	cond := appliedCondition(errs, work.Generation)
-	if err := r.setApplied(ctx, &work, cond); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.Verdicts.Set(&work, cond)
 	if cond.Status == metav1.ConditionTrue {
 		return ctrl.Result{}, nil
 	}
@@ -193,16 +203,6 @@ func (r *Reconciler) conflictResolution(ctx context.Context, work *workv1alpha1.
 		return policyv1alpha1.ConflictOverwrite, nil
 	}
 	return policyv1alpha1.ConflictAbort, nil
-}
-
-// setApplied writes the Applied condition when it changed, touching nothing else of the status.
-func (r *Reconciler) setApplied(ctx context.Context, work *workv1alpha1.Work, cond metav1.Condition) error {
-	cond, changed := applystatus.Condition(work.Status.Conditions, cond)
-	if !changed {
-		return nil
-	}
-	return applystatus.Apply(ctx, r.Client, work, names.ExecutionFieldManager,
-		&workv1alpha1.WorkStatus{Conditions: []metav1.Condition{cond}})
 }
 
 // maxNote keeps an event's note within what the events API accepts.

@@ -28,6 +28,8 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/status"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
@@ -53,16 +55,25 @@ func TestExecution(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The work-status stage runs too: it writes the Applied condition this stage decides.
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		members := &member.Factory{Host: mgr.GetAPIReader()}
+		applied := &verdicts.Store{}
 		r := &Reconciler{
 			Client:          mgr.GetClient(),
-			Members:         &member.Factory{Host: mgr.GetAPIReader()},
-			Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
+			Members:         members,
+			Retainer:        chain,
+			Verdicts:        applied,
 			Recorder:        mgr.GetEventRecorder("fedmesh-execution-test"),
 			Timeout:         5 * time.Second,
 			ConflictRecheck: 2 * time.Second,
 		}
-		return r.SetupWithManager(mgr)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		works := &status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
+		return works.SetupWithManager(mgr)
 	})
 
 	t.Run("apply, retain, remove a manifest, delete", func(t *testing.T) {
@@ -360,12 +371,16 @@ func work(name, cluster, binding string, objs ...runtime.Object) *workv1alpha1.W
 
 func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, objs ...runtime.Object) {
 	t.Helper()
-	var cur workv1alpha1.Work
-	if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
-		t.Fatal(err)
-	}
-	workrecord.SetManifests(&cur, manifests(t, objs...)) // as the binding stage changes them
-	if err := host.Update(context.Background(), &cur); err != nil {
+	// The work-status stage writes the Work too: read it again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur workv1alpha1.Work
+		if err := host.Get(context.Background(), client.ObjectKeyFromObject(w), &cur); err != nil {
+			return err
+		}
+		workrecord.SetManifests(&cur, manifests(t, objs...)) // as the binding stage changes them
+		return host.Update(context.Background(), &cur)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

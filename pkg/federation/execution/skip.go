@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -18,7 +17,8 @@ import (
 var serverMetadata = []string{"resourceVersion", "uid", "generation", "creationTimestamp", "managedFields"}
 
 // needsApply decides whether desired (the manifest as it would be applied: identity set, member fields retained)
-// must be applied to observed, its object in the member (nil when there is none), and says why. An apply it spares
+// must be applied to observed, its object in the member (nil when there is none), and says why; applied is the
+// Work's Applied condition as its last apply judged it (written or on its way). An apply it spares
 // is a member write spared on every reconcile that finds nothing to do, as after a restart, which requeues every
 // Work; an apply it misses is drift left in place, so whatever it cannot be sure of counts as different.
 //
@@ -29,8 +29,7 @@ var serverMetadata = []string{"resourceVersion", "uid", "generation", "creationT
 //   - observed already holds every field of desired with its value (contains), and is fedmesh's own: not being
 //     deleted, and with fields applied by fedmesh's field manager (an identical object someone else created must
 //     still be taken over).
-func needsApply(work *workv1alpha1.Work, desired, observed *unstructured.Unstructured) (bool, string) {
-	c := meta.FindStatusCondition(work.Status.Conditions, workv1alpha1.WorkApplied)
+func needsApply(work *workv1alpha1.Work, c *metav1.Condition, desired, observed *unstructured.Unstructured) (bool, string) {
 	switch {
 	case c == nil || c.Status != metav1.ConditionTrue:
 		return true, "the Work is not applied yet"

@@ -20,9 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 	"github.com/fedmesh/fedmesh/test/promtest"
@@ -47,18 +50,35 @@ func TestReconcileUnchanged(t *testing.T) {
 	}
 
 	// No manager runs: every reconcile is one of these calls, so nothing else writes to the member in between.
+	// Each is a controller started afresh (its verdicts too), and writes its verdict as the work-status stage
+	// would.
 	reconcile := func(t *testing.T, w *workv1alpha1.Work) {
 		t.Helper()
+		applied := &verdicts.Store{}
 		r := &Reconciler{
 			Client:          host,
 			Members:         &member.Factory{Host: host},
 			Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
+			Verdicts:        applied,
 			Recorder:        events.NewFakeRecorder(100),
 			Timeout:         10 * time.Second,
 			ConflictRecheck: time.Minute,
 		}
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
 			t.Fatalf("reconcile: %v", err)
+		}
+		var cur workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+			t.Fatal(err)
+		}
+		verdict := applied.Applied(&cur)
+		if verdict == nil {
+			t.Fatal("the reconcile gave no verdict")
+		}
+		if c, changed := applystatus.Condition(cur.Status.Conditions, *verdict); changed {
+			if err := applystatus.Apply(ctx, host, &cur, names.StatusFieldManager, &workv1alpha1.WorkStatus{Conditions: []metav1.Condition{c}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
 	}

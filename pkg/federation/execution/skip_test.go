@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -139,7 +140,7 @@ func TestNeedsApply(t *testing.T) {
 			}
 			d := tc.desired(t)
 			before, _ := json.Marshal(d.Object)
-			got, why := needsApply(work, d, o)
+			got, why := needsApply(work, meta.FindStatusCondition(tc.conditions, workv1alpha1.WorkApplied), d, o)
 			if got != tc.want || why != tc.why {
 				t.Errorf("needsApply = %v %q, want %v %q", got, why, tc.want, tc.why)
 			}

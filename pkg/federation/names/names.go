@@ -20,7 +20,6 @@ const FieldManager = "fedmesh"
 const (
 	SchedulerFieldManager = "fedmesh-scheduler"
 	BindingFieldManager   = "fedmesh-binding"
-	ExecutionFieldManager = "fedmesh-execution"
 	StatusFieldManager    = "fedmesh-status"
 )
 

@@ -26,6 +26,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -53,9 +54,10 @@ func TestStatusFlowsUp(t *testing.T) {
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		members := &member.Factory{Host: mgr.GetAPIReader()}
-		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
+		applied := &verdicts.Store{}
+		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain,
+			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
 				Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
 			works,
 			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain},
@@ -69,10 +71,11 @@ func TestStatusFlowsUp(t *testing.T) {
 
 	rb := bindToMembers(t, f, "web")
 
-	// Each Work: applied, and its Deployment's status with the interpreter's health.
+	// Each Work: applied, and its Deployment's status with the interpreter's health, both written by this stage
+	// (the execution stage's verdict goes with the member's status, in one write).
 	for _, m := range f.Members {
+		var w workv1alpha1.Work
 		fedtest.Eventually(t, 60*time.Second, m.Name()+" Work status", func() error {
-			var w workv1alpha1.Work
 			if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, m.Name())}, &w); err != nil {
 				return err
 			}
@@ -93,6 +96,11 @@ func TestStatusFlowsUp(t *testing.T) {
 			}
 			return nil
 		})
+		for _, mf := range w.ManagedFields {
+			if mf.Subresource == "status" && mf.Manager != names.StatusFieldManager {
+				t.Errorf("Work %s: status written by %s too", w.Name, mf.Manager)
+			}
+		}
 	}
 
 	// The binding: one item per member; the template: the sum.

@@ -2,9 +2,11 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,11 +38,21 @@ type MemberClients interface {
 	Client(ctx context.Context, cluster string) (*member.Client, error)
 }
 
-// WorkReconciler records the state of each Work's objects in its member cluster in the Work's manifestStatuses.
+// Verdicts are the execution stage's Applied conditions on their way to the Works' status; *verdicts.Store is one.
+type Verdicts interface {
+	Subscribe(notify func(types.NamespacedName))
+	Applied(work *workv1alpha1.Work) *metav1.Condition
+	Forget(key types.NamespacedName)
+}
+
+// WorkReconciler writes each Work's status: the state of its objects in its member cluster (manifestStatuses)
+// and the execution stage's verdict on its last apply (the Applied condition), in one write.
 type WorkReconciler struct {
 	// Client reads Works and Clusters and writes Work status in the host.
 	Client  client.Client
 	Members MemberClients
+	// Verdicts tell each Work's Applied condition, and which Works have a new one.
+	Verdicts Verdicts
 	// Interpreter reflects the members' statuses and judges their health; the interpreter chain.
 	Interpreter interpreter.Interpreter
 	// SyncPoll is how soon a Work waiting for a new member informer to sync is looked at again; default 500ms.
@@ -58,12 +70,17 @@ type WorkReconciler struct {
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
 // Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop).
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Verdicts == nil {
+		return errors.New("work-status: no Verdicts to take the Applied conditions from")
+	}
 	if r.SyncPoll == 0 {
 		r.SyncPoll = 500 * time.Millisecond
 	}
 	r.changes = make(chan event.GenericEvent, 1024)
 	r.stopped = make(chan struct{})
 	r.watches = &memberWatches{onChange: r.memberChanged}
+	// A verdict is gathered with the member's news of the same apply: both come within the coalescing window.
+	r.Verdicts.Subscribe(r.enqueue)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		close(r.stopped)
@@ -110,7 +127,12 @@ func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured)
 	if l[names.WorkNamespaceLabel] == "" || l[names.WorkNameLabel] == "" {
 		return
 	}
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]}}
+	r.enqueue(types.NamespacedName{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]})
+}
+
+// enqueue hands the Work key to the coalescing queue.
+func (r *WorkReconciler) enqueue(key types.NamespacedName) {
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	select {
 	case r.changes <- event.GenericEvent{Object: w}:
 	case <-r.stopped:
@@ -128,18 +150,26 @@ func (r *WorkReconciler) enqueueWorksOf(ctx context.Context, cluster string, q w
 	}
 }
 
-// Reconcile restates one Work's manifestStatuses.
+// Reconcile restates one Work's status. Whatever keeps it from observing the member, the execution stage's
+// verdict is still written: it is what tells why a Work is not applied.
 func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var work workv1alpha1.Work
 	if err := r.Client.Get(ctx, req.NamespacedName, &work); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Verdicts.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !work.DeletionTimestamp.IsZero() {
+		r.Verdicts.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var cluster clusterv1alpha1.Cluster
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: work.Spec.ClusterName}, &cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.write(ctx, &work, work.Status.ManifestStatuses)
+		}
+		return ctrl.Result{}, err
 	}
 	if !clusterReady(&cluster) {
 		// Its informers would only serve what they saw last; they start afresh, with a new list, once it is back.
@@ -148,11 +178,11 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	mc, err := r.Members.Client(ctx, cluster.Name)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses))
 	}
 	statuses, synced, err := r.observe(ctx, &work, mc)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses))
 	}
 	if !synced {
 		return ctrl.Result{RequeueAfter: r.SyncPoll}, nil
@@ -237,10 +267,19 @@ func identify(ordinal int, m workv1alpha1.Manifest, mc *member.Client, workNames
 	return id, nil
 }
 
-// write sets the Work's manifestStatuses when they changed, touching nothing else.
+// write sets the Work's manifestStatuses and its Applied condition (the verdict of its last apply) when either
+// changed. The condition goes in every write, changed or not: a field this manager leaves out of an apply is
+// removed.
 func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
-	if manifestStatusesEqual(work.Status.ManifestStatuses, statuses) {
+	status := workv1alpha1.WorkStatus{ManifestStatuses: statuses}
+	changed := !manifestStatusesEqual(work.Status.ManifestStatuses, statuses)
+	if c := r.Verdicts.Applied(work); c != nil {
+		cond, condChanged := applystatus.Condition(work.Status.Conditions, *c)
+		status.Conditions = []metav1.Condition{cond}
+		changed = changed || condChanged
+	}
+	if !changed {
 		return nil
 	}
-	return applystatus.Apply(ctx, r.Client, work, names.StatusFieldManager, &workv1alpha1.WorkStatus{ManifestStatuses: statuses})
+	return applystatus.Apply(ctx, r.Client, work, names.StatusFieldManager, &status)
 }
