@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,17 +26,24 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 )
 
 // EventRecorder records events on bindings (k8s.io/client-go/tools/events.EventRecorder, as the manager's
 // GetEventRecorder returns it, satisfies it).
 type EventRecorder interface {
 	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Verdicts hands each binding's FullyApplied condition to the stage that writes the binding's status, and tells
+// the last one given (given the binding's status conditions); *verdicts.Store is one.
+type Verdicts interface {
+	Set(obj metav1.Object, written []metav1.Condition, cond metav1.Condition)
+	Current(obj metav1.Object, written []metav1.Condition) *metav1.Condition
 }
 
 // Reconciler renders ResourceBindings into Works.
@@ -52,6 +60,9 @@ type Reconciler struct {
 	// Coalesce is how long the changes of a binding's Works (applied, observed) are gathered before the binding
 	// is looked at again; 0 looks at every change.
 	Coalesce time.Duration
+	// Verdicts takes each binding's FullyApplied condition: the binding-status stage writes it with the
+	// binding's aggregatedStatus, in one write.
+	Verdicts Verdicts
 
 	// Cached waits for the cache to show a Work once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
@@ -61,6 +72,9 @@ type Reconciler struct {
 // SetupWithManager watches bindings, their Works, the override policies (a change re-renders the bindings
 // it may select, before and after the change) and the Clusters' labels and spec (override rules target by them).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Verdicts == nil {
+		return errors.New("binding: no Verdicts to hand the FullyApplied conditions to")
+	}
 	if r.Templates == nil {
 		r.Templates = r.Client
 	}
@@ -132,7 +146,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.V(1).Info("Works exist that the cache has not shown yet", "clusters", o.unseen)
 		return ctrl.Result{RequeueAfter: cachewait.StaleRecheck}, nil
 	}
-	return ctrl.Result{}, r.setFullyApplied(ctx, &b, o)
+	r.setFullyApplied(&b, o)
+	return ctrl.Result{}, nil
 }
 
 // renderAll renders and writes the Work of every target cluster, recording in o what went wrong for which cluster.
@@ -323,34 +338,30 @@ func (r *Reconciler) policies(ctx context.Context, namespace string) (override.P
 	return ps, nil
 }
 
-// setFullyApplied writes the binding's FullyApplied condition when it changed, leaving the rest of the status
-// to its other writers. A change to a failure is also an event.
-func (r *Reconciler) setFullyApplied(ctx context.Context, b *workv1alpha1.ResourceBinding, o outcome) error {
+// setFullyApplied hands the binding's FullyApplied condition to the binding-status stage when it changed. A
+// change to a failure is also an event.
+func (r *Reconciler) setFullyApplied(b *workv1alpha1.ResourceBinding, o outcome) {
 	if len(b.Spec.Clusters) == 0 && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
-		return nil // a binding the scheduler has not looked at yet: its Scheduled condition will say more
+		return // a binding the scheduler has not looked at yet: its Scheduled condition will say more
 	}
-	prev := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionFullyApplied)
+	prev := r.Verdicts.Current(b, b.Status.Conditions)
 	next, waiting := fullyApplied(b, o)
 	if prev == nil && waiting {
 		// A new binding whose Works are on their way: the condition first appears when they are applied, or one
 		// fails, sparing the writes of each Work being made and picked up.
-		return nil
+		return
 	}
-	cond, changed := applystatus.Condition(b.Status.Conditions, next)
-	if !changed {
-		return nil
+	if prev != nil && verdicts.Same(*prev, next) {
+		return
 	}
-	if err := applystatus.Apply(ctx, r.Client, b, names.BindingFieldManager,
-		&workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
-		return err
+	r.Verdicts.Set(b, b.Status.Conditions, next)
+	// Timed from the False the binding's status shows; one that never reached it was not seen by anyone.
+	if prev != nil && prev.Status == metav1.ConditionFalse && !prev.LastTransitionTime.IsZero() && next.Status == metav1.ConditionTrue {
+		propagationSeconds.Observe(time.Since(prev.LastTransitionTime.Time).Seconds())
 	}
-	if prev != nil && prev.Status == metav1.ConditionFalse && cond.Status == metav1.ConditionTrue {
-		propagationSeconds.Observe(cond.LastTransitionTime.Sub(prev.LastTransitionTime.Time).Seconds())
+	if next.Status != metav1.ConditionTrue && next.Reason != ReasonNotFullyApplied {
+		r.event(b, corev1.EventTypeWarning, next.Reason, "Render", "%s", next.Message)
 	}
-	if cond.Status != metav1.ConditionTrue && cond.Reason != ReasonNotFullyApplied {
-		r.event(b, corev1.EventTypeWarning, cond.Reason, "Render", "%s", cond.Message)
-	}
-	return nil
 }
 
 func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, action, note string, args ...any) {

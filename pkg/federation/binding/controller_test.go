@@ -27,6 +27,8 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/status"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 	"github.com/go-logr/logr"
 )
@@ -43,9 +45,16 @@ func TestBindingController(t *testing.T) {
 	// Counts the controller's Work updates, to prove it writes none when nothing changed (an unchanged update
 	// would not show in the resourceVersion).
 	var workUpdates atomic.Int32
+	// The binding-status stage runs too: it writes the FullyApplied condition this stage decides.
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
-		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: mgr.GetEventRecorder("fedmesh-binding")}
-		return r.SetupWithManager(mgr)
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		fullyApplied := &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}
+		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: chain,
+			Verdicts: fullyApplied, Recorder: mgr.GetEventRecorder("fedmesh-binding")}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: fullyApplied}).SetupWithManager(mgr)
 	})
 	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 
@@ -106,6 +115,13 @@ func TestBindingController(t *testing.T) {
 	waitCondition(ctx, t, h, b, metav1.ConditionFalse, ReasonNotFullyApplied, "member1: not applied: "+abort)
 	rv1 := setApplied(ctx, t, h, work1, metav1.ConditionTrue, "Applied", "")
 	waitCondition(ctx, t, h, b, metav1.ConditionTrue, ReasonFullyApplied, "applied in 2 cluster(s)")
+	// The condition and the aggregated status went in the binding-status stage's writes, none of this stage's.
+	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
+	for _, mf := range b.ManagedFields {
+		if mf.Subresource == "status" && mf.Manager != names.StatusFieldManager {
+			t.Errorf("binding status written by %s too", mf.Manager)
+		}
+	}
 	// The reconciles the status changes caused wrote no Work.
 	rv2 := resourceVersion(ctx, t, h, work2)
 	if got := resourceVersion(ctx, t, h, work1); got != rv1 {

@@ -6,8 +6,8 @@ import (
 )
 
 // propagationSeconds is the federation's propagation latency as a user feels it: from a binding's Works falling
-// behind (rendered anew, or a cluster not yet applied) to every one of them applied. It is read from the
-// condition's transition times, which the API keeps to the second.
+// behind (rendered anew, or a cluster not yet applied) to every one of them applied: from the transition time of
+// the False condition the binding's status shows (the API keeps it to the second) to the True verdict.
 var propagationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name: "fedmesh_federation_propagation_seconds",
 	Help: "Time from a ResourceBinding's FullyApplied condition turning False (its Works rendered anew, or not yet " +

@@ -18,6 +18,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -44,7 +45,8 @@ func TestWorkTheCacheHasNotShown(t *testing.T) {
 		return b
 	}
 	reconcile := func(c client.Client, b *workv1alpha1.ResourceBinding) (ctrl.Result, error) {
-		r := &Reconciler{Client: c, Templates: h, Interpreter: interpreter.Layers{Native: native.New()}.Chain()}
+		r := &Reconciler{Client: c, Templates: h, Interpreter: interpreter.Layers{Native: native.New()}.Chain(),
+			Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}}
 		return r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	}
 

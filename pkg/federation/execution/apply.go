@@ -113,7 +113,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		}
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
-	need, why := needsApply(work, r.Verdicts.Applied(work), desired, observed)
+	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)
 	if !need {
 		log.FromContext(ctx).V(1).Info("member object already as desired; apply skipped", "object", ref.String())
 		manifestsTotal.WithLabelValues("skipped").Inc()

@@ -42,10 +42,10 @@ type Retainer interface {
 }
 
 // Verdicts hands each apply's Applied condition to the stage that writes the Work's status, and tells the
-// condition a Work's last apply earned; *verdicts.Store is one.
+// condition a Work's last apply earned (given the Work's status conditions); *verdicts.Store is one.
 type Verdicts interface {
-	Set(work *workv1alpha1.Work, cond metav1.Condition)
-	Applied(work *workv1alpha1.Work) *metav1.Condition
+	Set(obj metav1.Object, written []metav1.Condition, cond metav1.Condition)
+	Current(obj metav1.Object, written []metav1.Condition) *metav1.Condition
 }
 
 // Reconciler applies Works to their member clusters.
@@ -172,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	cond := appliedCondition(errs, work.Generation)
-	r.Verdicts.Set(&work, cond)
+	r.Verdicts.Set(&work, work.Status.Conditions, cond)
 	if cond.Status == metav1.ConditionTrue {
 		return ctrl.Result{}, nil
 	}

@@ -59,7 +59,7 @@ func TestExecution(t *testing.T) {
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		members := &member.Factory{Host: mgr.GetAPIReader()}
-		applied := &verdicts.Store{}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 		r := &Reconciler{
 			Client:          mgr.GetClient(),
 			Members:         members,

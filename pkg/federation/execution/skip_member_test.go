@@ -54,7 +54,7 @@ func TestReconcileUnchanged(t *testing.T) {
 	// would.
 	reconcile := func(t *testing.T, w *workv1alpha1.Work) {
 		t.Helper()
-		applied := &verdicts.Store{}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 		r := &Reconciler{
 			Client:          host,
 			Members:         &member.Factory{Host: host},
@@ -71,7 +71,7 @@ func TestReconcileUnchanged(t *testing.T) {
 		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
 			t.Fatal(err)
 		}
-		verdict := applied.Applied(&cur)
+		verdict := applied.Current(&cur, cur.Status.Conditions)
 		if verdict == nil {
 			t.Fatal("the reconcile gave no verdict")
 		}

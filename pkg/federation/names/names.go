@@ -19,7 +19,6 @@ const FieldManager = "fedmesh"
 // Field managers of the host status fields each stage owns and applies (pkg/federation/applystatus).
 const (
 	SchedulerFieldManager = "fedmesh-scheduler"
-	BindingFieldManager   = "fedmesh-binding"
 	StatusFieldManager    = "fedmesh-status"
 )
 

@@ -301,7 +301,7 @@ func testOthersStatus(t *testing.T, c client.Client) {
 	for i := range list.Items {
 		rb := &list.Items[i]
 		cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "FullyApplied", Message: "applied", ObservedGeneration: rb.Generation, LastTransitionTime: metav1.Now()}
-		if err := applystatus.Apply(ctx, c, rb, names.BindingFieldManager, &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
+		if err := applystatus.Apply(ctx, c, rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{cond}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,11 +2,13 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,8 +37,8 @@ type StatusAggregator interface {
 	AggregateStatus(ctx context.Context, obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (*unstructured.Unstructured, error)
 }
 
-// BindingReconciler writes each ResourceBinding's aggregatedStatus from its Works, and the template's status
-// from that.
+// BindingReconciler writes each ResourceBinding's status, its aggregatedStatus from its Works and the binding
+// stage's verdict on them (the FullyApplied condition) in one write, and the template's status from that.
 type BindingReconciler struct {
 	// Client reads bindings, Works and Clusters, and writes their status and the templates', in the host. It also
 	// reads a template again after a conflict (the manager's client reads unstructured objects from the API
@@ -45,6 +47,8 @@ type BindingReconciler struct {
 	// Templates reads templates first (the detector's template cache, whose copy may lag); Client when nil.
 	Templates  client.Reader
 	Aggregator StatusAggregator
+	// Verdicts tell each binding's FullyApplied condition, and which bindings have a new one.
+	Verdicts Verdicts
 	// Discovery of the host tells which template kinds have a status subresource; from the manager's config when nil.
 	Discovery discovery.DiscoveryInterface
 	// Coalesce is how long the changes of a binding's Works are gathered before its status is written; 0 writes
@@ -55,8 +59,9 @@ type BindingReconciler struct {
 	// limit grows with the gaps seen, up to maxHoldFactor times this; 0 does not wait.
 	HoldLimit time.Duration
 
-	holds holds
-	mu    sync.Mutex
+	holds   holds
+	wakeups *wakeups
+	mu      sync.Mutex
 	// statusSubresource caches, per template resource, whether it has a status subresource.
 	statusSubresource map[schema.GroupVersionResource]bool
 }
@@ -64,6 +69,15 @@ type BindingReconciler struct {
 // SetupWithManager registers the controller: ResourceBindings, their Works, and Clusters (whose readiness
 // changes what their items say).
 func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Verdicts == nil {
+		return errors.New("binding-status: no Verdicts to take the FullyApplied conditions from")
+	}
+	var err error
+	if r.wakeups, err = newWakeups(mgr, nil); err != nil {
+		return err
+	}
+	// A verdict comes with the Works' news it was drawn from: both are gathered within the coalescing window.
+	r.Verdicts.Subscribe(r.wakeups.wake)
 	if r.Discovery == nil {
 		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 		if err != nil {
@@ -82,6 +96,7 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
+		WatchesRawSource(r.wakeups.source(r.Coalesce)).
 		// Of a Cluster, items read only whether it is Ready; its other status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) }})).
@@ -113,6 +128,7 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, &rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.holds.forget(req.NamespacedName)
+			r.Verdicts.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -132,8 +148,15 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	isReady := func(c string) bool { return ready[c] }
 	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
+	status := workv1alpha1.ResourceBindingStatus{AggregatedStatus: items}
+	var verdictNews bool
+	if c := r.Verdicts.Current(&rb, rb.Status.Conditions); c != nil {
+		var cond metav1.Condition
+		cond, verdictNews = applystatus.Condition(rb.Status.Conditions, *c)
+		status.Conditions = []metav1.Condition{cond}
+	}
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
-	news := itemsToWrite(rb.Status.AggregatedStatus, items)
+	news := itemsToWrite(rb.Status.AggregatedStatus, items) || verdictNews
 	if news {
 		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
 		wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit)
@@ -142,8 +165,8 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			// The Works' next changes enqueue the binding again; this is for a cluster that never reports.
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &workv1alpha1.ResourceBindingStatus{AggregatedStatus: items})
-		if err != nil {
+		// The condition goes in every write, changed or not: a field this manager leaves out of an apply is removed.
+		if err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &status); err != nil {
 			return ctrl.Result{}, err
 		}
 	} else {

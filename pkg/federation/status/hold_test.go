@@ -16,6 +16,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -37,7 +38,7 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	}
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
-		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
+		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
 	})
 
 	// report sets a Work's status as a member that applied it and observed its Deployment ready.

@@ -54,13 +54,13 @@ func TestStatusFlowsUp(t *testing.T) {
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		members := &member.Factory{Host: mgr.GetAPIReader()}
-		applied := &verdicts.Store{}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
 				Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
 			works,
-			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain},
+			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}},
 		} {
 			if err := s.SetupWithManager(mgr); err != nil {
 				return err

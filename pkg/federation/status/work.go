@@ -19,15 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
-	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -38,10 +35,11 @@ type MemberClients interface {
 	Client(ctx context.Context, cluster string) (*member.Client, error)
 }
 
-// Verdicts are the execution stage's Applied conditions on their way to the Works' status; *verdicts.Store is one.
+// Verdicts are conditions another stage decided on their way to an object's status (given the object's status
+// conditions); *verdicts.Store is one.
 type Verdicts interface {
 	Subscribe(notify func(types.NamespacedName))
-	Applied(work *workv1alpha1.Work) *metav1.Condition
+	Current(obj metav1.Object, written []metav1.Condition) *metav1.Condition
 	Forget(key types.NamespacedName)
 }
 
@@ -62,9 +60,7 @@ type WorkReconciler struct {
 	Coalesce time.Duration
 
 	watches *memberWatches
-	changes chan event.GenericEvent
-	// stopped closes when the manager stops, so member informers blocked on a full changes channel let go.
-	stopped chan struct{}
+	wakeups *wakeups
 }
 
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
@@ -76,19 +72,13 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.SyncPoll == 0 {
 		r.SyncPoll = 500 * time.Millisecond
 	}
-	r.changes = make(chan event.GenericEvent, 1024)
-	r.stopped = make(chan struct{})
 	r.watches = &memberWatches{onChange: r.memberChanged}
-	// A verdict is gathered with the member's news of the same apply: both come within the coalescing window.
-	r.Verdicts.Subscribe(r.enqueue)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		close(r.stopped)
-		r.watches.stopAll()
-		return nil
-	})); err != nil {
+	var err error
+	if r.wakeups, err = newWakeups(mgr, r.watches.stopAll); err != nil {
 		return err
 	}
+	// A verdict is gathered with the member's news of the same apply: both come within the coalescing window.
+	r.Verdicts.Subscribe(r.wakeups.wake)
 	hasCluster, err := predicate.LabelSelectorPredicate(metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: names.ClusterLabel, Operator: metav1.LabelSelectorOpExists}},
 	})
@@ -98,7 +88,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("work-status").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.changes, coalesce.Handler(r.Coalesce, coalesce.Self))).
+		WatchesRawSource(r.wakeups.source(r.Coalesce)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
@@ -127,16 +117,7 @@ func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured)
 	if l[names.WorkNamespaceLabel] == "" || l[names.WorkNameLabel] == "" {
 		return
 	}
-	r.enqueue(types.NamespacedName{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]})
-}
-
-// enqueue hands the Work key to the coalescing queue.
-func (r *WorkReconciler) enqueue(key types.NamespacedName) {
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	select {
-	case r.changes <- event.GenericEvent{Object: w}:
-	case <-r.stopped:
-	}
+	r.wakeups.wake(types.NamespacedName{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]})
 }
 
 func (r *WorkReconciler) enqueueWorksOf(ctx context.Context, cluster string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -273,7 +254,7 @@ func identify(ordinal int, m workv1alpha1.Manifest, mc *member.Client, workNames
 func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
 	status := workv1alpha1.WorkStatus{ManifestStatuses: statuses}
 	changed := !manifestStatusesEqual(work.Status.ManifestStatuses, statuses)
-	if c := r.Verdicts.Applied(work); c != nil {
+	if c := r.Verdicts.Current(work, work.Status.Conditions); c != nil {
 		cond, condChanged := applystatus.Condition(work.Status.Conditions, *c)
 		status.Conditions = []metav1.Condition{cond}
 		changed = changed || condChanged

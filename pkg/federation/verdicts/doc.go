@@ -1,7 +1,8 @@
-// Package verdicts carries the execution stage's verdict on each Work, its Applied condition, to the work-status
-// stage, which writes it in the same status apply as the member objects' status. A Work is applied and then its
-// objects are observed within moments of each other; written by each stage on its own, every Work change cost the
-// host two status writes, and woke every watcher of Works (binding and status stages, in every shard's cache)
-// twice. The verdicts live in memory only: a verdict lost with its process is found again, since a Work whose
-// status does not show it applied at its generation is applied again.
+// Package verdicts carries a condition one federation stage decides to the stage that writes the rest of the
+// object's status, so that both go in one write: the execution stage's Applied condition of a Work goes with the
+// member objects' status (the work-status stage), the binding stage's FullyApplied condition of a
+// ResourceBinding with its aggregatedStatus (the binding-status stage). Each pair of changes comes within moments;
+// written by each stage on its own, every change cost the host two status writes of a large object, and woke
+// every watcher of the kind (in every shard's cache) twice. The verdicts live in memory only: one lost with its
+// process is decided again, as its stage looks at every object when it starts.
 package verdicts

@@ -6,12 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
-// Store holds, for each Work, the Applied condition its last apply earned that its status does not show yet.
+// Store holds, for each object, the condition of Type its deciding stage last gave it that its status does not
+// show yet.
 type Store struct {
+	// Type is the condition type held.
+	Type string
+
 	mu      sync.Mutex
 	pending map[types.NamespacedName]verdict
 	notify  func(types.NamespacedName)
@@ -22,19 +24,19 @@ type verdict struct {
 	cond metav1.Condition
 }
 
-// Subscribe makes notify the function told of each Work with a new verdict: the work-status stage, to write it.
+// Subscribe makes notify the function told of each object with a new verdict: the stage that writes it.
 func (s *Store) Subscribe(notify func(types.NamespacedName)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notify = notify
 }
 
-// Set records cond as work's verdict, unless it is the Applied condition work already has or awaits, and tells
-// the subscriber when it is new.
-func (s *Store) Set(work *workv1alpha1.Work, cond metav1.Condition) {
-	key := types.NamespacedName{Namespace: work.Namespace, Name: work.Name}
+// Set records cond as obj's verdict, unless it is the condition obj already has or awaits, and tells the
+// subscriber when it is new. written are obj's status conditions.
+func (s *Store) Set(obj metav1.Object, written []metav1.Condition, cond metav1.Condition) {
+	key := keyOf(obj)
 	s.mu.Lock()
-	cur := s.current(key, work)
+	cur := s.current(key, obj.GetUID(), written)
 	if cur != nil && Same(*cur, cond) {
 		s.mu.Unlock()
 		return
@@ -42,7 +44,7 @@ func (s *Store) Set(work *workv1alpha1.Work, cond metav1.Condition) {
 	if s.pending == nil {
 		s.pending = map[types.NamespacedName]verdict{}
 	}
-	s.pending[key] = verdict{uid: work.UID, cond: cond}
+	s.pending[key] = verdict{uid: obj.GetUID(), cond: cond}
 	notify := s.notify
 	s.mu.Unlock()
 	if notify != nil {
@@ -50,35 +52,41 @@ func (s *Store) Set(work *workv1alpha1.Work, cond metav1.Condition) {
 	}
 }
 
-// Applied is work's Applied condition as its last apply judged it: the verdict awaiting its write, or else the
-// condition work's status holds; nil when there is neither. A verdict that work's status already shows is
+// Current is obj's condition as its deciding stage last judged it: the verdict awaiting its write, or else the
+// condition obj's status holds (written); nil when there is neither. A verdict the status already shows is
 // forgotten: it has been written.
-func (s *Store) Applied(work *workv1alpha1.Work) *metav1.Condition {
+func (s *Store) Current(obj metav1.Object, written []metav1.Condition) *metav1.Condition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.current(types.NamespacedName{Namespace: work.Namespace, Name: work.Name}, work)
+	return s.current(keyOf(obj), obj.GetUID(), written)
 }
 
-// Forget drops the verdict of the Work key, which is gone.
+// Forget drops the verdict of the object key, which is gone.
 func (s *Store) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, key)
 }
 
-// current is the verdict of key awaiting its write, or work's own condition; a verdict of another Work of the
-// same name (deleted and made again) or one work's status shows is dropped on the way. s.mu is held.
-func (s *Store) current(key types.NamespacedName, work *workv1alpha1.Work) *metav1.Condition {
-	written := meta.FindStatusCondition(work.Status.Conditions, workv1alpha1.WorkApplied)
+// current is the verdict of key awaiting its write, or the written condition. Dropped on the way: a verdict of
+// another object of the same name (deleted and made again), one the written conditions show, and one of an older
+// generation than they show (another process wrote a newer one, as when a namespace moved between shards while
+// this verdict waited, and came back). s.mu is held.
+func (s *Store) current(key types.NamespacedName, uid types.UID, written []metav1.Condition) *metav1.Condition {
+	w := meta.FindStatusCondition(written, s.Type)
 	v, ok := s.pending[key]
 	switch {
 	case !ok:
-		return written
-	case v.uid != work.UID || written != nil && Same(*written, v.cond):
+		return w
+	case v.uid != uid || w != nil && (Same(*w, v.cond) || v.cond.ObservedGeneration < w.ObservedGeneration):
 		delete(s.pending, key)
-		return written
+		return w
 	}
 	return &v.cond
+}
+
+func keyOf(obj metav1.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // Same reports whether a and b say the same: type, status, reason, message and generation; the transition time

@@ -19,6 +19,8 @@ func TestStore(t *testing.T) {
 	}
 	withTime := applied
 	withTime.LastTransitionTime = metav1.Now()
+	older := failed
+	older.ObservedGeneration = 1
 
 	tests := []struct {
 		name string
@@ -38,11 +40,12 @@ func TestStore(t *testing.T) {
 		{name: "the later verdict wins", set: []metav1.Condition{applied, failed}, read: work("u1"), want: &failed, notified: 2},
 		{name: "the same verdict twice tells once", set: []metav1.Condition{applied, applied}, read: work("u1"), want: &applied, notified: 1},
 		{name: "a verdict the Work came to show is forgotten", set: []metav1.Condition{applied}, read: work("u1", withTime), want: &withTime, notified: 1},
+		{name: "a verdict older than the Work shows does not count", set: []metav1.Condition{older}, read: work("u1", withTime), want: &withTime, notified: 1},
 		{name: "a namesake's verdict does not count", set: []metav1.Condition{failed}, read: work("u2", withTime), want: &withTime, notified: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var s Store
+			s := Store{Type: workv1alpha1.WorkApplied}
 			notified := 0
 			s.Subscribe(func(key types.NamespacedName) {
 				if key != (types.NamespacedName{Namespace: "shop", Name: "web"}) {
@@ -51,14 +54,15 @@ func TestStore(t *testing.T) {
 				notified++
 			})
 			for _, c := range tc.set {
-				s.Set(work("u1", tc.written...), c)
+				w := work("u1", tc.written...)
+				s.Set(w, w.Status.Conditions, c)
 			}
-			got := s.Applied(tc.read)
+			got := s.Current(tc.read, tc.read.Status.Conditions)
 			switch {
 			case (got == nil) != (tc.want == nil):
-				t.Fatalf("Applied = %+v, want %+v", got, tc.want)
+				t.Fatalf("Current = %+v, want %+v", got, tc.want)
 			case got != nil && (!Same(*got, *tc.want) || !got.LastTransitionTime.Equal(&tc.want.LastTransitionTime)):
-				t.Errorf("Applied = %+v, want %+v", *got, *tc.want)
+				t.Errorf("Current = %+v, want %+v", *got, *tc.want)
 			}
 			if notified != tc.notified {
 				t.Errorf("notified %d times, want %d", notified, tc.notified)
@@ -68,19 +72,17 @@ func TestStore(t *testing.T) {
 }
 
 func TestForgottenVerdictsAreGone(t *testing.T) {
-	var s Store
+	s := Store{Type: workv1alpha1.WorkApplied}
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
-	s.Set(w, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
+	s.Set(w, nil, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"})
 	s.Forget(types.NamespacedName{Namespace: "shop", Name: "web"})
-	if got := s.Applied(w); got != nil {
-		t.Errorf("Applied after Forget = %+v", got)
+	if got := s.Current(w, nil); got != nil {
+		t.Errorf("Current after Forget = %+v", got)
 	}
 	// A verdict written (shown by the Work) leaves the store.
 	c := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"}
-	s.Set(w, c)
-	shown := w.DeepCopy()
-	shown.Status.Conditions = []metav1.Condition{c}
-	s.Applied(shown)
+	s.Set(w, nil, c)
+	s.Current(w, []metav1.Condition{c})
 	if n := len(s.pending); n != 0 {
 		t.Errorf("%d verdicts held after the Work showed its own", n)
 	}
