@@ -150,15 +150,19 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
 	status := workv1alpha1.ResourceBindingStatus{AggregatedStatus: items}
 	var verdictNews bool
-	if c := r.Verdicts.Current(&rb, rb.Status.Conditions); c != nil {
+	verdict := r.Verdicts.Current(&rb, rb.Status.Conditions)
+	if verdict != nil {
 		var cond metav1.Condition
-		cond, verdictNews = applystatus.Condition(rb.Status.Conditions, *c)
+		cond, verdictNews = applystatus.Condition(rb.Status.Conditions, *verdict)
 		status.Conditions = []metav1.Condition{cond}
 	}
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
 	news := itemsToWrite(rb.Status.AggregatedStatus, items) || verdictNews
 	if news {
 		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
+		if verdictDue(rb.Spec.Clusters, works.Items, verdict) {
+			waiting++ // the binding stage's verdict on these Works, which wakes this binding when it comes
+		}
 		wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit)
 		holdLimit.Set(r.holds.learntLimit(r.HoldLimit).Seconds())
 		if wait > 0 {

@@ -115,6 +115,28 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 	return n
 }
 
+// verdictDue reports whether the binding stage has yet to judge what the Works say: every target's Work is
+// applied at its generation and the FullyApplied verdict is not True, or the verdict is True and they are not.
+// That stage's pass over the same Work changes comes within moments; awaiting it spares the binding a write of the
+// items alone, followed by one of the verdict. A verdict that disagrees for a reason of its own (an override that
+// fails to render) is awaited no longer than a silent cluster is: the hold's limit.
+func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, verdict *metav1.Condition) bool {
+	all := len(targets) > 0
+	for _, t := range targets {
+		i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name })
+		if i < 0 {
+			all = false
+			break
+		}
+		c := meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
+		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 0 && c.ObservedGeneration < works[i].Generation {
+			all = false
+			break
+		}
+	}
+	return all != (verdict != nil && verdict.Status == metav1.ConditionTrue)
+}
+
 // The messages of an item whose cluster has not acted on the binding yet.
 const (
 	noWorkYet     = "no Work for this cluster yet"

@@ -36,10 +36,20 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	for _, m := range f.Members {
 		setReady(t, host, m.Name(), metav1.ConditionTrue)
 	}
+	fully := &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
-		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
+		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: fully, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
 	})
+	// judge gives rb the verdict of the binding stage (not running here) on Works all applied.
+	judge := func(rb *workv1alpha1.ResourceBinding) {
+		var cur workv1alpha1.ResourceBinding
+		if err := host.Get(ctx, client.ObjectKeyFromObject(rb), &cur); err != nil {
+			t.Fatal(err)
+		}
+		fully.Set(&cur, cur.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue,
+			Reason: "FullyApplied", Message: "applied in 2 cluster(s)", ObservedGeneration: cur.Generation})
+	}
 
 	// report sets a Work's status as a member that applied it and observed its Deployment ready.
 	report := func(rb *workv1alpha1.ResourceBinding, cluster string) { reportWork(t, ctx, host, rb, cluster, true) }
@@ -60,11 +70,21 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	report(web, "member1")
 	unwritten(web, 2*time.Second)
 	report(web, "member2")
+	// Both reported: the binding stage's verdict on their Works is awaited too, to go in the same write.
+	unwritten(web, 1500*time.Millisecond)
+	judge(web)
 	// Written for both well before the hold limit since member1's report (6 s) would have passed.
-	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported", func() error {
+	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported and the binding stage judged", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		if err := itemsAre(ctx, host, web, healthy, 2); err != nil {
 			return err
+		}
+		var cur workv1alpha1.ResourceBinding
+		if err := host.Get(ctx, client.ObjectKeyFromObject(web), &cur); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(cur.Status.Conditions, workv1alpha1.ConditionFullyApplied) {
+			return fmt.Errorf("FullyApplied not written with the items: %+v", cur.Status.Conditions)
 		}
 		return templateReady(ctx, host, 4)
 	})
@@ -77,6 +97,7 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	report(spread, "member1")
 	unwritten(spread, 3500*time.Millisecond)
 	report(spread, "member2")
+	judge(spread)
 	fedtest.Eventually(t, 4*time.Second, "spread's status once both members reported", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		return itemsAre(ctx, host, spread, healthy, 2)
