@@ -160,7 +160,7 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	news := itemsToWrite(rb.Status.AggregatedStatus, items) || verdictNews
 	if news {
 		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
-		if verdictDue(rb.Spec.Clusters, works.Items, verdict) {
+		if verdictDue(rb.Spec.Clusters, works.Items, isReady, verdict) {
 			waiting++ // the binding stage's verdict on these Works, which wakes this binding when it comes
 		}
 		wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit)

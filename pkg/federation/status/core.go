@@ -115,26 +115,33 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 	return n
 }
 
-// verdictDue reports whether the binding stage has yet to judge what the Works say: every target's Work is
-// applied at its generation and the FullyApplied verdict is not True, or the verdict is True and they are not.
-// That stage's pass over the same Work changes comes within moments; awaiting it spares the binding a write of the
-// items alone, followed by one of the verdict. A verdict that disagrees for a reason of its own (an override that
-// fails to render) is awaited no longer than a silent cluster is: the hold's limit.
-func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, verdict *metav1.Condition) bool {
-	all := len(targets) > 0
+// verdictDue reports whether the binding stage has yet to judge what the Works say or will soon say: its
+// FullyApplied verdict is True and a Work is not applied (any more), or it is not True and every target's Work is
+// applied or on its way in a Ready cluster, none failed. That stage's pass over the same Work changes comes within
+// moments of this one; awaiting it, as one more report, spares the binding a write of the items alone followed by
+// one of the verdict. It is awaited from the start, so that the hold's progress counts the clusters reporting
+// before it. A verdict that stays False for a reason of its own (an override that fails to render) is awaited no
+// longer than a silent cluster is: the hold's limit.
+func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool, verdict *metav1.Condition) bool {
+	all, onTheirWay := len(targets) > 0, len(targets) > 0
 	for _, t := range targets {
 		i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name })
-		if i < 0 {
-			all = false
-			break
+		var c *metav1.Condition
+		if i >= 0 {
+			c = meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
 		}
-		c := meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
-		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 0 && c.ObservedGeneration < works[i].Generation {
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration >= works[i].Generation):
+		case c != nil && c.Status != metav1.ConditionTrue || !ready(t.Name):
+			all, onTheirWay = false, false
+		default:
 			all = false
-			break
 		}
 	}
-	return all != (verdict != nil && verdict.Status == metav1.ConditionTrue)
+	if verdict != nil && verdict.Status == metav1.ConditionTrue {
+		return !all
+	}
+	return onTheirWay
 }
 
 // The messages of an item whose cluster has not acted on the binding yet.

@@ -209,20 +209,24 @@ func TestVerdictDue(t *testing.T) {
 		name    string
 		targets []workv1alpha1.TargetCluster
 		works   []workv1alpha1.Work
+		down    string
 		verdict *metav1.Condition
 		want    bool
 	}{
-		{"all applied, no verdict yet", targets, works(w("a", &applied), w("b", &applied)), nil, true},
-		{"all applied, the verdict still False", targets, works(w("a", &applied), w("b", &applied)), notFully, true},
-		{"all applied and judged so", targets, works(w("a", &applied), w("b", &applied)), fully, false},
-		{"b not applied, nothing judged yet", targets, works(w("a", &applied), w("b", nil)), nil, false},
-		{"b failed and judged so", targets, works(w("a", &applied), w("b", &failed)), notFully, false},
-		{"b failed, the verdict still True", targets, works(w("a", &applied), w("b", &failed)), fully, true},
-		{"b's new generation not applied, the verdict still True", targets, works(w("a", &applied), w("b", &stale)), fully, true},
-		{"no Work for b, judged so", targets, works(w("a", &applied)), notFully, false},
-		{"no targets", nil, nil, notFully, false},
+		{"all applied, no verdict yet", targets, works(w("a", &applied), w("b", &applied)), "", nil, true},
+		{"all applied, the verdict still False", targets, works(w("a", &applied), w("b", &applied)), "", notFully, true},
+		{"all applied and judged so", targets, works(w("a", &applied), w("b", &applied)), "", fully, false},
+		{"b on its way: the verdict will come", targets, works(w("a", &applied), w("b", nil)), "", nil, true},
+		{"no Work for b yet: the verdict will come", targets, works(w("a", &applied)), "", notFully, true},
+		{"b failed: no True to come", targets, works(w("a", &applied), w("b", &failed)), "", notFully, false},
+		{"b failed, the verdict still True", targets, works(w("a", &applied), w("b", &failed)), "", fully, true},
+		{"b's new generation not applied, the verdict still True", targets, works(w("a", &applied), w("b", &stale)), "", fully, true},
+		{"b not Ready and not applied: no True to come", targets, works(w("a", &applied), w("b", nil)), "b", nil, false},
+		{"b not Ready but applied", targets, works(w("a", &applied), w("b", &applied)), "b", fully, false},
+		{"no targets", nil, nil, "", notFully, false},
 	} {
-		if got := verdictDue(tc.targets, tc.works, tc.verdict); got != tc.want {
+		ready := func(c string) bool { return c != tc.down }
+		if got := verdictDue(tc.targets, tc.works, ready, tc.verdict); got != tc.want {
 			t.Errorf("%s: verdictDue = %v, want %v", tc.name, got, tc.want)
 		}
 	}
