@@ -132,6 +132,7 @@ func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work,
 		}
 		switch {
 		case c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration >= works[i].Generation):
+			// applied at its generation
 		case c != nil && c.Status != metav1.ConditionTrue || !ready(t.Name):
 			all, onTheirWay = false, false
 		default:
