@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/workstate"
 )
 
 // Reasons of the FullyApplied condition, from the most to the least fundamental: the first that holds is given.
@@ -72,7 +72,7 @@ func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (_ metav1.Conditio
 		if _, failed := o.renderErrors[tc.Name]; failed {
 			continue
 		}
-		if msg, ok, pending := applied(o.works[tc.Name]); !ok {
+		if msg, ok, pending := workstate.Applied(o.works[tc.Name]); !ok {
 			found[ReasonNotFullyApplied] = true
 			failing = failing || !pending
 			problems = append(problems, tc.Name+": "+msg)
@@ -85,28 +85,6 @@ func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (_ metav1.Conditio
 	}
 	cond.Status = metav1.ConditionTrue
 	return set(ReasonFullyApplied, fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters))), false
-}
-
-// applied reports whether w's Applied condition is True for w's current spec, or else why not, and whether that
-// is only because the Work has not been made or applied yet (pending), not because applying it failed.
-func applied(w *workv1alpha1.Work) (why string, ok, pending bool) {
-	if w == nil {
-		return "no Work yet", false, true
-	}
-	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
-	switch {
-	case c == nil:
-		return "not applied yet", false, true
-	case c.ObservedGeneration != 0 && c.ObservedGeneration < w.Generation:
-		return "the latest manifests are not applied yet", false, true
-	case c.Status != metav1.ConditionTrue:
-		msg := c.Message
-		if msg == "" {
-			msg = c.Reason
-		}
-		return "not applied: " + msg, false, false
-	}
-	return "", true, false
 }
 
 // truncate keeps a condition message within the API's limit.

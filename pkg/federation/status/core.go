@@ -12,6 +12,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/workstate"
 )
 
 // clusterReady reports whether what fedmesh sees of c can be trusted as current. A Ready condition that is False
@@ -125,18 +126,14 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool, verdict *metav1.Condition) bool {
 	all, onTheirWay := len(targets) > 0, len(targets) > 0
 	for _, t := range targets {
-		i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name })
-		var c *metav1.Condition
-		if i >= 0 {
-			c = meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
+		var w *workv1alpha1.Work
+		if i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name }); i >= 0 {
+			w = &works[i]
 		}
-		switch {
-		case c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration >= works[i].Generation):
-			// applied at its generation
-		case c != nil && c.Status != metav1.ConditionTrue || !ready(t.Name):
-			all, onTheirWay = false, false
-		default:
+		// Judged as the binding stage judges it.
+		if _, ok, pending := workstate.Applied(w); !ok {
 			all = false
+			onTheirWay = onTheirWay && pending && ready(t.Name)
 		}
 	}
 	if verdict != nil && verdict.Status == metav1.ConditionTrue {
