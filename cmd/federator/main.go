@@ -36,6 +36,7 @@ import (
 	interpreterwebhook "github.com/fedmesh/fedmesh/pkg/federation/interpreter/webhook"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduling"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
@@ -165,10 +166,10 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// The execution and binding stages' verdicts reach the status of Works and bindings with the status stages'
-	// own writes.
+	// The execution stage's verdicts reach the status of Works with the work-status stage's own writes; the
+	// binding stage's outcomes reach the binding-status stage, which judges FullyApplied from them.
 	applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
-	fullyApplied := &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}
+	renderings := &rendering.Store{}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
@@ -178,11 +179,11 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Cached: cached},
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.
-		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Verdicts: fullyApplied, Recorder: recorder,
+		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
 			Coalesce: o.statusCoalesce, Cached: cached},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce},
-		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Verdicts: fullyApplied, Discovery: disc, Coalesce: o.statusCoalesce,
+		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Renderings: renderings, Discovery: disc, Coalesce: o.statusCoalesce,
 			HoldLimit: statusHoldWindows * o.statusCoalesce},
 	}
 	for _, c := range controllers {

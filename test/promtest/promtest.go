@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fedmesh/fedmesh/test/httpget"
 )
@@ -60,4 +62,15 @@ func Sum(g prometheus.Gatherer, name string, match map[string]string) (total flo
 		}
 	}
 	return 0, false, nil
+}
+
+// Reconciles is how many times the named controller has reconciled in this process (controller-runtime's
+// registry).
+func Reconciles(t testing.TB, controller string) float64 {
+	t.Helper()
+	n, _, err := Sum(ctrlmetrics.Registry, "controller_runtime_reconcile_total", map[string]string{"controller": controller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

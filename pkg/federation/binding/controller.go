@@ -30,7 +30,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
-	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
 
 // EventRecorder records events on bindings (k8s.io/client-go/tools/events.EventRecorder, as the manager's
@@ -39,11 +39,11 @@ type EventRecorder interface {
 	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
-// Verdicts hands each binding's FullyApplied condition to the stage that writes the binding's status, and tells
-// the last one given (given the binding's status conditions); *verdicts.Store is one.
-type Verdicts interface {
-	Set(obj metav1.Object, written []metav1.Condition, cond metav1.Condition)
-	Current(obj metav1.Object, written []metav1.Condition) *metav1.Condition
+// Renderings takes the outcome of each pass over a binding, from which the binding-status stage judges its
+// FullyApplied condition as its Works are applied; it reports whether the outcome differs from the last one.
+// *rendering.Store is one.
+type Renderings interface {
+	Set(obj metav1.Object, o rendering.Outcome) bool
 }
 
 // Reconciler renders ResourceBindings into Works.
@@ -57,23 +57,25 @@ type Reconciler struct {
 	Interpreter Interpreter
 	// Recorder records events on bindings; nil records none.
 	Recorder EventRecorder
-	// Coalesce is how long the changes of a binding's Works (applied, observed) are gathered before the binding
-	// is looked at again; 0 looks at every change.
+	// Coalesce is how long the changes of a binding's Works (edited, deleted) are gathered before the binding is
+	// looked at again; 0 looks at every change.
 	Coalesce time.Duration
-	// Verdicts takes each binding's FullyApplied condition: the binding-status stage writes it with the
-	// binding's aggregatedStatus, in one write.
-	Verdicts Verdicts
+	// Renderings takes what each pass found: the binding-status stage judges FullyApplied from it and the Works'
+	// status, and writes it with the binding's aggregatedStatus.
+	Renderings Renderings
 
 	// Cached waits for the cache to show a Work once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
 }
 
-// SetupWithManager watches bindings, their Works, the override policies (a change re-renders the bindings
-// it may select, before and after the change) and the Clusters' labels and spec (override rules target by them).
+// SetupWithManager watches bindings, their Works' spec (an edit is undone, a deleted Work made again), the
+// override policies (a change re-renders the bindings it may select, before and after the change) and the
+// Clusters' labels and spec (override rules target by them). Not the Works' status: applying a Work changes no
+// other Work, and the binding-status stage judges from it whether the binding is fully applied.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Verdicts == nil {
-		return errors.New("binding: no Verdicts to hand the FullyApplied conditions to")
+	if r.Renderings == nil {
+		return errors.New("binding: no Renderings to hand each pass's outcome to")
 	}
 	if r.Templates == nil {
 		r.Templates = r.Client
@@ -87,9 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
 		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(specOrCondition(workv1alpha1.ConditionScheduled))).
-		// Each Work is applied one after another: gathered, their changes restate FullyApplied once.
-		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests),
-			builder.WithPredicates(specOrCondition(workv1alpha1.WorkApplied))).
+		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests), builder.WithPredicates(editedOrDeleted)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfCluster),
@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile brings the binding's Works and its FullyApplied condition up to date.
+// Reconcile brings the binding's Works up to date and hands what it found to the binding-status stage.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	var b workv1alpha1.ResourceBinding
@@ -141,12 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if len(o.unseen) > 0 {
-		// What the condition would say of these clusters is not known yet; their Works' events queue the binding
-		// again once the cache has them, and this pass is for a cache that never catches up.
+		// What these clusters' Works are is not known yet: the binding is looked at again once the cache has had
+		// time to show them.
 		logger.V(1).Info("Works exist that the cache has not shown yet", "clusters", o.unseen)
 		return ctrl.Result{RequeueAfter: cachewait.StaleRecheck}, nil
 	}
-	r.setFullyApplied(&b, o)
+	r.handOver(&b, o)
 	return ctrl.Result{}, nil
 }
 
@@ -161,7 +161,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	if err != nil {
 		return err
 	}
-	in := rendering{binding: b, template: template}
+	in := renderInput{binding: b, template: template}
 	if b.Spec.PropagateDeps {
 		if in.deps, o.missingDeps, err = r.dependencies(ctx, template); err != nil {
 			return err
@@ -338,30 +338,19 @@ func (r *Reconciler) policies(ctx context.Context, namespace string) (override.P
 	return ps, nil
 }
 
-// setFullyApplied hands the binding's FullyApplied condition to the binding-status stage when it changed. A
-// change to a failure is also an event.
-func (r *Reconciler) setFullyApplied(b *workv1alpha1.ResourceBinding, o outcome) {
-	if len(b.Spec.Clusters) == 0 && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
-		return // a binding the scheduler has not looked at yet: its Scheduled condition will say more
-	}
-	prev := r.Verdicts.Current(b, b.Status.Conditions)
-	next, waiting := fullyApplied(b, o)
-	if prev == nil && waiting {
-		// A new binding whose Works are on their way: the condition first appears when they are applied, or one
-		// fails, sparing the writes of each Work being made and picked up.
+// handOver gives the binding-status stage the outcome of this pass over b when it differs from the last. A new
+// problem rendering is also an event (one the scheduler has not looked at yet is not: its Scheduled condition
+// will say more).
+func (r *Reconciler) handOver(b *workv1alpha1.ResourceBinding, o outcome) {
+	out := o.rendered(b)
+	if !r.Renderings.Set(b, out) {
 		return
 	}
-	if prev != nil && verdicts.Same(*prev, next) {
+	reason, msg := out.Problem(b)
+	if reason == "" || reason == rendering.ReasonNotScheduled && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
 		return
 	}
-	r.Verdicts.Set(b, b.Status.Conditions, next)
-	// Timed from the False the binding's status shows; one that never reached it was not seen by anyone.
-	if prev != nil && prev.Status == metav1.ConditionFalse && !prev.LastTransitionTime.IsZero() && next.Status == metav1.ConditionTrue {
-		propagationSeconds.Observe(time.Since(prev.LastTransitionTime.Time).Seconds())
-	}
-	if next.Status != metav1.ConditionTrue && next.Reason != ReasonNotFullyApplied {
-		r.event(b, corev1.EventTypeWarning, next.Reason, "Render", "%s", next.Message)
-	}
+	r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", msg)
 }
 
 func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, action, note string, args ...any) {

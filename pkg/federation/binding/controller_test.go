@@ -27,9 +27,10 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
-	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
+	"github.com/fedmesh/fedmesh/test/promtest"
 	"github.com/go-logr/logr"
 )
 
@@ -48,13 +49,13 @@ func TestBindingController(t *testing.T) {
 	// The binding-status stage runs too: it writes the FullyApplied condition this stage decides.
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
-		fullyApplied := &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}
+		renderings := &rendering.Store{}
 		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: chain,
-			Verdicts: fullyApplied, Recorder: mgr.GetEventRecorder("fedmesh-binding")}
+			Renderings: renderings, Recorder: mgr.GetEventRecorder("fedmesh-binding")}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: fullyApplied}).SetupWithManager(mgr)
+		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr)
 	})
 	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 
@@ -112,9 +113,14 @@ func TestBindingController(t *testing.T) {
 	const abort = "Deployment demo/web exists in member1 and is not managed by fedmesh (conflictResolution Abort)"
 	setApplied(ctx, t, h, work1, metav1.ConditionFalse, "Conflict", abort)
 	setApplied(ctx, t, h, work2, metav1.ConditionTrue, "Applied", "")
-	waitCondition(ctx, t, h, b, metav1.ConditionFalse, ReasonNotFullyApplied, "member1: not applied: "+abort)
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonNotFullyApplied, "member1: not applied: "+abort)
+	passes := promtest.Reconciles(t, "binding")
 	rv1 := setApplied(ctx, t, h, work1, metav1.ConditionTrue, "Applied", "")
-	waitCondition(ctx, t, h, b, metav1.ConditionTrue, ReasonFullyApplied, "applied in 2 cluster(s)")
+	waitCondition(ctx, t, h, b, metav1.ConditionTrue, rendering.ReasonFullyApplied, "applied in 2 cluster(s)")
+	// Judged by the binding-status stage from this stage's outcome: a Work being applied is no pass of this stage.
+	if n := promtest.Reconciles(t, "binding") - passes; n != 0 {
+		t.Errorf("the binding stage passed %v times over a Work being applied, want none", n)
+	}
 	// The condition and the aggregated status went in the binding-status stage's writes, none of this stage's.
 	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
 	for _, mf := range b.ManagedFields {
@@ -166,7 +172,7 @@ func TestBindingController(t *testing.T) {
 	}
 	must(t, h.Create(ctx, bad))
 	const invalid = "OverridePolicy/bad is invalid: overrideRules[0].overriders.plaintext[0]: remove of /spec/paused must not have a value (got true)"
-	waitCondition(ctx, t, h, b, metav1.ConditionFalse, ReasonInvalidOverridePolicy,
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonInvalidOverridePolicy,
 		"member1: "+invalid+" (its previous Work is kept); member2: "+invalid+" (its previous Work is kept)")
 	for work, rv := range map[string]string{work1: rv1, work2: rv2} {
 		if got := resourceVersion(ctx, t, h, work); got != rv {
@@ -177,14 +183,14 @@ func TestBindingController(t *testing.T) {
 		var events eventsv1.EventList
 		must(t, h.List(ctx, &events, client.InNamespace("demo")))
 		for _, e := range events.Items {
-			if e.Reason == ReasonInvalidOverridePolicy && e.Type == corev1.EventTypeWarning && e.Regarding.Name == b.Name && strings.Contains(e.Note, invalid) {
+			if e.Reason == rendering.ReasonInvalidOverridePolicy && e.Type == corev1.EventTypeWarning && e.Regarding.Name == b.Name && strings.Contains(e.Note, invalid) {
 				return nil
 			}
 		}
 		return fmt.Errorf("none among %d events", len(events.Items))
 	})
 	must(t, h.Delete(ctx, bad))
-	waitCondition(ctx, t, h, b, metav1.ConditionTrue, ReasonFullyApplied, "applied in 2 cluster(s)")
+	waitCondition(ctx, t, h, b, metav1.ConditionTrue, rendering.ReasonFullyApplied, "applied in 2 cluster(s)")
 
 	// A dependency that does not exist is a condition; the Works still carry the rest.
 	must(t, h.Get(ctx, client.ObjectKeyFromObject(deploy), deploy))
@@ -192,7 +198,7 @@ func TestBindingController(t *testing.T) {
 		corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}})
 	must(t, h.Update(ctx, deploy))
 	touch(ctx, t, h, b, deploy.ResourceVersion) // as the detector does when the template changes
-	waitCondition(ctx, t, h, b, metav1.ConditionFalse, ReasonDependencyNotFound,
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonDependencyNotFound,
 		"dependencies not found: Secret demo/absent; member1: the latest manifests are not applied yet; member2: the latest manifests are not applied yet")
 	eventually(t, "Work with the new template", func() error {
 		_, ms, err := getWork(ctx, h, work2)

@@ -12,16 +12,7 @@ import (
 )
 
 func TestSpecOrCondition(t *testing.T) {
-	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: 1}
 	scheduled := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"}
-	work := func(gen int64, manifests int, conds ...metav1.Condition) client.Object {
-		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Generation: gen}}
-		w.Status.Conditions = conds
-		for range manifests {
-			w.Status.ManifestStatuses = append(w.Status.ManifestStatuses, workv1alpha1.ManifestStatus{Status: &runtime.RawExtension{Raw: []byte(`{"replicas":1}`)}})
-		}
-		return w
-	}
 	binding := func(gen int64, aggregated int, conds ...metav1.Condition) client.Object {
 		b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: gen}}
 		b.Status.Conditions = conds
@@ -32,21 +23,49 @@ func TestSpecOrCondition(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		condType string
 		old, cur client.Object
 		want     bool
 	}{
-		{"Work applied", workv1alpha1.WorkApplied, work(1, 0), work(1, 0, applied), true},
-		{"Work's manifest statuses only", workv1alpha1.WorkApplied, work(1, 0, applied), work(1, 1, applied), false},
-		{"Work's spec", workv1alpha1.WorkApplied, work(1, 1, applied), work(2, 1, applied), true},
-		{"binding scheduled", workv1alpha1.ConditionScheduled, binding(1, 0), binding(1, 0, scheduled), true},
-		{"binding's aggregated status only", workv1alpha1.ConditionScheduled, binding(1, 0, scheduled), binding(1, 2, scheduled), false},
-		{"binding's FullyApplied (this stage's own) only", workv1alpha1.ConditionScheduled, binding(1, 0, scheduled),
+		{"binding scheduled", binding(1, 0), binding(1, 0, scheduled), true},
+		{"binding's aggregated status only", binding(1, 0, scheduled), binding(1, 2, scheduled), false},
+		{"binding's FullyApplied (judged from this stage's outcome) only", binding(1, 0, scheduled),
 			binding(1, 0, scheduled, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue}), false},
-		{"binding's spec", workv1alpha1.ConditionScheduled, binding(1, 0, scheduled), binding(2, 0, scheduled), true},
+		{"binding's spec", binding(1, 0, scheduled), binding(2, 0, scheduled), true},
 	} {
-		if got := specOrCondition(tc.condType).Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
+		if got := specOrCondition(workv1alpha1.ConditionScheduled).Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
 			t.Errorf("%s: passed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestEditedOrDeleted: of a Work, this stage looks again at what it must undo, not at it being applied.
+func TestEditedOrDeleted(t *testing.T) {
+	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: 1}
+	work := func(gen int64, manifests int, conds ...metav1.Condition) client.Object {
+		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Generation: gen}}
+		w.Status.Conditions = conds
+		for range manifests {
+			w.Status.ManifestStatuses = append(w.Status.ManifestStatuses, workv1alpha1.ManifestStatus{Status: &runtime.RawExtension{Raw: []byte(`{"replicas":1}`)}})
+		}
+		return w
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur client.Object
+		want     bool
+	}{
+		{"applied", work(1, 0), work(1, 0, applied), false},
+		{"manifest statuses", work(1, 0, applied), work(1, 1, applied), false},
+		{"spec edited (or deletion begun)", work(1, 1, applied), work(2, 1, applied), true},
+	} {
+		if got := editedOrDeleted.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
+			t.Errorf("%s: passed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if editedOrDeleted.Create(event.CreateEvent{Object: work(1, 0)}) {
+		t.Error("a Work's creation (this stage's own) passed")
+	}
+	if !editedOrDeleted.Delete(event.DeleteEvent{Object: work(1, 0)}) {
+		t.Error("a Work's deletion did not pass")
 	}
 }

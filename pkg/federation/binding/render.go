@@ -34,8 +34,8 @@ type Interpreter interface {
 	interpreter.DependencyInterpreter
 }
 
-// rendering is what every Work of one binding is rendered from.
-type rendering struct {
+// renderInput is what every Work of one binding is rendered from.
+type renderInput struct {
 	binding *workv1alpha1.ResourceBinding
 	// template and deps are stripped of server fields.
 	template *unstructured.Unstructured
@@ -45,7 +45,7 @@ type rendering struct {
 
 // render builds the Work of in.binding for target: the template revised to the cluster's replicas, then every
 // manifest overridden for the cluster. The Work has no owner reference yet.
-func render(ctx context.Context, in rendering, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
+func render(ctx context.Context, in renderInput, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
 	b := in.binding
 	workload := in.template
 	if b.Spec.Replicas > 0 && interp.Handles(workload.GroupVersionKind(), interpreter.ReviseReplica) {

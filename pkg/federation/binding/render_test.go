@@ -96,7 +96,7 @@ func TestRender(t *testing.T) {
 			},
 		}}},
 	}
-	in := rendering{
+	in := renderInput{
 		binding:  b,
 		template: stripServerFields(unstr(t, hostDeployment)),
 		deps:     []*unstructured.Unstructured{configMap},

@@ -2,25 +2,10 @@ package binding
 
 import (
 	"errors"
-	"fmt"
-	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
-	"github.com/fedmesh/fedmesh/pkg/federation/workstate"
-)
-
-// Reasons of the FullyApplied condition, from the most to the least fundamental: the first that holds is given.
-const (
-	ReasonFullyApplied          = "FullyApplied"
-	ReasonNotScheduled          = "NotScheduled"
-	ReasonTemplateNotFound      = "TemplateNotFound"
-	ReasonInvalidOverridePolicy = "InvalidOverridePolicy"
-	ReasonRenderFailed          = "RenderFailed"
-	ReasonDependencyNotFound    = "DependencyNotFound"
-	ReasonNotFullyApplied       = "NotFullyApplied"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
 
 // outcome is what a reconcile learned about a binding's Works.
@@ -37,61 +22,19 @@ type outcome struct {
 	unseen []string
 }
 
-// fullyApplied is the binding's FullyApplied condition: True when every target cluster's Work is applied (at its
-// current generation, when the applier says which generation it saw), otherwise False naming each failing cluster
-// with its message. waiting is true when it is False only because Works have not been made or applied yet, with
-// nothing failed.
-func fullyApplied(b *workv1alpha1.ResourceBinding, o outcome) (_ metav1.Condition, waiting bool) {
-	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
-	set := func(reason, msg string) metav1.Condition {
-		cond.Reason, cond.Message = reason, truncate(msg)
-		return cond
-	}
-	if o.templateMissing != "" {
-		return set(ReasonTemplateNotFound, o.templateMissing), false
-	}
-	if len(b.Spec.Clusters) == 0 {
-		return set(ReasonNotScheduled, "the binding has no target clusters"), false
-	}
-	var problems []string
-	found := map[string]bool{}
+// rendered is o as the binding-status stage judges b's FullyApplied condition by it: the failures in the order of
+// b's target clusters, and the generation of each target's Work as this pass left it.
+func (o outcome) rendered(b *workv1alpha1.ResourceBinding) rendering.Outcome {
+	out := rendering.Outcome{Generation: b.Generation, TemplateMissing: o.templateMissing, MissingDeps: o.missingDeps, Works: map[string]int64{}}
 	for _, tc := range b.Spec.Clusters {
 		if err, failed := o.renderErrors[tc.Name]; failed {
 			var pe *override.PolicyError
-			found[ReasonRenderFailed] = true
-			found[ReasonInvalidOverridePolicy] = found[ReasonInvalidOverridePolicy] || errors.As(err, &pe) && pe.Invalid
-			problems = append(problems, fmt.Sprintf("%s: %v (its previous Work is kept)", tc.Name, err))
-		}
-	}
-	if len(o.missingDeps) > 0 {
-		found[ReasonDependencyNotFound] = true
-		problems = append(problems, "dependencies not found: "+strings.Join(o.missingDeps, ", "))
-	}
-	failing := len(problems) > 0
-	for _, tc := range b.Spec.Clusters {
-		if _, failed := o.renderErrors[tc.Name]; failed {
+			out.Failed = append(out.Failed, rendering.Failure{Cluster: tc.Name, Message: err.Error(), InvalidPolicy: errors.As(err, &pe) && pe.Invalid})
 			continue
 		}
-		if msg, ok, pending := workstate.Applied(o.works[tc.Name]); !ok {
-			found[ReasonNotFullyApplied] = true
-			failing = failing || !pending
-			problems = append(problems, tc.Name+": "+msg)
+		if w := o.works[tc.Name]; w != nil {
+			out.Works[tc.Name] = w.Generation
 		}
 	}
-	for _, r := range []string{ReasonInvalidOverridePolicy, ReasonRenderFailed, ReasonDependencyNotFound, ReasonNotFullyApplied} {
-		if found[r] {
-			return set(r, strings.Join(problems, "; ")), !failing
-		}
-	}
-	cond.Status = metav1.ConditionTrue
-	return set(ReasonFullyApplied, fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters))), false
-}
-
-// truncate keeps a condition message within the API's limit.
-func truncate(s string) string {
-	const max = 32768
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "..."
+	return out
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
-	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -46,7 +46,7 @@ func TestWorkTheCacheHasNotShown(t *testing.T) {
 	}
 	reconcile := func(c client.Client, b *workv1alpha1.ResourceBinding) (ctrl.Result, error) {
 		r := &Reconciler{Client: c, Templates: h, Interpreter: interpreter.Layers{Native: native.New()}.Chain(),
-			Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}}
+			Renderings: &rendering.Store{}}
 		return r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	}
 

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -297,7 +296,7 @@ func testOthersStatus(t *testing.T, c client.Client) {
 	if err := c.List(ctx, &list, client.InNamespace("burst")); err != nil || len(list.Items) == 0 {
 		t.Fatalf("%d bindings to write to: %v", len(list.Items), err)
 	}
-	before := reconciles(t, "scheduler-resourcebinding")
+	before := promtest.Reconciles(t, "scheduler-resourcebinding")
 	for i := range list.Items {
 		rb := &list.Items[i]
 		cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "FullyApplied", Message: "applied", ObservedGeneration: rb.Generation, LastTransitionTime: metav1.Now()}
@@ -306,19 +305,9 @@ func testOthersStatus(t *testing.T, c client.Client) {
 		}
 	}
 	time.Sleep(2 * time.Second) // for the scheduler to have been handed the updates
-	if after := reconciles(t, "scheduler-resourcebinding"); after != before {
+	if after := promtest.Reconciles(t, "scheduler-resourcebinding"); after != before {
 		t.Errorf("the scheduler reconciled %v times after %d status writes of another stage, want none", after-before, len(list.Items))
 	}
-}
-
-// reconciles is how many times the named controller has reconciled in this process.
-func reconciles(t *testing.T, controller string) float64 {
-	t.Helper()
-	n, _, err := promtest.Sum(ctrlmetrics.Registry, "controller_runtime_reconcile_total", map[string]string{"controller": controller})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // testWrittenOnce creates bindings in a burst and counts the host's requests: each is placed with one patch and

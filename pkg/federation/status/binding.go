@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
 
 // StatusAggregator folds per-cluster statuses into a template's; the interpreter chain is one.
@@ -37,8 +39,17 @@ type StatusAggregator interface {
 	AggregateStatus(ctx context.Context, obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (*unstructured.Unstructured, error)
 }
 
-// BindingReconciler writes each ResourceBinding's status, its aggregatedStatus from its Works and the binding
-// stage's verdict on them (the FullyApplied condition) in one write, and the template's status from that.
+// Renderings are the binding stage's outcomes of rendering each binding, and tell which bindings have a new one;
+// *rendering.Store is one.
+type Renderings interface {
+	Subscribe(notify func(types.NamespacedName))
+	Get(obj metav1.Object) *rendering.Outcome
+	Forget(key types.NamespacedName)
+}
+
+// BindingReconciler writes each ResourceBinding's status, its aggregatedStatus from its Works and its
+// FullyApplied condition, judged from the binding stage's outcome of rendering it and the Works, in one write;
+// and the template's status from that.
 type BindingReconciler struct {
 	// Client reads bindings, Works and Clusters, and writes their status and the templates', in the host. It also
 	// reads a template again after a conflict (the manager's client reads unstructured objects from the API
@@ -47,8 +58,8 @@ type BindingReconciler struct {
 	// Templates reads templates first (the detector's template cache, whose copy may lag); Client when nil.
 	Templates  client.Reader
 	Aggregator StatusAggregator
-	// Verdicts tell each binding's FullyApplied condition, and which bindings have a new one.
-	Verdicts Verdicts
+	// Renderings tell what the binding stage found rendering each binding, and which bindings it rendered anew.
+	Renderings Renderings
 	// Discovery of the host tells which template kinds have a status subresource; from the manager's config when nil.
 	Discovery discovery.DiscoveryInterface
 	// Coalesce is how long the changes of a binding's Works are gathered before its status is written; 0 writes
@@ -69,15 +80,15 @@ type BindingReconciler struct {
 // SetupWithManager registers the controller: ResourceBindings, their Works, and Clusters (whose readiness
 // changes what their items say).
 func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Verdicts == nil {
-		return errors.New("binding-status: no Verdicts to take the FullyApplied conditions from")
+	if r.Renderings == nil {
+		return errors.New("binding-status: no Renderings to judge the FullyApplied conditions from")
 	}
 	var err error
 	if r.wakeups, err = newWakeups(mgr, nil); err != nil {
 		return err
 	}
-	// A verdict comes with the Works' news it was drawn from: both are gathered within the coalescing window.
-	r.Verdicts.Subscribe(r.wakeups.wake)
+	// A binding rendered anew has new Works on their way: gathered within the coalescing window with their news.
+	r.Renderings.Subscribe(r.wakeups.wake)
 	if r.Discovery == nil {
 		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 		if err != nil {
@@ -128,7 +139,7 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, &rb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.holds.forget(req.NamespacedName)
-			r.Verdicts.Forget(req.NamespacedName)
+			r.Renderings.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -149,19 +160,15 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	isReady := func(c string) bool { return ready[c] }
 	items := aggregatedItems(rb.Spec.Clusters, works.Items, isReady)
 	status := workv1alpha1.ResourceBindingStatus{AggregatedStatus: items}
-	var verdictNews bool
-	verdict := r.Verdicts.Current(&rb, rb.Status.Conditions)
-	if verdict != nil {
-		var cond metav1.Condition
-		cond, verdictNews = applystatus.Condition(rb.Status.Conditions, *verdict)
-		status.Conditions = []metav1.Condition{cond}
+	cond, condNews, rendered := r.fullyApplied(&rb, works.Items)
+	if cond != nil {
+		status.Conditions = []metav1.Condition{*cond}
 	}
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
-	news := itemsToWrite(rb.Status.AggregatedStatus, items) || verdictNews
-	if news {
+	if itemsToWrite(rb.Status.AggregatedStatus, items) || condNews {
 		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
-		if verdictDue(rb.Spec.Clusters, works.Items, isReady, verdict) {
-			waiting++ // the binding stage's verdict on these Works, which wakes this binding when it comes
+		if !rendered && rb.DeletionTimestamp.IsZero() {
+			waiting++ // the binding stage's outcome of rendering this generation, which wakes this binding when it comes
 		}
 		wait := r.holds.wait(req.NamespacedName, waiting, time.Now(), r.HoldLimit)
 		holdLimit.Set(r.holds.learntLimit(r.HoldLimit).Seconds())
@@ -173,6 +180,7 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &status); err != nil {
 			return ctrl.Result{}, err
 		}
+		observePropagation(meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied), cond)
 	} else {
 		r.holds.forget(req.NamespacedName)
 	}
@@ -180,6 +188,26 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reflectToTemplate(ctx, &rb, items)
+}
+
+// fullyApplied is the FullyApplied condition to write for rb, judged from the binding stage's outcome of
+// rendering rb and its Works, whether it says something other than the one rb shows, and whether there was an
+// outcome to judge from. Without one for rb's generation (the binding stage has not rendered it yet) it is the
+// condition rb shows, or none.
+func (r *BindingReconciler) fullyApplied(rb *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) (cond *metav1.Condition, news, rendered bool) {
+	written := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied)
+	out := r.Renderings.Get(rb)
+	if out == nil {
+		return written, false, false
+	}
+	next, waiting := rendering.FullyApplied(rb, *out, works)
+	if written == nil && waiting {
+		// A new binding whose Works are on their way: the condition first appears when they are applied, or one
+		// fails, sparing the writes of each Work being made and picked up.
+		return nil, false, true
+	}
+	c, changed := applystatus.Condition(rb.Status.Conditions, next)
+	return &c, changed, true
 }
 
 // reflectToTemplate writes the template's status from items through the interpreter, when its kind has a status

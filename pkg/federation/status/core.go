@@ -12,7 +12,6 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/workstate"
 )
 
 // clusterReady reports whether what fedmesh sees of c can be trusted as current. A Ready condition that is False
@@ -114,32 +113,6 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 		}
 	}
 	return n
-}
-
-// verdictDue reports whether the binding stage has yet to judge what the Works say or will soon say: its
-// FullyApplied verdict is True and a Work is not applied (any more), or it is not True and every target's Work is
-// applied or on its way in a Ready cluster, none failed. That stage's pass over the same Work changes comes within
-// moments of this one; awaiting it, as one more report, spares the binding a write of the items alone followed by
-// one of the verdict. It is awaited from the start, so that the hold's progress counts the clusters reporting
-// before it. A verdict that stays False for a reason of its own (an override that fails to render) is awaited no
-// longer than a silent cluster is: the hold's limit.
-func verdictDue(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool, verdict *metav1.Condition) bool {
-	all, onTheirWay := len(targets) > 0, len(targets) > 0
-	for _, t := range targets {
-		var w *workv1alpha1.Work
-		if i := slices.IndexFunc(works, func(w workv1alpha1.Work) bool { return w.Spec.ClusterName == t.Name }); i >= 0 {
-			w = &works[i]
-		}
-		// Judged as the binding stage judges it.
-		if _, ok, pending := workstate.Applied(w); !ok {
-			all = false
-			onTheirWay = onTheirWay && pending && ready(t.Name)
-		}
-	}
-	if verdict != nil && verdict.Status == metav1.ConditionTrue {
-		return !all
-	}
-	return onTheirWay
 }
 
 // The messages of an item whose cluster has not acted on the binding yet.

@@ -189,49 +189,6 @@ func TestAwaiting(t *testing.T) {
 	}
 }
 
-func TestVerdictDue(t *testing.T) {
-	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: 2}
-	stale := applied
-	stale.ObservedGeneration = 1
-	failed := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse, Reason: "ConflictAbort", ObservedGeneration: 2}
-	w := func(cluster string, cond *metav1.Condition) workv1alpha1.Work {
-		x := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: workv1alpha1.WorkSpec{ClusterName: cluster}}
-		if cond != nil {
-			x.Status.Conditions = []metav1.Condition{*cond}
-		}
-		return x
-	}
-	works := func(w ...workv1alpha1.Work) []workv1alpha1.Work { return w }
-	fully := &metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue}
-	notFully := &metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse}
-	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "b"}}
-	for _, tc := range []struct {
-		name    string
-		targets []workv1alpha1.TargetCluster
-		works   []workv1alpha1.Work
-		down    string
-		verdict *metav1.Condition
-		want    bool
-	}{
-		{"all applied, no verdict yet", targets, works(w("a", &applied), w("b", &applied)), "", nil, true},
-		{"all applied, the verdict still False", targets, works(w("a", &applied), w("b", &applied)), "", notFully, true},
-		{"all applied and judged so", targets, works(w("a", &applied), w("b", &applied)), "", fully, false},
-		{"b on its way: the verdict will come", targets, works(w("a", &applied), w("b", nil)), "", nil, true},
-		{"no Work for b yet: the verdict will come", targets, works(w("a", &applied)), "", notFully, true},
-		{"b failed: no True to come", targets, works(w("a", &applied), w("b", &failed)), "", notFully, false},
-		{"b failed, the verdict still True", targets, works(w("a", &applied), w("b", &failed)), "", fully, true},
-		{"b's new generation not applied, the verdict still True", targets, works(w("a", &applied), w("b", &stale)), "", fully, true},
-		{"b not Ready and not applied: no True to come", targets, works(w("a", &applied), w("b", nil)), "b", nil, false},
-		{"b not Ready but applied", targets, works(w("a", &applied), w("b", &applied)), "b", fully, false},
-		{"no targets", nil, nil, "", notFully, false},
-	} {
-		ready := func(c string) bool { return c != tc.down }
-		if got := verdictDue(tc.targets, tc.works, ready, tc.verdict); got != tc.want {
-			t.Errorf("%s: verdictDue = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestHolds(t *testing.T) {
 	var h holds
 	key := types.NamespacedName{Namespace: "ns", Name: "rb"}

@@ -1,6 +1,7 @@
 // Package status carries the state of applied objects back up the federation: from the member clusters into each
 // Work's manifestStatuses (WorkReconciler, watching members through label-selected informers that start when a
-// cluster's Works first need them), from the Works into their ResourceBinding's aggregatedStatus, and from there
+// cluster's Works first need them), from the Works into their ResourceBinding's aggregatedStatus and FullyApplied
+// condition (judged with the binding stage's outcome of rendering it, pkg/federation/rendering), and from there
 // into the template's own status through the interpreter's AggregateStatus (BindingReconciler).
 //
 // A member whose Cluster is not Ready is never reported from a cache that may be stale: its entries keep their

@@ -16,7 +16,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
-	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -36,19 +36,18 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	for _, m := range f.Members {
 		setReady(t, host, m.Name(), metav1.ConditionTrue)
 	}
-	fully := &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}
+	renderings := &rendering.Store{}
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
-		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: fully, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
+		return (&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings, Coalesce: 100 * time.Millisecond, HoldLimit: holdLimit}).SetupWithManager(mgr)
 	})
-	// judge gives rb the verdict of the binding stage (not running here) on Works all applied.
-	judge := func(rb *workv1alpha1.ResourceBinding) {
+	// rendered hands over the binding stage's outcome (that stage is not running here) of rendering rb's Works.
+	rendered := func(rb *workv1alpha1.ResourceBinding) {
 		var cur workv1alpha1.ResourceBinding
 		if err := host.Get(ctx, client.ObjectKeyFromObject(rb), &cur); err != nil {
 			t.Fatal(err)
 		}
-		fully.Set(&cur, cur.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue,
-			Reason: "FullyApplied", Message: "applied in 2 cluster(s)", ObservedGeneration: cur.Generation})
+		renderings.Set(&cur, rendering.Outcome{Generation: cur.Generation})
 	}
 
 	// report sets a Work's status as a member that applied it and observed its Deployment ready.
@@ -70,11 +69,12 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	report(web, "member1")
 	unwritten(web, 2*time.Second)
 	report(web, "member2")
-	// Both reported: the binding stage's verdict on their Works is awaited too, to go in the same write.
+	// Both reported; the binding stage's outcome of rendering the binding (in real life long here by now) is
+	// awaited too, to judge FullyApplied for the same write.
 	unwritten(web, 1500*time.Millisecond)
-	judge(web)
+	rendered(web)
 	// Written for both well before the hold limit since member1's report (6 s) would have passed.
-	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported and the binding stage judged", func() error {
+	fedtest.Eventually(t, 4*time.Second, "web's status once both members reported and the binding stage's outcome came", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		if err := itemsAre(ctx, host, web, healthy, 2); err != nil {
 			return err
@@ -84,7 +84,7 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 			return err
 		}
 		if !meta.IsStatusConditionTrue(cur.Status.Conditions, workv1alpha1.ConditionFullyApplied) {
-			return fmt.Errorf("FullyApplied not written with the items: %+v", cur.Status.Conditions)
+			return fmt.Errorf("FullyApplied not judged with the items: %+v", cur.Status.Conditions)
 		}
 		return templateReady(ctx, host, 4)
 	})
@@ -92,18 +92,19 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 	// member1 applies, then observes, then member2 reports: each within the limit of the one before, together
 	// longer than it.
 	spread := bindToMembers(t, f, "spread")
+	rendered(spread)
 	reportWork(t, ctx, host, spread, "member1", false)
 	unwritten(spread, 3500*time.Millisecond)
 	report(spread, "member1")
 	unwritten(spread, 3500*time.Millisecond)
 	report(spread, "member2")
-	judge(spread)
 	fedtest.Eventually(t, 4*time.Second, "spread's status once both members reported", func() error {
 		healthy := map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}
 		return itemsAre(ctx, host, spread, healthy, 2)
 	})
 
 	api := bindToMembers(t, f, "api")
+	rendered(api)
 	report(api, "member1")
 	unwritten(api, 2*time.Second)
 	fedtest.Eventually(t, holdLimit+5*time.Second, "api's status with member1 only, once the hold limit passed", func() error {

@@ -1,7 +1,10 @@
 package status
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -23,4 +26,22 @@ var holdLimit = prometheus.NewGauge(prometheus.GaugeOpts{
 		"is written: four status coalesce windows, more while the clusters' reports come further apart.",
 })
 
-func init() { metrics.Registry.MustRegister(memberInformersStarted, holdLimit) }
+// propagationSeconds is the federation's propagation latency as a user feels it: from a binding's Works falling
+// behind (rendered anew, or a cluster not yet applied) to every one of them applied: from the transition time of
+// the False condition the binding's status showed (the API keeps it to the second) to the write of the True one.
+var propagationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name: "fedmesh_federation_propagation_seconds",
+	Help: "Time from a ResourceBinding's FullyApplied condition turning False (its Works rendered anew, or not yet " +
+		"applied) to it turning True again (every target cluster applied).",
+	Buckets: prometheus.ExponentialBuckets(0.5, 2, 12), // 0.5s to ~17min
+})
+
+// observePropagation times a binding's FullyApplied condition going from prev, the False its status showed, to
+// next, True, as written.
+func observePropagation(prev, next *metav1.Condition) {
+	if prev != nil && next != nil && prev.Status == metav1.ConditionFalse && !prev.LastTransitionTime.IsZero() && next.Status == metav1.ConditionTrue {
+		propagationSeconds.Observe(time.Since(prev.LastTransitionTime.Time).Seconds())
+	}
+}
+
+func init() { metrics.Registry.MustRegister(memberInformersStarted, holdLimit, propagationSeconds) }

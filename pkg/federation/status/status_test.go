@@ -26,6 +26,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
@@ -60,7 +61,7 @@ func TestStatusFlowsUp(t *testing.T) {
 			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
 				Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
 			works,
-			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Verdicts: &verdicts.Store{Type: workv1alpha1.ConditionFullyApplied}},
+			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: &rendering.Store{}},
 		} {
 			if err := s.SetupWithManager(mgr); err != nil {
 				return err

@@ -1,0 +1,175 @@
+package rendering
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// Reasons of the FullyApplied condition, from the most to the least fundamental: the first that holds is given.
+const (
+	ReasonFullyApplied          = "FullyApplied"
+	ReasonNotScheduled          = "NotScheduled"
+	ReasonTemplateNotFound      = "TemplateNotFound"
+	ReasonInvalidOverridePolicy = "InvalidOverridePolicy"
+	ReasonRenderFailed          = "RenderFailed"
+	ReasonDependencyNotFound    = "DependencyNotFound"
+	ReasonNotFullyApplied       = "NotFullyApplied"
+)
+
+// Outcome is what one pass of the binding stage found rendering a binding's Works. It is not to be modified once
+// handed over.
+type Outcome struct {
+	// Generation is the binding's generation the pass rendered.
+	Generation int64
+	// TemplateMissing says why the template could not be found; empty when it was.
+	TemplateMissing string
+	// Failed are the target clusters whose Work could not be rendered; their previous Work, if any, stays.
+	Failed []Failure
+	// MissingDeps are dependencies of the template that do not exist, as "Kind namespace/name".
+	MissingDeps []string
+	// Works are the generations of the target clusters' Works as the pass left them: a Work seen at an older one
+	// has not caught up with the pass yet.
+	Works map[string]int64
+}
+
+// Failure is a target cluster whose Work could not be rendered.
+type Failure struct {
+	Cluster string
+	Message string
+	// InvalidPolicy is true when an override policy is invalid, rather than failing for this template.
+	InvalidPolicy bool
+}
+
+func (o Outcome) equal(p Outcome) bool {
+	return o.Generation == p.Generation && o.TemplateMissing == p.TemplateMissing && slices.Equal(o.Failed, p.Failed) &&
+		slices.Equal(o.MissingDeps, p.MissingDeps) && mapsEqual(o.Works, p.Works)
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Problem is what went wrong rendering b's Works, as the reason and message of the FullyApplied condition say it
+// (the message without the clusters that have yet to apply); an empty reason when nothing did.
+func (o Outcome) Problem(b *workv1alpha1.ResourceBinding) (reason, message string) {
+	reason, problems := o.problems(b)
+	return reason, truncate(strings.Join(problems, "; "))
+}
+
+// problems are the outcome's problems, with the reason of the most fundamental.
+func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
+	if o.TemplateMissing != "" {
+		return ReasonTemplateNotFound, []string{o.TemplateMissing}
+	}
+	if len(b.Spec.Clusters) == 0 {
+		return ReasonNotScheduled, []string{"the binding has no target clusters"}
+	}
+	var reason string
+	var problems []string
+	for _, f := range o.Failed {
+		switch {
+		case f.InvalidPolicy:
+			reason = ReasonInvalidOverridePolicy
+		case reason == "":
+			reason = ReasonRenderFailed
+		}
+		problems = append(problems, fmt.Sprintf("%s: %s (its previous Work is kept)", f.Cluster, f.Message))
+	}
+	if len(o.MissingDeps) > 0 {
+		if reason == "" {
+			reason = ReasonDependencyNotFound
+		}
+		problems = append(problems, "dependencies not found: "+strings.Join(o.MissingDeps, ", "))
+	}
+	return reason, problems
+}
+
+// FullyApplied is b's FullyApplied condition, given the binding stage's outcome o of rendering b and b's Works:
+// True when every target cluster's Work is applied (at its current generation, when the applier says which
+// generation it saw, and at least at the one o left it at), otherwise False naming each failing cluster with its
+// message. waiting is true when it is False only because Works have not been made or applied yet, nothing
+// failed, and for a binding the scheduler has not looked at yet.
+func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alpha1.Work) (_ metav1.Condition, waiting bool) {
+	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
+	set := func(reason string, problems []string) metav1.Condition {
+		cond.Reason, cond.Message = reason, truncate(strings.Join(problems, "; "))
+		return cond
+	}
+	reason, problems := o.problems(b)
+	switch reason {
+	case ReasonNotScheduled:
+		// Before the scheduler's verdict, its Scheduled condition will say more.
+		return set(reason, problems), meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil
+	case ReasonTemplateNotFound:
+		return set(reason, problems), false
+	}
+	failing := reason != ""
+	byCluster := map[string]*workv1alpha1.Work{}
+	for i := range works {
+		byCluster[works[i].Spec.ClusterName] = &works[i]
+	}
+	for _, tc := range b.Spec.Clusters {
+		if slices.ContainsFunc(o.Failed, func(f Failure) bool { return f.Cluster == tc.Name }) {
+			continue
+		}
+		if msg, ok, pending := workApplied(byCluster[tc.Name], o.Works[tc.Name]); !ok {
+			if reason == "" {
+				reason = ReasonNotFullyApplied
+			}
+			failing = failing || !pending
+			problems = append(problems, tc.Name+": "+msg)
+		}
+	}
+	if reason != "" {
+		return set(reason, problems), !failing
+	}
+	cond.Status = metav1.ConditionTrue
+	return set(ReasonFullyApplied, []string{fmt.Sprintf("applied in %d cluster(s)", len(b.Spec.Clusters))}), false
+}
+
+// workApplied reports whether w's Applied condition is True for w's current spec, which is at least at
+// generation rendered, or else why not, and whether that is only because the Work (nil: none yet) has not been
+// made or applied yet (pending), not because applying it failed.
+func workApplied(w *workv1alpha1.Work, rendered int64) (why string, ok, pending bool) {
+	if w == nil {
+		return "no Work yet", false, true
+	}
+	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
+	switch {
+	case c == nil:
+		return "not applied yet", false, true
+	case w.Generation < rendered || c.ObservedGeneration != 0 && c.ObservedGeneration < w.Generation:
+		// The first: this copy of the Work is older than the one the binding stage wrote.
+		return "the latest manifests are not applied yet", false, true
+	case c.Status != metav1.ConditionTrue:
+		msg := c.Message
+		if msg == "" {
+			msg = c.Reason
+		}
+		return "not applied: " + msg, false, false
+	}
+	return "", true, false
+}
+
+// truncate keeps a condition message within the API's limit.
+func truncate(s string) string {
+	const max = 32768
+	if len(s) <= max {
+		return s
+	}
+	return s[:max-3] + "..."
+}
