@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,7 +87,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
-		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(specOrCondition(workv1alpha1.ConditionScheduled))).
+		// Of a binding, its spec: its status is other stages' (the scheduler's verdict, the aggregated status,
+		// FullyApplied) and would only make this stage look again at nothing new.
+		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests), builder.WithPredicates(editedOrDeleted)).
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
@@ -339,18 +340,15 @@ func (r *Reconciler) policies(ctx context.Context, namespace string) (override.P
 }
 
 // handOver gives the binding-status stage the outcome of this pass over b when it differs from the last. A new
-// problem rendering is also an event (one the scheduler has not looked at yet is not: its Scheduled condition
-// will say more).
+// problem rendering is also an event (a binding without clusters is not: the scheduler tells why).
 func (r *Reconciler) handOver(b *workv1alpha1.ResourceBinding, o outcome) {
 	out := o.rendered(b)
 	if !r.Renderings.Set(b, out) {
 		return
 	}
-	reason, msg := out.Problem(b)
-	if reason == "" || reason == rendering.ReasonNotScheduled && meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) == nil {
-		return
+	if reason, msg := out.Problem(b); reason != "" && reason != rendering.ReasonNotScheduled {
+		r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", msg)
 	}
-	r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", msg)
 }
 
 func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, action, note string, args ...any) {

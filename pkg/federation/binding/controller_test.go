@@ -245,6 +245,22 @@ func TestBindingController(t *testing.T) {
 	}
 	editWork(func(w *workv1alpha1.Work) { controllerutil.RemoveFinalizer(w, "test.fedmesh.io/hold") })
 	eventually(t, "binding deleted", func() error { return gone(ctx, h, "") })
+
+	// A binding the scheduler found no cluster for: FullyApplied says so once the scheduler had its say, not before.
+	lonely := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "lonely"},
+		Spec:       workv1alpha1.ResourceBindingSpec{Resource: b.Spec.Resource, Replicas: 1},
+	}
+	must(t, h.Create(ctx, lonely))
+	time.Sleep(time.Second)
+	must(t, h.Get(ctx, client.ObjectKeyFromObject(lonely), lonely))
+	if c := meta.FindStatusCondition(lonely.Status.Conditions, workv1alpha1.ConditionFullyApplied); c != nil {
+		t.Errorf("FullyApplied before the scheduler looked: %+v", c)
+	}
+	meta.SetStatusCondition(&lonely.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse,
+		Reason: "Unschedulable", Message: "no cluster fits", ObservedGeneration: lonely.Generation})
+	must(t, h.Status().Update(ctx, lonely))
+	waitCondition(ctx, t, h, lonely, metav1.ConditionFalse, rendering.ReasonNotScheduled, "the binding has no target clusters")
 }
 
 // webDeployment is the Deployment web in namespace ns, of one nginx container.

@@ -11,33 +11,6 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
-func TestSpecOrCondition(t *testing.T) {
-	scheduled := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"}
-	binding := func(gen int64, aggregated int, conds ...metav1.Condition) client.Object {
-		b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: gen}}
-		b.Status.Conditions = conds
-		for range aggregated {
-			b.Status.AggregatedStatus = append(b.Status.AggregatedStatus, workv1alpha1.AggregatedStatusItem{ClusterName: "m", Applied: true})
-		}
-		return b
-	}
-	for _, tc := range []struct {
-		name     string
-		old, cur client.Object
-		want     bool
-	}{
-		{"binding scheduled", binding(1, 0), binding(1, 0, scheduled), true},
-		{"binding's aggregated status only", binding(1, 0, scheduled), binding(1, 2, scheduled), false},
-		{"binding's FullyApplied (judged from this stage's outcome) only", binding(1, 0, scheduled),
-			binding(1, 0, scheduled, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue}), false},
-		{"binding's spec", binding(1, 0, scheduled), binding(2, 0, scheduled), true},
-	} {
-		if got := specOrCondition(workv1alpha1.ConditionScheduled).Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
-			t.Errorf("%s: passed = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestEditedOrDeleted: of a Work, this stage looks again at what it must undo, not at it being applied.
 func TestEditedOrDeleted(t *testing.T) {
 	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: 1}

@@ -103,9 +103,11 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("binding-status").
 		// A binding's own changes are gathered too: placing it, rendering its Works and applying them come in
 		// quick succession, and each would otherwise restate its status. Of a binding, only its spec (targets,
-		// deletion) changes its items: the status the stages write (this one's too) does not.
+		// deletion) changes its items, and the scheduler's verdict on one it found no cluster for its FullyApplied:
+		// the rest of the status the stages write (this one's too) changes neither.
 		Watches(&workv1alpha1.ResourceBinding{}, coalesce.Handler(r.Coalesce, coalesce.Self),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+				predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return placementFailed(e.ObjectOld, e.ObjectNew) }}))).
 		Watches(&workv1alpha1.Work{}, coalesce.Handler(r.Coalesce, names.BindingRequests)).
 		WatchesRawSource(r.wakeups.source(r.Coalesce)).
 		// Of a Cluster, items read only whether it is Ready; its other status changes with every probe.

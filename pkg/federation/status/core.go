@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -113,6 +114,19 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 		}
 	}
 	return n
+}
+
+// placementFailed reports whether cur, a binding without target clusters, has a Scheduled condition other than
+// old's: FullyApplied says NotScheduled of such a binding once the scheduler had its say, not before.
+func placementFailed(old, cur client.Object) bool {
+	o, ok1 := old.(*workv1alpha1.ResourceBinding)
+	c, ok2 := cur.(*workv1alpha1.ResourceBinding)
+	if !ok1 || !ok2 || len(c.Spec.Clusters) > 0 {
+		return false
+	}
+	before := meta.FindStatusCondition(o.Status.Conditions, workv1alpha1.ConditionScheduled)
+	after := meta.FindStatusCondition(c.Status.Conditions, workv1alpha1.ConditionScheduled)
+	return (before == nil) != (after == nil) || after != nil && (before.Status != after.Status || before.Reason != after.Reason || before.Message != after.Message)
 }
 
 // The messages of an item whose cluster has not acted on the binding yet.

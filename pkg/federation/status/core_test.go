@@ -265,3 +265,34 @@ func TestHoldLimitFollowsTheGaps(t *testing.T) {
 		t.Errorf("bindings fully reported are still held: %v", h.held)
 	}
 }
+
+func TestPlacementFailed(t *testing.T) {
+	binding := func(clusters int, conds ...metav1.Condition) *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{}
+		for i := range clusters {
+			b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: fmt.Sprintf("m%d", i)})
+		}
+		b.Status.Conditions = conds
+		return b
+	}
+	unschedulable := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", Message: "no cluster fits"}
+	otherwise := unschedulable
+	otherwise.Message = "no cluster tolerates the taints"
+	scheduled := metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"}
+	fully := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, Reason: "NotScheduled"}
+	for _, tc := range []struct {
+		name     string
+		old, cur *workv1alpha1.ResourceBinding
+		want     bool
+	}{
+		{"no cluster found", binding(0), binding(0, unschedulable), true},
+		{"no cluster found, for another reason", binding(0, unschedulable), binding(0, otherwise), true},
+		{"placed: the spec's change tells", binding(0), binding(2, scheduled), false},
+		{"placed, the condition written after", binding(2), binding(2, scheduled), false},
+		{"another condition", binding(0, unschedulable), binding(0, unschedulable, fully), false},
+	} {
+		if got := placementFailed(tc.old, tc.cur); got != tc.want {
+			t.Errorf("%s: placementFailed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
