@@ -83,7 +83,7 @@ func TestForgottenVerdictsAreGone(t *testing.T) {
 	c := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"}
 	s.Set(w, nil, c)
 	s.Current(w, []metav1.Condition{c})
-	if n := len(s.pending); n != 0 {
-		t.Errorf("%d verdicts held after the Work showed its own", n)
+	if got := s.Current(w, nil); got != nil {
+		t.Errorf("verdict %+v held after the Work showed it", got)
 	}
 }
