@@ -101,8 +101,8 @@ func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
 // FullyApplied is b's FullyApplied condition, given the binding stage's outcome o of rendering b and b's Works:
 // True when every target cluster's Work is applied (at its current generation, when the applier says which
 // generation it saw, and at least at the one o left it at), otherwise False naming each failing cluster with its
-// message. waiting is true when it is False only because Works have not been made or applied yet, nothing
-// failed, and for a binding the scheduler has not looked at yet.
+// message. waiting is true when it is False only because Works have not been made or applied yet with nothing
+// failed, or because the scheduler has not looked at the binding yet.
 func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alpha1.Work) (_ metav1.Condition, waiting bool) {
 	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
 	set := func(reason string, problems []string) metav1.Condition {
