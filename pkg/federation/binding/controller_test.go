@@ -46,7 +46,7 @@ func TestBindingController(t *testing.T) {
 	// Counts the controller's Work updates, to prove it writes none when nothing changed (an unchanged update
 	// would not show in the resourceVersion).
 	var workUpdates atomic.Int32
-	// The binding-status stage runs too: it writes the FullyApplied condition this stage decides.
+	// The binding-status stage runs too: it judges FullyApplied from this stage's outcome and writes it.
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		renderings := &rendering.Store{}

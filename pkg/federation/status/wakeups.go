@@ -14,9 +14,9 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 )
 
-// wakeups turn calls from other goroutines (member informers, another stage's verdicts) into reconciles of one
-// controller, through a channel source and the coalescing handler. A call waits for room in the channel while
-// the manager runs, and gives up once it stops.
+// wakeups turn calls from other goroutines (member informers, another stage's verdicts or outcomes) into
+// reconciles of one controller, through a channel source and the coalescing handler. A call waits for room in the
+// channel while the manager runs, and gives up once it stops.
 type wakeups struct {
 	ch      chan event.GenericEvent
 	stopped chan struct{}
