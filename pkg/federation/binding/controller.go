@@ -30,6 +30,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
+	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
 // EventRecorder records events on bindings (k8s.io/client-go/tools/events.EventRecorder, as the manager's
@@ -347,7 +348,7 @@ func (r *Reconciler) handOver(b *workv1alpha1.ResourceBinding, o outcome) {
 		return
 	}
 	if reason, msg := out.Problem(b); reason != "" && reason != rendering.ReasonNotScheduled {
-		r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", msg)
+		r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", shorten.To(msg, shorten.EventNote))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
 // maxMessage bounds the probe's message in the condition: /readyz bodies list every check.
@@ -39,11 +40,7 @@ func probe(ctx context.Context, kc kubernetes.Interface, timeout time.Duration) 
 }
 
 func trim(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > maxMessage {
-		s = s[:maxMessage] + "..."
-	}
-	return s
+	return shorten.To(strings.TrimSpace(s), maxMessage)
 }
 
 // observed is what the controller read from a healthy member for the Cluster's status.

@@ -28,6 +28,7 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
 // MemberClients hands out member cluster clients; *member.Factory is one.
@@ -176,7 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if cond.Status == metav1.ConditionTrue {
 		return ctrl.Result{}, nil
 	}
-	r.Recorder.Eventf(&work, nil, corev1.EventTypeWarning, cond.Reason, "Apply", "%s", truncate(cond.Message, maxNote))
+	r.Recorder.Eventf(&work, nil, corev1.EventTypeWarning, cond.Reason, "Apply", "%s", shorten.To(cond.Message, shorten.EventNote))
 	for _, e := range errs {
 		if e != nil && retryable(e) {
 			// The error goes to controller-runtime for its backoff; the condition already tells users.
@@ -203,14 +204,4 @@ func (r *Reconciler) conflictResolution(ctx context.Context, work *workv1alpha1.
 		return policyv1alpha1.ConflictOverwrite, nil
 	}
 	return policyv1alpha1.ConflictAbort, nil
-}
-
-// maxNote keeps an event's note within what the events API accepts.
-const maxNote = 1000
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

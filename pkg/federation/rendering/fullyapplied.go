@@ -2,6 +2,7 @@ package rendering
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,7 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
+
+// maxMessage keeps a condition message within the API's limit.
+const maxMessage = 32768
 
 // Reasons of the FullyApplied condition, from the most to the least fundamental: the first that holds is given.
 const (
@@ -48,26 +53,14 @@ type Failure struct {
 
 func (o Outcome) equal(p Outcome) bool {
 	return o.Generation == p.Generation && o.TemplateMissing == p.TemplateMissing && slices.Equal(o.Failed, p.Failed) &&
-		slices.Equal(o.MissingDeps, p.MissingDeps) && mapsEqual(o.Works, p.Works)
-}
-
-func mapsEqual(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+		slices.Equal(o.MissingDeps, p.MissingDeps) && maps.Equal(o.Works, p.Works)
 }
 
 // Problem is what went wrong rendering b's Works, as the reason and message of the FullyApplied condition say it
 // (the message without the clusters that have yet to apply); an empty reason when nothing did.
 func (o Outcome) Problem(b *workv1alpha1.ResourceBinding) (reason, message string) {
 	reason, problems := o.problems(b)
-	return reason, truncate(strings.Join(problems, "; "))
+	return reason, shorten.To(strings.Join(problems, "; "), maxMessage)
 }
 
 // problems are the outcome's problems, with the reason of the most fundamental.
@@ -106,7 +99,7 @@ func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
 func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alpha1.Work) (_ metav1.Condition, waiting bool) {
 	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
 	set := func(reason string, problems []string) metav1.Condition {
-		cond.Reason, cond.Message = reason, truncate(strings.Join(problems, "; "))
+		cond.Reason, cond.Message = reason, shorten.To(strings.Join(problems, "; "), maxMessage)
 		return cond
 	}
 	reason, problems := o.problems(b)
@@ -163,13 +156,4 @@ func workApplied(w *workv1alpha1.Work, rendered int64) (why string, ok, pending 
 		return "not applied: " + msg, false, false
 	}
 	return "", true, false
-}
-
-// truncate keeps a condition message within the API's limit.
-func truncate(s string) string {
-	const max = 32768
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "..."
 }

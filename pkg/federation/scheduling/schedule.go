@@ -19,6 +19,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
+	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
 // Reasons of the Scheduled condition and of events.
@@ -116,7 +117,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters [
 	}
 	switch {
 	case d.err != nil:
-		if before.Status != metav1.ConditionFalse || before.Message != shorten(d.err.Error()) {
+		if before.Status != metav1.ConditionFalse || before.Message != shorten.To(d.err.Error(), maxMessage) {
 			log.Info("cannot schedule", "reason", d.err.Error())
 			r.event(obj, corev1.EventTypeWarning, ReasonUnschedulable, "%v", d.err)
 		}
@@ -167,7 +168,7 @@ func applyStatus(status *workv1alpha1.ResourceBindingStatus, d decision, placed 
 	before := status.DeepCopy()
 	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: d.observed}
 	if d.err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnschedulable, shorten(d.err.Error())
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnschedulable, shorten.To(d.err.Error(), maxMessage)
 		meta.SetStatusCondition(&status.Conditions, cond)
 		return !equalStatus(before, status)
 	}
@@ -201,13 +202,6 @@ func equalStatus(a, b *workv1alpha1.ResourceBindingStatus) bool {
 // maxMessage bounds the condition message: with many clusters the reasons of all of them could pass the API's
 // limit; the event and the log carry the whole text.
 const maxMessage = 4096
-
-func shorten(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage-3] + "..."
-}
 
 func sameTargets(a, b []workv1alpha1.TargetCluster) bool {
 	return slices.Equal(a, b)
