@@ -31,7 +31,7 @@ func main() {
 	flag.IntVar(&opts.Reps, "reps", 3, "repetitions of every variant, interleaved")
 	flag.StringVar(&variants, "variants", "", "comma-separated variants to run, the others and their comparisons left out (for a long scale); empty runs all")
 	flag.StringVar(&opts.OutDir, "out", "bench", "directory of the report, its JSON and plots")
-	flag.StringVar(&opts.ProfileDir, "profile", "", "directory to save CPU profiles of the federators, their proxies and the host kube-apiserver in while templates converge (federation-throughput), one file per process and 10 s; empty saves none")
+	flag.StringVar(&opts.ProfileDir, "profile", "", "directory to save CPU profiles of the federators, their proxies and the host kube-apiserver in while templates converge (federation-throughput), one file per process and 10 s, and a heap profile of each federator and proxy once they have converged; empty saves none")
 	render := flag.String("render", "", "measure nothing: write the report and plots again from this report.json")
 	flag.Parse()
 	if *render != "" {

@@ -273,6 +273,7 @@ func fedRun(ctx context.Context, env *suite.Env, setup fedSetup, templates, nsCo
 	if err != nil {
 		return nil, err
 	}
+	prof.heaps(ctx)
 	elapsed := time.Since(start).Seconds()
 	out := map[string]float64{mFedTime.Name: elapsed, mFedRate.Name: float64(templates) / elapsed}
 	hostAfter, err := readRequests(ctx, f.Cluster().Host.Config())

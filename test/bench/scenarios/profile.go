@@ -20,10 +20,15 @@ import (
 // written whole, so a run is saved in pieces (merge them with `go tool pprof -proto a b ... > all.pprof`).
 const profileChunk = 10 * time.Second
 
-// profiler saves CPU profiles of processes, one piece after another, until stopped.
+// profiler saves CPU profiles of processes, one piece after another, until stopped, and heap profiles of
+// fedmesh's processes on demand.
 type profiler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	dir, prefix string
+	pprofAddrs  map[string]string // fedmesh's processes by name
+	logf        func(string, ...any)
 }
 
 // fetchProfile reads one CPU profile of the given seconds.
@@ -40,9 +45,11 @@ func startProfiles(ctx context.Context, dir, prefix string, run *fedrun.Run, hos
 		logf("    profiles: %v", err)
 		return nil
 	}
+	p := &profiler{dir: dir, prefix: prefix, pprofAddrs: map[string]string{}, logf: logf}
 	targets := map[string]fetchProfile{}
 	if run != nil {
-		for name, addr := range run.PprofAddrs() {
+		p.pprofAddrs = run.PprofAddrs()
+		for name, addr := range p.pprofAddrs {
 			targets[name] = func(ctx context.Context, seconds int) ([]byte, error) {
 				return httpget.Body(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
 			}
@@ -55,7 +62,7 @@ func startProfiles(ctx context.Context, dir, prefix string, run *fedrun.Run, hos
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &profiler{cancel: cancel}
+	p.cancel = cancel
 	for name, fetch := range targets {
 		p.wg.Add(1)
 		go func() {
@@ -74,6 +81,24 @@ func startProfiles(ctx context.Context, dir, prefix string, run *fedrun.Run, hos
 		}()
 	}
 	return p
+}
+
+// heaps saves a heap profile of each of fedmesh's processes, files named prefix-<process>-heap.pprof: what
+// holds their memory once the templates have converged.
+func (p *profiler) heaps(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	for name, addr := range p.pprofAddrs {
+		path := filepath.Join(p.dir, fmt.Sprintf("%s-%s-heap.pprof", p.prefix, name))
+		data, err := httpget.Body(ctx, fmt.Sprintf("http://%s/debug/pprof/heap", addr))
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		if err != nil {
+			p.logf("    profile %s: %v", path, err)
+		}
+	}
 }
 
 // stop ends profiling; the pieces in progress are dropped.

@@ -49,7 +49,8 @@ type Env struct {
 	Variants []string
 	// BinDir holds fedmesh's manager, proxy and federator binaries (test/fedrun.Build).
 	BinDir string
-	// ProfileDir, when set, is where scenarios that run the federator save its CPU profiles while it works.
+	// ProfileDir, when set, is where scenarios that run the federator save its CPU profiles while it works, and
+	// its heap profile once done.
 	ProfileDir string
 	// Logf reports progress.
 	Logf func(format string, args ...any)
