@@ -16,6 +16,9 @@ type ownershipLease struct {
 	mu      sync.Mutex
 	expired bool
 	timer   *time.Timer
+	// contacts counts the calls of Contact: a timer that fires as contact returns, before it could be stopped,
+	// finds a newer count and expires nothing.
+	contacts uint64
 }
 
 // held reports whether the ownership may be used.
@@ -26,20 +29,22 @@ func (l *ownershipLease) held() bool {
 }
 
 // Contact tells the proxy whether it is in contact with the manager (the xDS client's OnContact). Out of contact
-// for the lease's duration, the proxy owns nothing until contact returns. Each change ends the watches, so
-// operators relist under what the proxy now owns.
+// for the lease's duration, the proxy owns nothing until contact returns. Each change ends the watches it
+// changes, so operators relist under what the proxy now owns.
 func (p *Proxy) Contact(inContact bool) {
 	l := &p.lease
 	if l.duration == 0 {
 		return
 	}
 	l.mu.Lock()
+	l.contacts++
 	if l.timer != nil {
 		l.timer.Stop()
 		l.timer = nil
 	}
 	if !inContact {
-		l.timer = time.AfterFunc(l.duration, p.leaseExpired)
+		contacts := l.contacts
+		l.timer = time.AfterFunc(l.duration, func() { p.leaseExpired(contacts) })
 		l.mu.Unlock()
 		return
 	}
@@ -48,20 +53,21 @@ func (p *Proxy) Contact(inContact bool) {
 	l.mu.Unlock()
 	if was {
 		p.log.Info("in contact with the manager again; ownership restored")
-		p.watches.endAll()
+		p.settle()
 	}
 }
 
-func (p *Proxy) leaseExpired() {
+// leaseExpired gives up the ownership, unless Contact was called since the lease's timer was set (contacts).
+func (p *Proxy) leaseExpired(contacts uint64) {
 	p.lease.mu.Lock()
+	if p.lease.contacts != contacts {
+		p.lease.mu.Unlock()
+		return
+	}
 	p.lease.expired = true
 	p.lease.mu.Unlock()
 	p.log.Info("no contact with the manager for the ownership lease; owning nothing until it returns", "lease", p.lease.duration)
-	p.writeGate.Lock()
-	p.writeGate.Unlock() //nolint:staticcheck // waiting for the writes begun under the lease is the point
-	if n := p.watches.endAll(); n > 0 {
-		p.metrics.endedWatches.Add(float64(n))
-	}
+	p.settle()
 }
 
 // ownership is what the proxy enforces now: the store's, unless the lease has lapsed.

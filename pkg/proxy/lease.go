@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
@@ -84,20 +82,19 @@ func (l leaseRename) response(resp *http.Response) error {
 // renameLease decodes a Lease in any encoding the API server speaks (JSON, protobuf, CBOR), renames it from
 // `from` to `to`, and encodes it the same way.
 func renameLease(body []byte, contentType, from, to string) ([]byte, bool, error) {
-	mediaType, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mediaType = runtime.ContentTypeJSON
+	if contentType == "" {
+		contentType = runtime.ContentTypeJSON
 	}
-	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
-	if !ok {
-		return nil, false, fmt.Errorf("unsupported content type %q", contentType)
+	info, err := serializerFor(contentType)
+	if err != nil {
+		return nil, false, fmt.Errorf("content type %q: %w", contentType, err)
 	}
 	lease := &coordinationv1.Lease{}
 	obj, _, err := info.Serializer.Decode(body, nil, lease)
 	if err != nil {
 		return nil, false, err
 	}
-	lease, ok = obj.(*coordinationv1.Lease)
+	lease, ok := obj.(*coordinationv1.Lease)
 	if !ok {
 		return nil, false, fmt.Errorf("not a Lease: %T", obj)
 	}
@@ -106,7 +103,7 @@ func renameLease(body []byte, contentType, from, to string) ([]byte, bool, error
 	}
 	lease.Name = to
 	var out bytes.Buffer
-	encoder := scheme.Codecs.EncoderForVersion(info.Serializer, coordinationv1.SchemeGroupVersion)
+	encoder := codecs.EncoderForVersion(info.Serializer, coordinationv1.SchemeGroupVersion)
 	if err := encoder.Encode(lease, &out); err != nil {
 		return nil, false, err
 	}

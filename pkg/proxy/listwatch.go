@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	restwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
@@ -27,43 +24,28 @@ import (
 // resourceVersion) or an idle watch, and still checks the caller's RBAC.
 const nothingSelector = "metadata.name=fedmesh/owns-nothing"
 
-// listWatch narrows a list or watch to what the shard owns.
+// listWatch narrows a list or watch to what the shard owns. A watch is relayed until an ownership change shows
+// its resource differently (viewOf), then ended so that its client lists again.
 func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, namespaced bool) {
-	gr := req.groupResource()
 	count := func(how string) {
 		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
 	}
-	switch {
-	case own == nil:
-		count("nothing") // no configuration yet: the shard owns nothing
-		p.askForNothing(w, r, req, u)
-	case !namespaced:
-		if own.SeesClusterScoped() {
-			count("none")
-			forward(u, w, r, req, nil)
-			return
-		}
+	v := viewOf(own, req, namespaced)
+	unchanged := func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) }
+	switch v.shows {
+	case showsNothing:
 		count("nothing")
-		p.askForNothing(w, r, req, u)
-	case req.Namespace != "":
-		// One namespace: all of it or nothing. The watch still ends if the namespace changes hands.
-		if !own.Owned().ContainsNamespace(req.Namespace) {
-			count("nothing")
-			p.askForNothing(w, r, req, u)
-			return
-		}
+		p.askForNothing(w, r, req, u, unchanged)
+	case showsAll:
 		count("none")
-		forward(u, w, r, req, p.watchResponse(req, nil))
-	case !own.Sharded(gr):
-		count("none")
-		forward(u, w, r, req, nil)
+		forward(u, w, r, req, p.watchResponse(req, nil, unchanged))
 	default:
-		p.filtered(w, r, req, u, own, count)
+		p.filtered(w, r, req, u, own, count, unchanged)
 	}
 }
 
 // filtered sends a list or watch of a sharded resource across namespaces with the shard's filter.
-func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, count func(string)) {
+func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, count func(string), unchanged func(*config.Ownership) bool) {
 	owned := own.Owned()
 	key := filter.ProbeKey{Cluster: req.Cluster, GroupResource: req.groupResource()}
 	mode := filter.Mode(own.FilterMode)
@@ -78,7 +60,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 	switch {
 	case errors.Is(err, filter.ErrOwnsNothing):
 		count("nothing")
-		p.askForNothing(w, r, req, u)
+		p.askForNothing(w, r, req, u, unchanged)
 		return
 	case errors.Is(err, filter.ErrBadSelector):
 		refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
@@ -98,7 +80,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		if !plan.ClientFilter {
 			keep = nil
 		}
-		forward(u, w, r, req, p.watchResponse(req, keep))
+		forward(u, w, r, req, p.watchResponse(req, keep, unchanged))
 		return
 	}
 	if plan.ClientFilter || plan.VerifyShardInfo {
@@ -197,8 +179,9 @@ func (p *Proxy) probe(r *http.Request, req *Request, u *upstream, owned shard.Se
 }
 
 // watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all), and ends it
-// with a 410 Expired ERROR event when the shard's ownership changes, so the client relists.
-func (p *Proxy) watchResponse(req *Request, keep func(string) bool) func(*http.Response) error {
+// with a 410 Expired ERROR event once an ownership is no longer one under which the watch is unchanged, so the
+// client relists.
+func (p *Proxy) watchResponse(req *Request, keep func(string) bool, unchanged func(*config.Ownership) bool) func(*http.Response) error {
 	if req.Verb != "watch" {
 		return nil
 	}
@@ -241,13 +224,18 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool) func(*http.R
 			}
 			return event, err
 		}
-		resp.Body = p.watches.track(resp.Body, next, expired)
+		body := p.watches.track(resp.Body, next, expired, unchanged)
+		// The ownership may have changed while the request was upstream, after the last look at the watches.
+		if !unchanged(p.ownership()) {
+			body.end()
+		}
+		resp.Body = body
 		return nil
 	}
 }
 
 // askForNothing sends the request upstream with a field selector no object matches.
-func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Request, u *upstream) {
+func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, unchanged func(*config.Ownership) bool) {
 	r = r.Clone(r.Context())
 	q := r.URL.Query()
 	if fs := q.Get("fieldSelector"); fs != "" {
@@ -256,18 +244,17 @@ func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Reque
 		q.Set("fieldSelector", nothingSelector)
 	}
 	r.URL.RawQuery = q.Encode()
-	forward(u, w, r, req, p.watchResponse(req, nil))
+	forward(u, w, r, req, p.watchResponse(req, nil, unchanged))
 }
 
 // expiredEvent is a watch ERROR event with a 410 Expired Status, encoded and framed for contentType.
 func expiredEvent(contentType string) ([]byte, error) {
-	mediaType, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return nil, fmt.Errorf("watch content type %q: %w", contentType, err)
+	info, err := serializerFor(contentType)
+	if err == nil && info.StreamSerializer == nil {
+		err = filter.ErrNotAcceptable
 	}
-	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
-	if !ok || info.StreamSerializer == nil {
-		return nil, fmt.Errorf("watch content type %q is not a stream the proxy can end", contentType)
+	if err != nil {
+		return nil, fmt.Errorf("watch content type %q is not a stream the proxy can end: %w", contentType, err)
 	}
 	var buf bytes.Buffer
 	frames := info.StreamSerializer.Framer.NewFrameWriter(&buf)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
@@ -164,8 +166,8 @@ func (p *Proxy) upstreamFor(cluster string) (*upstream, bool) {
 	return u, ok
 }
 
-// configChanged follows a new snapshot: member upstreams, the traffic policy, and — when what the shard owns
-// changed — ending the watches that showed the old ranges, after the writes begun under them are done.
+// configChanged follows a new snapshot: member upstreams, the traffic policy, and — when the ownership
+// changed — the writes and watches begun under the old one (settle).
 func (p *Proxy) configChanged(old, cur *config.Snapshot) {
 	p.metrics.setConfig(string(config.KindOwnership), old.OwnershipVersion, cur.OwnershipVersion)
 	p.metrics.setConfig(string(config.KindTraffic), old.TrafficVersion, cur.TrafficVersion)
@@ -180,15 +182,23 @@ func (p *Proxy) configChanged(old, cur *config.Snapshot) {
 	p.metrics.epoch.Set(float64(cur.Ownership.Epoch))
 	p.metrics.ownedShare.Set(cur.Ownership.Owned().Fraction())
 	p.rebuildMembers(cur.Ownership)
-	if old.Ownership == nil || !old.Ownership.Owned().Equal(cur.Ownership.Owned()) ||
-		old.Ownership.FilterMode != cur.Ownership.FilterMode || old.Ownership.SeesClusterScoped() != cur.Ownership.SeesClusterScoped() {
-		// Writes begun under the old ranges finish before the change is acknowledged: after the ACK the manager
-		// may grant the ranges to another shard, and two writers must never overlap.
-		p.writeGate.Lock()
-		p.writeGate.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writes is the point
-		if n := p.watches.endAll(); n > 0 {
-			p.metrics.endedWatches.Add(float64(n))
-			p.log.Info("ownership changed; ended watches so clients relist", "watches", n, "epoch", cur.Ownership.Epoch)
+	p.settle()
+}
+
+// settle brings the proxy in line with the ownership it now enforces: it waits for the writes begun under the
+// previous one to finish, since once the change is acknowledged the manager may grant the ranges to another shard
+// and two writers must never overlap; then it ends the watches the change shows differently, so that their
+// clients relist.
+func (p *Proxy) settle() {
+	p.writeGate.Lock()
+	p.writeGate.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writes is the point
+	own := p.ownership()
+	if n := p.watches.endStale(own); n > 0 {
+		p.metrics.endedWatches.Add(float64(n))
+		if own == nil {
+			p.log.Info("owning nothing now; ended watches so clients relist", "watches", n)
+		} else {
+			p.log.Info("ownership changed; ended watches so clients relist", "watches", n, "epoch", own.Epoch)
 		}
 	}
 }
@@ -229,6 +239,15 @@ func forward(u *upstream, w http.ResponseWriter, r *http.Request, req *Request, 
 	}
 	rp := *u.forward
 	rp.ModifyResponse = modify
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(err, filter.ErrNotAcceptable) {
+			// The API server answered; the proxy cannot pass its answer on in the form asked for. Not the
+			// upstream's failure, nor one for a circuit breaker to count.
+			refuse(w, http.StatusNotAcceptable, string(metav1.StatusReasonNotAcceptable), "the proxy cannot pass this response on: %v", err)
+			return
+		}
+		upstreamError(w, r, err)
+	}
 	(&rp).ServeHTTP(w, r)
 }
 

@@ -43,9 +43,34 @@ func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group
 	s.mu.Unlock()
 	namespaced, found := resources[resource]
 	if !found {
-		return false, fmt.Errorf("the server has no resource %q in %s", resource, groupVersion(group, version))
+		return false, &discoveryError{code: http.StatusNotFound,
+			err: fmt.Errorf("the server could not find the requested resource: no %q in %s", resource, groupVersion(group, version))}
 	}
 	return namespaced, nil
+}
+
+// discoveryError is discovery's answer when it was not a list of resources: the request is answered with its code
+// (404 for a group version or resource the server does not have, 401 or 403 for the caller's credentials), as the
+// API server would answer the request itself; an upstream that could not answer makes it 503.
+type discoveryError struct {
+	code int
+	err  error
+}
+
+func (e *discoveryError) Error() string { return e.err.Error() }
+func (e *discoveryError) Unwrap() error { return e.err }
+
+// status is the code and reason to answer with.
+func (e *discoveryError) status() (int, metav1.StatusReason) {
+	switch e.code {
+	case http.StatusNotFound:
+		return e.code, metav1.StatusReasonNotFound
+	case http.StatusUnauthorized:
+		return e.code, metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return e.code, metav1.StatusReasonForbidden
+	}
+	return http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable
 }
 
 // forget drops what is known of an upstream, e.g. when its configuration changes.
@@ -89,7 +114,7 @@ func discover(ctx context.Context, u *upstream, auth, group, version string) (ma
 		return nil, fmt.Errorf("discovery of %s: %w", groupVersion(group, version), err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("discovery of %s: %s", groupVersion(group, version), resp.Status)
+		return nil, &discoveryError{code: resp.StatusCode, err: fmt.Errorf("discovery of %s: %s", groupVersion(group, version), resp.Status)}
 	}
 	var list metav1.APIResourceList
 	if err := json.Unmarshal(body, &list); err != nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,7 +50,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	namespaced, err := p.isNamespaced(r, u, req)
 	if err != nil {
-		refuse(w, http.StatusServiceUnavailable, string(metav1.StatusReasonServiceUnavailable), "%v", err)
+		code, reason := http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable
+		if de := (*discoveryError)(nil); errors.As(err, &de) {
+			code, reason = de.status()
+		}
+		refuse(w, code, string(reason), "%v", err)
 		return
 	}
 	switch {

@@ -3,39 +3,46 @@ package proxy
 import (
 	"io"
 	"sync"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
-// watches holds the watches whose visible objects depend on the shard's ownership, so that an ownership change
-// can end them. Each ends with an ERROR event carrying 410 Expired, which makes a client-go reflector relist
-// under the new ranges instead of resuming from its last resourceVersion.
+// watches holds the open watches, each with whether an ownership leaves what it shows unchanged, so that an
+// ownership change can end those it changes. Each ends with an ERROR event carrying 410 Expired, which makes a
+// client-go reflector relist under the new ownership instead of resuming from its last resourceVersion.
 type watches struct {
 	mu     sync.Mutex
-	active map[*relistingBody]struct{}
+	active map[*relistingBody]func(*config.Ownership) bool
 }
 
-func newWatches() *watches { return &watches{active: map[*relistingBody]struct{}{}} }
+func newWatches() *watches {
+	return &watches{active: map[*relistingBody]func(*config.Ownership) bool{}}
+}
 
-// track relays the events next yields from a watch response body, until the body ends or endAll.
-func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte) *relistingBody {
+// track relays the events next yields from a watch response body, until the body ends or endStale finds the
+// watch changed (unchanged says no).
+func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, unchanged func(*config.Ownership) bool) *relistingBody {
 	b := &relistingBody{upstream: body, next: next, expired: expired, ended: make(chan struct{}), registry: w}
 	w.mu.Lock()
-	w.active[b] = struct{}{}
+	w.active[b] = unchanged
 	w.mu.Unlock()
 	return b
 }
 
-// endAll ends every tracked watch, and returns how many it ended.
-func (w *watches) endAll() int {
+// endStale ends every watch that cur (nil: owning nothing) changes, and returns how many it ended.
+func (w *watches) endStale(cur *config.Ownership) int {
 	w.mu.Lock()
-	bodies := make([]*relistingBody, 0, len(w.active))
-	for b := range w.active {
-		bodies = append(bodies, b)
+	var stale []*relistingBody
+	for b, unchanged := range w.active {
+		if !unchanged(cur) {
+			stale = append(stale, b)
+		}
 	}
 	w.mu.Unlock()
-	for _, b := range bodies {
+	for _, b := range stale {
 		b.end()
 	}
-	return len(bodies)
+	return len(stale)
 }
 
 func (w *watches) remove(b *relistingBody) {

@@ -18,6 +18,7 @@ const (
 const (
 	mediaJSON     = "application/json"
 	mediaCBOR     = "application/cbor"
+	mediaCBORSeq  = "application/cbor-seq" // a watch asked for in CBOR: one CBOR item per event
 	mediaProtobuf = "application/vnd.kubernetes.protobuf"
 )
 
@@ -30,13 +31,13 @@ func parseFormat(contentType string) (format, error) {
 	switch media {
 	case mediaJSON:
 		return formatJSON, nil
-	case mediaCBOR:
+	case mediaCBOR, mediaCBORSeq:
 		return formatCBOR, nil
 	case mediaProtobuf:
 		return formatProtobuf, nil
 	}
-	return 0, fmt.Errorf("content type %q: the shard filter reads only %s, %s and %s", contentType, mediaJSON,
-		mediaCBOR, mediaProtobuf)
+	return 0, fmt.Errorf("content type %q: %w: the shard filter reads only %s, %s and %s", contentType, ErrNotAcceptable,
+		mediaJSON, mediaCBOR, mediaProtobuf)
 }
 
 // The event types of a watch stream that carry no object of a namespace and always pass.

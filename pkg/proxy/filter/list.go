@@ -54,7 +54,7 @@ func entryNamespace(kind string, decode func(v any) error) (string, error) {
 		return "", err
 	}
 	if row.Object == nil {
-		return "", fmt.Errorf("a Table row has no object, so its namespace is unknown; ask with includeObject=Metadata")
+		return "", fmt.Errorf("%w: a Table row has no object, so its namespace is unknown; ask with includeObject=Metadata", ErrNotAcceptable)
 	}
 	return row.Object.Metadata.Namespace, nil
 }

@@ -21,6 +21,10 @@ const (
 // upstream: the plumbing answers an empty list or an idle watch itself.
 var ErrOwnsNothing = errors.New("filter: the shard owns nothing that this request selects")
 
+// ErrNotAcceptable wraps the errors about a response the filters cannot read in the form the client asked for
+// (a media type they do not know, Table rows without their objects); the plumbing answers them with 406.
+var ErrNotAcceptable = errors.New("filter: the proxy cannot read this form of response")
+
 // ErrBadSelector wraps the errors about a selector the client sent; the plumbing answers them with 400.
 var ErrBadSelector = errors.New("filter: bad selector in the request")
 
