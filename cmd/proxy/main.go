@@ -131,6 +131,9 @@ func (o *options) Run(ctx context.Context) error {
 		return fmt.Errorf("upstream: %w", err)
 	}
 	store, err := config.NewStore(o.stateDir)
+	if store == nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
 	if err != nil {
 		log.Error(err, "persisted configuration not used")
 	}

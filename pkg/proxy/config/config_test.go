@@ -163,6 +163,18 @@ func TestApplyFile(t *testing.T) {
 	if s.Current().OwnershipVersion != v || s.Current().Ownership.Shard != 0 {
 		t.Fatal("a bad file changed the ownership")
 	}
+	// Nor does a file whose ownership is of an older epoch than the current one, its traffic part good.
+	if err := s.Apply(KindOwnership, "e5", []byte(`{"epoch": 5, "shard": 0, "assignment": {"0": "`+a.String()+`", "1": "`+b.String()+`"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	older := strings.Replace(good, "deny: [{name: no-secrets, match: {resources: [secrets]}}]", "deny: []", 1)
+	if err := os.WriteFile(path, []byte(older), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := s.ApplyFile(path)
+	if cur := s.Current(); err == nil || cur.OwnershipVersion != "e5" || len(cur.Traffic.Deny) != 1 {
+		t.Fatalf("a file of an older epoch: error %v, ownership %q, deny %v; want an error and nothing changed", err, cur.OwnershipVersion, cur.Traffic.Deny)
+	}
 }
 
 func TestTrafficPolicyFromAPI(t *testing.T) {

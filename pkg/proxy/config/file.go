@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -20,8 +19,8 @@ type File struct {
 	Traffic   json.RawMessage `json:"traffic,omitempty"`
 }
 
-// ApplyFile applies the documents of the file at path, versioned by a hash of their content. Both are checked
-// before either is applied, so a bad file changes nothing.
+// ApplyFile applies the documents of the file at path, versioned by a hash of their content, together: a bad file
+// changes nothing.
 func (s *Store) ApplyFile(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -37,21 +36,21 @@ func (s *Store) ApplyFile(path string) error {
 	if len(f.Traffic) == 0 {
 		f.Traffic = json.RawMessage("{}")
 	}
-	if _, err := DecodeOwnership(f.Ownership); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := DecodeTraffic(f.Traffic); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
 	sum := sha256.Sum256(data)
 	version := "file-" + hex.EncodeToString(sum[:6])
 	cur := s.Current()
-	var errs []error
+	var docs []document
 	if cur.OwnershipVersion != version {
-		errs = append(errs, s.Apply(KindOwnership, version, f.Ownership))
+		docs = append(docs, document{KindOwnership, version, f.Ownership})
 	}
 	if cur.TrafficVersion != version {
-		errs = append(errs, s.Apply(KindTraffic, version, f.Traffic))
+		docs = append(docs, document{KindTraffic, version, f.Traffic})
 	}
-	return errors.Join(errs...)
+	if len(docs) == 0 {
+		return nil
+	}
+	if err := s.apply(docs...); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -35,21 +35,25 @@ type Snapshot struct {
 
 // Store holds the last good Snapshot, replaces it only with validated documents, and persists what it accepts.
 type Store struct {
-	dir  string
-	mu   sync.Mutex // serializes Apply; readers use Current
-	cur  *Snapshot
-	subs []func(old, new *Snapshot)
+	dir string
+	// applying serializes changes, from decoding against the current snapshot to notifying subscribers, so
+	// that no change is decoded against a snapshot another replaces meanwhile.
+	applying sync.Mutex
+	mu       sync.Mutex // guards cur and subs
+	cur      *Snapshot
+	subs     []func(old, new *Snapshot)
 }
 
 // NewStore returns a Store that persists accepted documents in dir ("" persists nothing) and starts from what
-// dir holds. A persisted document that no longer validates is reported and not served.
+// dir holds. A persisted document that no longer validates is reported and not served (the Store is returned
+// with the error); a directory that cannot be made returns no Store.
 func NewStore(dir string) (*Store, error) {
 	s := &Store{dir: dir, cur: &Snapshot{}}
 	if dir == "" {
 		return s, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	var errs []error
 	for _, kind := range []Kind{KindOwnership, KindTraffic} {
@@ -93,48 +97,67 @@ func (s *Store) Subscribe(fn func(old, new *Snapshot)) {
 // Apply validates doc (JSON or YAML) as the new document of kind at version. On error nothing changes, and the
 // error says why, for the NACK.
 func (s *Store) Apply(kind Kind, version string, doc []byte) error {
-	next, err := s.decode(kind, version, doc)
-	if err != nil {
-		return err
+	return s.apply(document{kind, version, doc})
+}
+
+// document is one document to apply.
+type document struct {
+	kind    Kind
+	version string
+	doc     []byte
+}
+
+// apply validates docs together against the current snapshot and publishes them as one snapshot: either all
+// are applied or none.
+func (s *Store) apply(docs ...document) error {
+	s.applying.Lock()
+	defer s.applying.Unlock()
+	next := *s.Current()
+	for _, d := range docs {
+		if err := decodeInto(&next, d); err != nil {
+			return err
+		}
 	}
 	if s.dir != "" {
-		if err := writeAtomically(s.path(kind), persisted{Version: version, Document: toJSON(doc)}); err != nil {
-			return fmt.Errorf("persist %s: %w", kind, err)
+		for _, d := range docs {
+			if err := writeAtomically(s.path(d.kind), persisted{Version: d.version, Document: toJSON(d.doc)}); err != nil {
+				return fmt.Errorf("persist %s: %w", d.kind, err)
+			}
 		}
 	}
 	s.mu.Lock()
 	old := s.cur
-	s.cur = next
+	s.cur = &next
 	subs := s.subs
 	s.mu.Unlock()
 	for _, fn := range subs {
-		fn(old, next)
+		fn(old, &next)
 	}
 	return nil
 }
 
-func (s *Store) decode(kind Kind, version string, doc []byte) (*Snapshot, error) {
-	next := *s.Current()
-	switch kind {
+// decodeInto validates d and sets it in next.
+func decodeInto(next *Snapshot, d document) error {
+	switch d.kind {
 	case KindOwnership:
-		o, err := DecodeOwnership(doc)
+		o, err := DecodeOwnership(d.doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if old := next.Ownership; old != nil && o.Epoch < old.Epoch {
-			return nil, fmt.Errorf("ownership epoch %d is older than the current epoch %d", o.Epoch, old.Epoch)
+			return fmt.Errorf("ownership epoch %d is older than the current epoch %d", o.Epoch, old.Epoch)
 		}
-		next.Ownership, next.OwnershipVersion = o, version
+		next.Ownership, next.OwnershipVersion = o, d.version
 	case KindTraffic:
-		p, err := DecodeTraffic(doc)
+		p, err := DecodeTraffic(d.doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		next.Traffic, next.TrafficVersion = p, version
+		next.Traffic, next.TrafficVersion = p, d.version
 	default:
-		return nil, fmt.Errorf("unknown document kind %q", kind)
+		return fmt.Errorf("unknown document kind %q", d.kind)
 	}
-	return &next, nil
+	return nil
 }
 
 // DecodeOwnership reads and validates an Ownership document; unknown fields are errors.
