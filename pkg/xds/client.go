@@ -57,8 +57,12 @@ type ClientOptions struct {
 	Log logr.Logger
 	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
 	DialOptions []grpc.DialOption
-	// OnContact, if set, hears true when a stream delivers its first response and false when that stream ends:
-	// whether the proxy is in contact with the manager, for its ownership lease.
+	// OnContact, if set, hears true when a stream first delivers a document of the first of TypeURLs (the
+	// ownership: contact vouches for what the proxy owns, which a response of another type, or one without the
+	// proxy's document, as a manager that has not published yet sends, does not tell) and false when that stream
+	// ends: whether the proxy is in contact with the manager, for its ownership lease. A new stream is sent the
+	// current documents at once (go-control-plane's caches resend everything to a stream that has been sent
+	// nothing), so contact returns with the first response.
 	OnContact func(inContact bool)
 
 	clock clock.Clock    // test hook; default the real clock
@@ -192,8 +196,9 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			return false, err
 		}
 	}
+	inContact := false
 	defer func() {
-		if got && c.opts.OnContact != nil {
+		if inContact {
 			c.opts.OnContact(false)
 		}
 	}()
@@ -203,10 +208,11 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			return got, err
 		}
 		reply := c.handle(resp)
-		if !got && c.opts.OnContact != nil {
-			c.opts.OnContact(true)
-		}
 		got = true
+		if !inContact && c.opts.OnContact != nil && resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(resp.GetResources()) > 0 {
+			c.opts.OnContact(true)
+			inContact = true
+		}
 		if err := stream.Send(reply); err != nil {
 			return got, err
 		}

@@ -191,8 +191,9 @@ func (r *recorder) snapshot() (int, map[string]map[string]Document) {
 	return r.calls, r.current
 }
 
-// runClient starts a Client for node with the given token, dialing m; it stops at the end of the test.
-func runClient(t *testing.T, m *manager, node NodeMetadata, token string) (*recorder, string) {
+// runClient starts a Client for node with the given token, dialing m, with opts changing its options; it stops
+// at the end of the test.
+func runClient(t *testing.T, m *manager, node NodeMetadata, token string, opts ...func(*ClientOptions)) (*recorder, string) {
 	t.Helper()
 	tokenFile := ""
 	if token != "" {
@@ -202,10 +203,14 @@ func runClient(t *testing.T, m *manager, node NodeMetadata, token string) (*reco
 		}
 	}
 	rec := &recorder{}
-	c, err := NewClient(ClientOptions{
+	o := ClientOptions{
 		Target: "passthrough:///manager", Insecure: true, TokenFile: tokenFile, Node: node, Apply: rec.apply,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, DialOptions: []grpc.DialOption{m.dial()},
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c, err := NewClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}

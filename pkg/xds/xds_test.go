@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -174,6 +175,41 @@ func TestForeignAndWildcardSubscriptionsRefused(t *testing.T) {
 		resp, err := stream.Recv()
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("subscribing to %v: got %v, %v; want PermissionDenied", names, resp, err)
+		}
+	}
+}
+
+// Contact vouches for what the proxy owns: a traffic policy alone does not restore it, the ownership does, and a
+// stream's end takes it away.
+func TestContactAwaitsOwnership(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	contacts := make(chan bool, 10)
+	m.set(t, TrafficPolicyType, 0, `{}`, "p1")
+	runClient(t, m, node, "tok-a", func(o *ClientOptions) { o.OnContact = func(in bool) { contacts <- in } })
+	m.waitAcks(t, "ACK of p1", acked(node, TrafficPolicyType, "p1"))
+	select {
+	case in := <-contacts:
+		t.Fatalf("contact %v after a traffic policy alone", in)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	m.waitAcks(t, "ACK of e1", acked(node, OwnershipType, "e1"))
+	if in := <-contacts; !in {
+		t.Fatal("no contact after the ownership arrived")
+	}
+
+	m.start(fakeAuth(tokens), "b") // the stream ends: contact lost, and regained once the new server sends e1
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	for _, want := range []bool{false, true} {
+		select {
+		case in := <-contacts:
+			if in != want {
+				t.Fatalf("contact %v, want %v", in, want)
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("no contact %v after the manager restarted", want)
 		}
 	}
 }
