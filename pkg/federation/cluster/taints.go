@@ -49,7 +49,7 @@ func desiredTaints(taints []corev1.Taint, ready *metav1.Condition, now metav1.Ti
 		}
 		t := corev1.Taint{Key: key, Effect: effect}
 		if effect == corev1.TaintEffectNoExecute {
-			// Tolerations with tolerationSeconds count from here.
+			// Failover counts a binding's toleration for it (or the default 300 s) from here.
 			t.TimeAdded = &now
 		}
 		out = append(out, t)

@@ -32,6 +32,9 @@ type Cluster struct {
 	// AvailableKnown is false when the cluster reported no resource summary, or the replicas need nothing it
 	// reports: capacity is then not a reason to leave the cluster out.
 	AvailableKnown bool
+	// Deleting is set once the Cluster has a deletionTimestamp (a finalizer may hold it for long): it is leaving,
+	// so no binding is placed or kept there.
+	Deleting bool
 }
 
 // NewCluster describes c for scheduling replicas that each need req (nil: nothing known).
@@ -42,6 +45,7 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 		Provider: c.Spec.Provider,
 		Region:   c.Spec.Region,
 		Taints:   c.Spec.Taints,
+		Deleting: !c.DeletionTimestamp.IsZero(),
 	}
 	if c.Spec.Zone != "" {
 		out.Zones = append(out.Zones, c.Spec.Zone)

@@ -26,6 +26,11 @@ func TestNewCluster(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+
+	c.DeletionTimestamp = &metav1.Time{Time: now}
+	if !NewCluster(c, nil).Deleting {
+		t.Error("a Cluster with a deletionTimestamp is not Deleting")
+	}
 }
 
 func TestAvailableReplicas(t *testing.T) {

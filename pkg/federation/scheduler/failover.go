@@ -11,14 +11,16 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
-// The taint keys a binding's clusterTolerations name to say how long it stays on an unhealthy cluster (effect
-// NoExecute, with tolerationSeconds), as in Karmada. They match the taints the Cluster controller
+// The readiness taint keys: a binding's clusterTolerations name them to say how long it stays on an unhealthy
+// cluster (effect NoExecute, with tolerationSeconds), as in Karmada. They match the taints the Cluster controller
 // (pkg/federation/cluster) puts on such clusters; failover also derives them from the Ready condition itself, so it
 // does not depend on those taints being there.
 const (
-	// NotReadyTaintKey stands for a Ready condition that is False.
+	// NotReadyTaintKey: the member answers, but not ok; failover reads a Ready condition that is False as this
+	// taint.
 	NotReadyTaintKey = names.NotReadyTaint
-	// UnreachableTaintKey stands for a Ready condition that is Unknown.
+	// UnreachableTaintKey: the member does not answer. The Cluster controller taints it so, NoExecute, with Ready
+	// False (reason ClusterNotReachable); failover reads a Ready condition that is Unknown as this taint too.
 	UnreachableTaintKey = names.UnreachableTaint
 )
 
@@ -27,8 +29,10 @@ const DefaultToleration = 300 * time.Second
 
 // FailoverInput is what a failover decision depends on.
 type FailoverInput struct {
-	// Failover is the binding's failover behavior; nil disables failover (the policy's API says so), and any
-	// value enables cluster failover (an unset cluster part means the default graceful eviction).
+	// Failover is the binding's failover behavior; nil disables failover, and any value enables cluster failover
+	// whatever its parts say: an evicted cluster is dropped from the binding, so its copy is deleted as on any
+	// cluster the binding leaves. Nothing here reads purgeMode, statePreservation or application failover, and
+	// no gracefulEvictionTasks are made.
 	Failover *policyv1alpha1.FailoverBehavior
 	// Clusters are the member clusters.
 	Clusters []Cluster
@@ -49,11 +53,11 @@ type FailoverDecision struct {
 	RecheckAfter time.Duration
 }
 
-// Failover decides which of the binding's clusters must be left, when failover is on: a cluster whose Ready condition is False (or
-// Unknown) is treated as tainted NoExecute with NotReadyTaintKey (UnreachableTaintKey) since the condition
-// changed, alongside the cluster's own NoExecute taints. A taint no toleration covers evicts at once — except the
-// readiness ones, which get DefaultToleration; a toleration with tolerationSeconds evicts that long after the
-// taint was added; one without tolerates forever.
+// Failover decides which of the binding's clusters must be left, when failover is on, from the clusters' NoExecute
+// taints and the binding's tolerations. A readiness taint (see readinessTaints) no toleration covers evicts
+// DefaultToleration after it was added, as with Karmada's default tolerations; any other taint no toleration
+// covers evicts at once. A toleration with tolerationSeconds evicts that long after the taint was added; one
+// without tolerates forever.
 func Failover(in FailoverInput) FailoverDecision {
 	var d FailoverDecision
 	if in.Failover == nil {
@@ -87,14 +91,13 @@ func Failover(in FailoverInput) FailoverDecision {
 // evictionTime is when c's NoExecute taints stop being tolerated; ok is false when they are tolerated forever, or
 // there are none, or when they were added is not known.
 func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Duration) (at time.Time, ok bool) {
-	taints := healthTaints(c)
-	health := len(taints)
+	taints := readinessTaints(c)
 	for _, t := range c.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute {
+		if t.Effect == corev1.TaintEffectNoExecute && !isReadinessTaint(t.Key) {
 			taints = append(taints, t)
 		}
 	}
-	for i, t := range taints {
+	for _, t := range taints {
 		var added time.Time
 		if t.TimeAdded != nil {
 			added = t.TimeAdded.Time
@@ -102,8 +105,8 @@ func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Durati
 		seconds, tolerated := tolerationOf(&t, tolerations)
 		var until time.Time
 		switch {
-		case !tolerated && i >= health:
-			until = added // a taint of the cluster's own that nothing tolerates: now
+		case !tolerated && !isReadinessTaint(t.Key):
+			until = added // a taint of the cluster's own that nothing tolerates, say a drain: now
 		case tolerated && seconds == nil:
 			continue
 		case added.IsZero():
@@ -120,8 +123,20 @@ func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Durati
 	return at, ok
 }
 
-// healthTaints are the NoExecute taints c's Ready condition stands for.
-func healthTaints(c *Cluster) []corev1.Taint {
+// readinessTaints are the NoExecute taints that say c is unhealthy: its own not-ready and unreachable taints that
+// have a timeAdded or, when it has none, the one its Ready condition stands for (False: not-ready, Unknown:
+// unreachable), added when the condition changed. Not both: an unreachable member is also Ready False, and a
+// binding that tolerates unreachable longer than not-ready must get the longer time.
+func readinessTaints(c *Cluster) []corev1.Taint {
+	var own []corev1.Taint
+	for _, t := range c.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute && isReadinessTaint(t.Key) && t.TimeAdded != nil {
+			own = append(own, t)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
 	since := metav1.NewTime(c.ReadyChanged)
 	switch c.Ready {
 	case metav1.ConditionFalse:
@@ -131,3 +146,5 @@ func healthTaints(c *Cluster) []corev1.Taint {
 	}
 	return nil
 }
+
+func isReadinessTaint(key string) bool { return key == NotReadyTaintKey || key == UnreachableTaintKey }

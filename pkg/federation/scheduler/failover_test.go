@@ -17,6 +17,19 @@ func TestFailover(t *testing.T) {
 	notReadyFor := func(seconds int64) corev1.Toleration {
 		return corev1.Toleration{Key: NotReadyTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds}
 	}
+	unreachableFor := func(seconds int64) corev1.Toleration {
+		return corev1.Toleration{Key: UnreachableTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds}
+	}
+	// unreachable is how the Cluster controller marks a member that does not answer: Ready False, and the
+	// unreachable taint added then.
+	unreachable := func(ago time.Duration) func(*Cluster) {
+		return func(c *Cluster) {
+			added := metav1.NewTime(now.Add(-ago))
+			c.Ready, c.ReadyChanged = metav1.ConditionFalse, added.Time
+			c.Taints = append(c.Taints, corev1.Taint{Key: NotReadyTaintKey, Effect: corev1.TaintEffectNoSchedule},
+				corev1.Taint{Key: UnreachableTaintKey, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
+		}
+	}
 	tests := []struct {
 		name        string
 		clusters    []Cluster
@@ -63,6 +76,33 @@ func TestFailover(t *testing.T) {
 			tolerations: []corev1.Toleration{notReadyFor(2),
 				{Key: UnreachableTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(20)}},
 			want: FailoverDecision{RecheckAfter: 10 * time.Second},
+		},
+		{
+			name:     "unreachable, no toleration: the default one, from when the taint was added",
+			clusters: []Cluster{cluster("a", unreachable(time.Second))},
+			targets:  []string{"a"},
+			want:     FailoverDecision{RecheckAfter: 299 * time.Second},
+		},
+		{
+			name:        "unreachable, tolerated longer than the default: that long, not-ready does not stand too",
+			clusters:    []Cluster{cluster("a", unreachable(time.Second))},
+			targets:     []string{"a"},
+			tolerations: []corev1.Toleration{unreachableFor(600)},
+			want:        FailoverDecision{RecheckAfter: 599 * time.Second},
+		},
+		{
+			name:        "unreachable past its toleration: evicted, whatever not-ready's",
+			clusters:    []Cluster{cluster("a", unreachable(11*time.Second))},
+			targets:     []string{"a"},
+			tolerations: []corev1.Toleration{notReadyFor(600), unreachableFor(10)},
+			want:        FailoverDecision{Evict: []string{"a"}},
+		},
+		{
+			name: "a readiness taint without timeAdded: the Ready condition counts",
+			clusters: []Cluster{cluster("a", unhealthy(metav1.ConditionFalse, time.Minute),
+				taint(corev1.Taint{Key: UnreachableTaintKey, Effect: corev1.TaintEffectNoExecute}))},
+			targets: []string{"a"},
+			want:    FailoverDecision{RecheckAfter: 4 * time.Minute},
 		},
 		{
 			name:        "a toleration without seconds tolerates forever",

@@ -23,7 +23,7 @@ type Input struct {
 	Clusters []Cluster
 	// Previous is the binding's current result. Its clusters keep their replicas as far as the placement allows,
 	// and stay even while not ready or newly tainted NoSchedule (failover, not scheduling, moves work off a failed
-	// cluster). Leave it empty for a fresh start.
+	// cluster), but not once being deleted. Leave it empty for a fresh start.
 	Previous []workv1alpha1.TargetCluster
 	// PreviousAffinity is the clusterAffinities term Previous came from; scheduling tries it first, then the terms
 	// after it. Empty starts at the first term.
@@ -166,11 +166,15 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 }
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
-// affinity and not be evicted: a cluster the binding is on is left by failover, not by a new taint or a blip.
+// affinity and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
+// taint or a blip; a cluster being deleted is left at once, as it would be once it is gone.
 func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32, duplicated bool) string {
 	if slices.Contains(in.Evicted, c.Name) {
 		return "evicted by failover"
+	}
+	if c.Deleting {
+		return "being deleted"
 	}
 	if why := matchAffinity(affinity, c); why != "" {
 		return why

@@ -28,6 +28,7 @@ func region(r string) func(*Cluster)   { return func(c *Cluster) { c.Region = r 
 func provider(p string) func(*Cluster) { return func(c *Cluster) { c.Provider = p } }
 func zones(z ...string) func(*Cluster) { return func(c *Cluster) { c.Zones = z } }
 func notReady(c *Cluster)              { c.Ready = metav1.ConditionFalse }
+func deleting(c *Cluster)              { c.Deleting = true }
 func free(n int32) func(*Cluster) {
 	return func(c *Cluster) { c.Available, c.AvailableKnown = n, true }
 }
@@ -339,10 +340,26 @@ func TestSchedule(t *testing.T) {
 			want: targets("b", 1),
 		},
 		{
+			name: "a cluster being deleted is no candidate",
+			in:   Input{Replicas: 2, Clusters: []Cluster{cluster("a", deleting), cluster("b")}},
+			want: targets("b", 2),
+		},
+		{
+			name: "a cluster being deleted is left: its replicas go to the rest",
+			in: Input{Replicas: 6, Clusters: []Cluster{cluster("a", deleting), cluster("b"), cluster("c")}, Previous: targets("a", 2, "b", 2, "c", 2),
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: divided(policyv1alpha1.ReplicaDivisionPreferenceWeighted, nil)}},
+			want: targets("b", 3, "c", 3),
+		},
+		{
+			name:      "only a cluster being deleted: unschedulable, and says why",
+			in:        Input{Replicas: 1, Clusters: []Cluster{cluster("a", deleting)}, Previous: targets("a", 1)},
+			wantError: []string{"no cluster fits (a: being deleted)"},
+		},
+		{
 			name: "nothing fits: the error names every cluster and its filter",
-			in: Input{Replicas: 1, Clusters: []Cluster{cluster("a", notReady), cluster("b"), cluster("c", taint(corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}))},
+			in: Input{Replicas: 1, Clusters: []Cluster{cluster("a", notReady), cluster("b"), cluster("c", taint(corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule})), cluster("d", deleting)},
 				Evicted: []string{"b"}},
-			wantError: []string{"no cluster fits (a: not ready, b: evicted by failover, c: taint k=v:NoSchedule not tolerated)"},
+			wantError: []string{"no cluster fits (a: not ready, b: evicted by failover, c: taint k=v:NoSchedule not tolerated, d: being deleted)"},
 		},
 	}
 	for _, tt := range tests {
