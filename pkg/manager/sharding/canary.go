@@ -27,6 +27,10 @@ import (
 //     canary.CanaryAssignment of it, reached through the same revoke, acknowledge, grant steps as any handover.
 //   - The rollout's State is status.canary; the set the canary is to own is status.canary.ranges (during a
 //     handover the published assignment does not give it to the canary yet).
+//   - Removing spec.canary mid-rollout returns its namespaces like a rollback: while the status records the canary
+//     (until its shard owns nothing and every proxy acknowledged that), its shard still gets its document, and its
+//     pods, found by their ordinal label now that the selector is gone, stay members whose proxies must
+//     acknowledge the revoke before the grant (members, shardsOf).
 //   - Changing spec.shards during a rollout changes the canary's shard ID; finish or roll back the canary first.
 //   - On Promote, with spec.canary.promotion the manager rolls the stable StatefulSet (promote.go) and the stable
 //     shards count as rolled out when status.canary.promotion.done; without it, when every stable pod runs the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,7 +71,8 @@ type Reconciler struct {
 	// written is the resourceVersion of each ShardingConfig's last status write: a cached object older than that
 	// is stale, and deciding from it would redo a canary transition.
 	written map[ktypes.NamespacedName]uint64
-	started time.Time
+	// serving is when this replica was elected and began to serve xDS; zero until then.
+	serving time.Time
 	// revoked is when each ShardingConfig's current revoke was published, for the handover-gap metric.
 	revoked map[ktypes.NamespacedName]time.Time
 	// waiting are the ShardingConfigs whose handover waits for acknowledgements: each change of them brings
@@ -138,23 +141,51 @@ func (r *Reconciler) measureGap(key ktypes.NamespacedName, phase string) {
 	}
 }
 
-// SetupWithManager registers the controller: ShardingConfigs, and the pods that form their shards.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// setDefaults fills in the unset knobs.
+func (r *Reconciler) setDefaults() {
 	if r.Poll == 0 {
 		r.Poll = 500 * time.Millisecond
 	}
 	if r.Observer == nil {
 		r.Observer = &mcanary.Observer{}
 	}
-	r.started = time.Now()
 	if r.ObjectCountInterval == 0 {
 		r.ObjectCountInterval = time.Minute
 	}
-	r.objects = &objectCounter{reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interval: r.ObjectCountInterval}
 	if r.LeaseMargin == 0 {
 		r.LeaseMargin = 20 * time.Second
 	}
+}
+
+// awaitElection records when elected closes: the manager closes it as this replica becomes the leader, and only
+// the leader serves xDS (a standby refuses every proxy), so a proxy has had only since then to connect to it.
+func (r *Reconciler) awaitElection(elected <-chan struct{}) manager.RunnableFunc {
+	return func(ctx context.Context) error {
+		select {
+		case <-elected:
+			r.mu.Lock()
+			r.serving = time.Now()
+			r.mu.Unlock()
+		case <-ctx.Done():
+		}
+		return nil
+	}
+}
+
+func (r *Reconciler) servingSince() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.serving
+}
+
+// SetupWithManager registers the controller: ShardingConfigs, and the pods that form their shards.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.setDefaults()
+	r.objects = &objectCounter{reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interval: r.ObjectCountInterval}
 	r.acked = make(chan crevent.GenericEvent, 64)
+	if err := mgr.Add(r.awaitElection(mgr.Elected())); err != nil {
+		return err
+	}
 	if err := mgr.Add(manager.RunnableFunc(r.relayAcks)); err != nil {
 		return err
 	}
@@ -194,7 +225,7 @@ func (r *Reconciler) configsOfPod(ctx context.Context, obj client.Object) []reco
 	return out
 }
 
-// member is one live pod of a shard.
+// member is a pod whose proxy serves a shard.
 type member struct {
 	pod   string
 	shard shard.ShardID
@@ -254,17 +285,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for i := range shards {
 		shards[i] = shard.ShardID(i)
 	}
-	members, pods, err := r.members(ctx, &sc)
+	pub, err := published(&sc.Status)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("status of %s: %w", req, err)
+	}
+	members, pods, err := r.members(ctx, &sc, pub)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	namespaces, err := r.namespaces(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
-	}
-	pub, err := published(&sc.Status)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("status of %s: %w", req, err)
 	}
 	if pub.Epoch == 0 {
 		pub = Initial(namespaces, shards)
@@ -279,7 +310,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.publish(ctx, &sc, pub, members); err != nil {
 		return reconcile.Result{}, err
 	}
-	pending := r.pendingAcks(&sc, pub, members)
+	pending := r.pendingAcks(&sc, pub, members, time.Now())
 	stable := stableTarget(&sc, pub, shards, namespaces)
 	ro := r.rollout(ctx, &sc, pub, len(pending) == 0, stable, pods, namespaces)
 	next, done := Step(pub, ro.target)
@@ -314,10 +345,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := ro.act(ctx, r, &sc); err != nil {
 		return reconcile.Result{}, err
 	}
-	phase := "Granted"
-	if next.Assignment.Owned().Fraction() < 1 {
-		phase = "Revoked"
-	}
+	phase := handoverPhase(next.Assignment)
 	r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Handover", phase, "epoch %d: %s", next.Epoch, describe(pub.Assignment, next.Assignment))
 	handovers.WithLabelValues(req.String(), phase).Inc()
 	r.measureGap(req.NamespacedName, phase)
@@ -329,9 +357,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: r.Poll}, nil
 }
 
-// members are the live pods of the shards: selected, with an ordinal, not terminating, not finished; and the
-// live pods of the canary (spec.canary.selector, not matching spec.selector), members of the canary shard.
-func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig) ([]member, shardPods, error) {
+// handoverPhase names a published step: a revoke leaves some hashes to nobody, a grant gives every hash an owner.
+// Exact, not Fraction: the full space less one namespace's hash rounds to a fraction of 1.
+func handoverPhase(step shard.Assignment) string {
+	if step.Owned().IsFull() {
+		return "Granted"
+	}
+	return "Revoked"
+}
+
+// members are the pods whose proxies serve a shard of sc; pods are those that form the shards and the canary.
+//
+// A pod is a member until it is gone, terminating or not: its proxy is a native sidecar that outlives the
+// operator's containers during the grace period, and must acknowledge losing its ranges before anyone else gets
+// them (a proxy already gone is counted out after the lease, see countedOut). Only a finished pod is not. The
+// members are the pods of spec.selector with an ordinal, of a shard beyond spec.shards too; the pods of
+// spec.canary.selector (not matching spec.selector), of the canary shard; and once spec.canary is gone, its pods
+// as long as they may still own something (formerCanaryMembers). pods leaves out the terminating ones: the rollout
+// measures and rolls the pods that stay.
+func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published) ([]member, shardPods, error) {
 	var pods shardPods
 	sel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Selector)
 	if err != nil {
@@ -341,25 +385,26 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, pods, err
 	}
-	live := func(p *corev1.Pod) bool {
-		return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-	}
 	label := ordinalLabel(sc)
 	var out []member
 	for _, p := range list.Items {
 		// A pod of a shard beyond spec.shards is still a member until it is gone: its proxy must acknowledge
 		// losing its ranges before anyone else gets them.
 		ordinal, err := strconv.Atoi(p.Labels[label])
-		if err != nil || ordinal < 0 || !live(&p) {
+		if err != nil || ordinal < 0 || podFinished(&p) {
 			continue
 		}
 		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
-		if ordinal < int(sc.Spec.Shards) {
+		if ordinal < int(sc.Spec.Shards) && p.DeletionTimestamp == nil {
 			pods.stable = append(pods.stable, p)
 		}
 	}
 	if sc.Spec.Canary == nil {
-		return out, pods, nil
+		former, err := r.formerCanaryMembers(ctx, sc, pub, sel)
+		if err != nil {
+			return nil, pods, err
+		}
+		return append(out, former...), pods, nil
 	}
 	csel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Canary.Selector)
 	if err != nil {
@@ -370,13 +415,90 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		return nil, pods, err
 	}
 	for _, p := range list.Items {
-		if !live(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
+		if podFinished(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
 			continue
 		}
 		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc)})
-		pods.canary = append(pods.canary, p)
+		if p.DeletionTimestamp == nil {
+			pods.canary = append(pods.canary, p)
+		}
 	}
 	return out, pods, nil
+}
+
+// formerCanaryMembers are, once spec.canary is gone, the pods (outside spec.selector) of the shards of
+// formerCanaryShards: those labeled with such a shard, from which label an injected proxy takes its shard, and
+// those whose proxies announced one.
+func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published,
+	stable labels.Selector) ([]member, error) {
+	former := formerCanaryShards(sc, pub)
+	if len(former) == 0 {
+		return nil, nil
+	}
+	values := make([]string, len(former))
+	for i, id := range former {
+		values[i] = strconv.Itoa(int(id))
+	}
+	label := ordinalLabel(sc)
+	req, err := labels.NewRequirement(label, selection.In, values)
+	if err != nil {
+		return nil, err
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+		return nil, err
+	}
+	var out []member
+	found := map[string]bool{}
+	for _, p := range list.Items {
+		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) { // a pod of spec.selector is a stable member
+			continue
+		}
+		ordinal, _ := strconv.Atoi(p.Labels[label]) // the requirement matched one of former
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
+		found[p.Name] = true
+	}
+	key := client.ObjectKeyFromObject(sc)
+	for _, node := range r.Publisher.Acks() {
+		md := node.Metadata
+		if md.ShardingConfig != key || md.Pod.Namespace != sc.Namespace || found[md.Pod.Name] ||
+			!slices.Contains(former, shard.ShardID(md.Shard)) {
+			continue
+		}
+		var p corev1.Pod
+		if err := r.Client.Get(ctx, md.Pod, &p); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard)})
+		found[p.Name] = true
+	}
+	return out, nil
+}
+
+// podFinished reports whether all of p's containers, its proxy among them, have exited for good.
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// formerCanaryShards are, once spec.canary is gone, the shards whose canary pods may still own namespaces: the
+// canary shard while the status records a canary, and any shard beyond spec.shards that pub gives ranges to. Their
+// pods are found by their ordinal label, from which their proxies take the shard they serve.
+func formerCanaryShards(sc *meshv1alpha1.ShardingConfig, pub Published) []shard.ShardID {
+	var ids []shard.ShardID
+	if sc.Status.Canary != nil {
+		ids = append(ids, canaryShardOf(sc))
+	}
+	for _, id := range pub.Assignment.Shards() {
+		if id >= shard.ShardID(sc.Spec.Shards) {
+			ids = append(ids, id)
+		}
+	}
+	return sortedUnique(ids)
 }
 
 func (r *Reconciler) namespaces(ctx context.Context) ([]string, error) {
@@ -421,13 +543,15 @@ func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	return nil
 }
 
-// shardsOf are the shards the manager speaks for: those of the spec, those owning ranges, those with pods.
+// shardsOf are the shards the manager speaks for: those of the spec, those owning ranges, those with pods, and the
+// canary's while the spec names one or the status still records one (a canary removed mid-rollout must be told
+// that it loses its namespaces, and acknowledge it, before they go back to the stable shards).
 func shardsOf(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) []shard.ShardID {
 	ids := pub.Assignment.Shards()
 	for i := range sc.Spec.Shards {
 		ids = append(ids, shard.ShardID(i))
 	}
-	if sc.Spec.Canary != nil {
+	if sc.Spec.Canary != nil || sc.Status.Canary != nil {
 		ids = append(ids, canaryShardOf(sc))
 	}
 	for _, m := range members {
@@ -491,19 +615,15 @@ func (r *Reconciler) behind(sc *meshv1alpha1.ShardingConfig, pub Published, memb
 	return false
 }
 
-// pendingAcks lists the live proxies that have not acknowledged pub.
-//
-// A proxy out of contact for longer than ProxyLease (and a margin for clocks and keepalives) has given up its
-// ranges by itself, so it is not waited for; nor is one this manager has never heard from once the manager has
-// run that long (were it alive, it would have connected).
-func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) []string {
+// pendingAcks lists the members' proxies that have not acknowledged pub by now and are not counted out.
+func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member, now time.Time) []string {
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
-	lapsed := func(since time.Time) bool { return r.ProxyLease > 0 && time.Since(since) > r.ProxyLease+r.LeaseMargin }
+	serving := r.servingSince()
 	var pending []string
 	for _, m := range members {
 		node, known := acks[sc.Namespace+"/"+m.pod]
-		if (known && !node.Connected && lapsed(node.Since)) || (!known && lapsed(r.started)) {
+		if r.countedOut(node, known, serving, now) {
 			continue
 		}
 		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
@@ -512,6 +632,21 @@ func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published,
 		}
 	}
 	return pending
+}
+
+// countedOut reports whether a proxy has given up its ranges by itself, so that a handover need not wait for it:
+// it has been out of contact for longer than ProxyLease and a margin for clocks and keepalives, or this manager has
+// never heard from it and has served xDS (since serving) that long: were it alive, it would have connected. Before
+// this replica serves (serving is zero) no silence counts, and a standby refused every proxy, so its silence from
+// before its election says nothing.
+func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now time.Time) bool {
+	lapsed := func(since time.Time) bool {
+		return r.ProxyLease > 0 && now.Sub(since) > r.ProxyLease+r.LeaseMargin
+	}
+	if known {
+		return !node.Connected && lapsed(node.Since)
+	}
+	return !serving.IsZero() && lapsed(serving)
 }
 
 // ordinalLabel is the pod label that carries a pod's shard ordinal. The API defaults it; an object stored before
