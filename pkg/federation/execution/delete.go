@@ -108,8 +108,7 @@ func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *
 	}
 	if other != "" {
 		// Hand it to the Work that keeps it, so its status and its own deletion find it.
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{names.WorkNameLabel: other}}})
-		_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = ri.Patch(ctx, ref.Name, types.MergePatchType, handoverPatch(other), metav1.PatchOptions{})
 		return err
 	}
 	if !preserve {
@@ -130,9 +129,22 @@ func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *
 	return err
 }
 
-// releasePatch removes fedmesh's identity labels and field ownership from an object, so that a later Work finds
-// it as not fedmesh's (and conflictResolution applies again). The resourceVersion makes the patch fail rather
-// than overwrite a newer list of managers.
+// handoverPatch marks an object as the Work work's (of the same namespace) in place of another's.
+func handoverPatch(work string) []byte {
+	var full any // null removes a whole name left by a Work whose name was too long for the label
+	if a := names.AppliedAnnotations(work); a != nil {
+		full = a[names.WorkNameAnnotation]
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]any{names.WorkNameLabel: names.LabelValue(work)},
+		"annotations": map[string]any{names.WorkNameAnnotation: full},
+	}})
+	return patch
+}
+
+// releasePatch removes fedmesh's identity labels and annotation and its field ownership from an object, so that a
+// later Work finds it as not fedmesh's (and conflictResolution applies again). The resourceVersion makes the patch
+// fail rather than overwrite a newer list of managers.
 func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) ([]byte, error) {
 	var kept []any
 	for _, f := range managed {
@@ -152,6 +164,7 @@ func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) (
 			names.WorkNamespaceLabel: nil,
 			names.WorkNameLabel:      nil,
 		},
+		"annotations": map[string]any{names.WorkNameAnnotation: nil},
 	}})
 }
 
@@ -160,12 +173,12 @@ func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) (
 func (r *Reconciler) sharedWithOtherWork(ctx context.Context, work *workv1alpha1.Work, ref workrecord.Ref) (string, error) {
 	var works workv1alpha1.WorkList
 	if err := r.Client.List(ctx, &works, client.InNamespace(work.Namespace),
-		client.MatchingLabels{names.ClusterLabel: work.Spec.ClusterName}); err != nil {
+		client.MatchingLabels{names.ClusterLabel: names.LabelValue(work.Spec.ClusterName)}); err != nil {
 		return "", err
 	}
 	for i := range works.Items {
 		other := &works.Items[i]
-		if other.Name == work.Name || !other.DeletionTimestamp.IsZero() {
+		if other.Name == work.Name || other.Spec.ClusterName != work.Spec.ClusterName || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		for j, m := range other.Spec.Workload.Manifests {

@@ -248,7 +248,11 @@ func TestExecution(t *testing.T) {
 		shared := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"a": "1"}}
 		a := work("a-"+cluster, cluster, "", shared)
-		b := work("b-"+cluster, cluster, "", shared)
+		b := work("b-"+strings.Repeat("shared-", 10)+cluster, cluster, "", shared) // too long for a label
+		from := func(cm *corev1.ConfigMap) string {
+			w, _ := names.AppliedFrom(cm)
+			return w.Name
+		}
 		for _, w := range []*workv1alpha1.Work{a, b} {
 			if err := host.Create(ctx, w); err != nil {
 				t.Fatal(err)
@@ -261,8 +265,10 @@ func TestExecution(t *testing.T) {
 			t.Fatal(err)
 		}
 		holder, other := a, b
-		if cm.Labels[names.WorkNameLabel] == b.Name {
+		if from(cm) == b.Name {
 			holder, other = b, a
+		} else if from(cm) != a.Name {
+			t.Fatalf("shared object held by neither Work: labels %v annotations %v", cm.Labels, cm.Annotations)
 		}
 		if err := host.Delete(ctx, holder); err != nil {
 			t.Fatal(err)
@@ -275,8 +281,8 @@ func TestExecution(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if cm.Labels[names.WorkNameLabel] != other.Name {
-				return fmt.Errorf("labels %v, want it handed to %s", cm.Labels, other.Name)
+			if from(cm) != other.Name || cm.Labels[names.WorkNameLabel] != names.LabelValue(other.Name) {
+				return fmt.Errorf("labels %v annotations %v, want it handed to %s", cm.Labels, cm.Annotations, other.Name)
 			}
 			return nil
 		})
@@ -286,6 +292,55 @@ func TestExecution(t *testing.T) {
 		fedtest.Eventually(t, 20*time.Second, "last Work deleted, shared object deleted", func() error {
 			if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("config map still there: %v", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a Work whose name is too long for a label is applied, reported and deleted", func(t *testing.T) {
+		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", deploymentObject("checkout", 2))
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "checkout", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if from, _ := names.AppliedFrom(d); from != client.ObjectKeyFromObject(w) {
+			t.Errorf("member object names Work %v: labels %v annotations %v", from, d.Labels, d.Annotations)
+		}
+		// Its pods become ready after the apply: only the member object's change tells the status stage, which
+		// must find the Work from the object.
+		fedtest.Eventually(t, 60*time.Second, "member status reported to the Work", func() error {
+			var cur workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+				return err
+			}
+			if len(cur.Status.ManifestStatuses) != 1 {
+				return fmt.Errorf("manifestStatuses %+v", cur.Status.ManifestStatuses)
+			}
+			ms := cur.Status.ManifestStatuses[0]
+			var st struct {
+				ReadyReplicas int `json:"readyReplicas"`
+			}
+			if ms.Status != nil {
+				_ = json.Unmarshal(ms.Status.Raw, &st)
+			}
+			if st.ReadyReplicas != 2 || ms.Health != workv1alpha1.ResourceHealthy {
+				return fmt.Errorf("readyReplicas %d health %s", st.ReadyReplicas, ms.Health)
+			}
+			return nil
+		})
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		fedtest.Eventually(t, 20*time.Second, "member object and Work deleted", func() error {
+			if _, err := mem.AppsV1().Deployments(ns).Get(ctx, "checkout", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deployment still there: %v", err)
+			}
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
 			}
 			return nil
 		})

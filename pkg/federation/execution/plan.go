@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -67,26 +68,25 @@ func decodeManifest(ordinal int, m workv1alpha1.Manifest) (*unstructured.Unstruc
 	return obj, nil
 }
 
-// identityLabels are the labels that tie a member object to its Work.
-func identityLabels(work *workv1alpha1.Work) map[string]string {
-	return map[string]string{
-		names.ManagedLabel:       "true",
-		names.WorkNamespaceLabel: work.Namespace,
-		names.WorkNameLabel:      work.Name,
+// setIdentity marks obj's own metadata as work's: names.AppliedLabels, and names.AppliedAnnotations when the Work's
+// name is too long for a label. Pod templates are left alone: a label there would roll out new pods, and taking
+// over a running workload must not.
+func setIdentity(obj *unstructured.Unstructured, work *workv1alpha1.Work) {
+	obj.SetLabels(merged(obj.GetLabels(), names.AppliedLabels(work.Namespace, work.Name)))
+	if a := names.AppliedAnnotations(work.Name); len(a) > 0 {
+		obj.SetAnnotations(merged(obj.GetAnnotations(), a))
 	}
 }
 
-// setIdentity labels obj's own metadata as work's. Pod templates are left alone: a label there would roll out new
-// pods, and taking over a running workload must not.
-func setIdentity(obj *unstructured.Unstructured, work *workv1alpha1.Work) {
-	l := obj.GetLabels()
-	if l == nil {
-		l = map[string]string{}
+// merged is m with add's entries set; m may be nil.
+func merged(m, add map[string]string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
 	}
-	for k, v := range identityLabels(work) {
-		l[k] = v
+	for k, v := range add {
+		m[k] = v
 	}
-	obj.SetLabels(l)
+	return m
 }
 
 // appliedByFedmesh reports whether observed, an object in a member, was applied by fedmesh: it carries the managed
@@ -103,10 +103,10 @@ func appliedByFedmesh(observed *unstructured.Unstructured) bool {
 	return false
 }
 
-// belongsTo reports whether observed carries work's identity labels.
+// belongsTo reports whether observed carries work's identity.
 func belongsTo(observed *unstructured.Unstructured, work *workv1alpha1.Work) bool {
-	l := observed.GetLabels()
-	return l[names.WorkNamespaceLabel] == work.Namespace && l[names.WorkNameLabel] == work.Name
+	from, ok := names.AppliedFrom(observed)
+	return ok && from == types.NamespacedName{Namespace: work.Namespace, Name: work.Name}
 }
 
 // conflictError is an object that exists in the member, was not applied by fedmesh, and may not be taken over.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -72,6 +73,49 @@ func TestSetIdentityLeavesPodTemplate(t *testing.T) {
 	}
 	if !belongsTo(obj, work) || belongsTo(obj, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other"}}) {
 		t.Error("belongsTo wrong")
+	}
+}
+
+// TestIdentityOfLongWorkNames marks member objects as Works whose names are too long for a label value: the
+// member must accept the labels, and the object must still be known as the Work's (to delete it, to hand it over).
+func TestIdentityOfLongWorkNames(t *testing.T) {
+	for _, name := range []string{
+		"checkout-frontend-canary-v2-deployment-member-eu-west-1-production", // 66 characters
+		names.Work(strings.Repeat("checkout-", 27), "member-eu-west-1-production"),
+	} {
+		obj := deployment("web", nil, nil)
+		obj.SetAnnotations(map[string]string{"team": "checkout"})
+		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+		setIdentity(obj, work)
+		for k, v := range obj.GetLabels() {
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				t.Errorf("%d characters: label %s=%q: %v", len(name), k, v, errs)
+			}
+		}
+		if a := obj.GetAnnotations(); a[names.WorkNameAnnotation] != name || a["team"] != "checkout" {
+			t.Errorf("%d characters: annotations %v", len(name), a)
+		}
+		other := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name[:len(name)-1] + "x"}}
+		if !belongsTo(obj, work) || belongsTo(obj, other) {
+			t.Errorf("%d characters: belongsTo wrong", len(name))
+		}
+	}
+}
+
+// TestHandoverPatch hands a member object between Works with long and short names: the whole name goes with a
+// long one, and a short one's handover removes the whole name the previous Work left.
+func TestHandoverPatch(t *testing.T) {
+	long := "checkout-frontend-canary-v2-deployment-member-eu-west-1-production"
+	for _, tc := range []struct {
+		to   string
+		want string
+	}{
+		{long, `{"metadata":{"annotations":{"work.fedmesh.io/work-name":"` + long + `"},"labels":{"work.fedmesh.io/work-name":"` + names.LabelValue(long) + `"}}}`},
+		{"web-member1", `{"metadata":{"annotations":{"work.fedmesh.io/work-name":null},"labels":{"work.fedmesh.io/work-name":"web-member1"}}}`},
+	} {
+		if got := string(handoverPatch(tc.to)); got != tc.want {
+			t.Errorf("handover to %s: %s, want %s", tc.to, got, tc.want)
+		}
 	}
 }
 
@@ -155,6 +199,7 @@ func TestReleasePatch(t *testing.T) {
 			ResourceVersion string                      `json:"resourceVersion"`
 			ManagedFields   []metav1.ManagedFieldsEntry `json:"managedFields"`
 			Labels          map[string]*string          `json:"labels"`
+			Annotations     map[string]*string          `json:"annotations"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(p, &got); err != nil {
@@ -167,6 +212,9 @@ func TestReleasePatch(t *testing.T) {
 		if v, ok := got.Metadata.Labels[l]; !ok || v != nil {
 			t.Errorf("label %s not removed: %s", l, p)
 		}
+	}
+	if v, ok := got.Metadata.Annotations[names.WorkNameAnnotation]; !ok || v != nil {
+		t.Errorf("annotation %s not removed: %s", names.WorkNameAnnotation, p)
 	}
 	only, _ := releasePatch("9", []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}})
 	if !strings.Contains(string(only), `"managedFields":[{}]`) {

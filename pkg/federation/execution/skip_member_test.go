@@ -206,6 +206,20 @@ func TestReconcileUnchanged(t *testing.T) {
 			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
 		}
 	})
+
+	t.Run("a Work whose name is too long for a label", func(t *testing.T) {
+		// Its identity is a shortened label and an annotation with the whole name: neither may look like drift.
+		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", deploymentObject("checkout", 1))
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if writes, _ := reconcileWrites(t, w); writes["APPLY deployments"] != 1 {
+			t.Fatalf("member writes %v, want the Deployment applied", writes)
+		}
+		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
+			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
+		}
+	})
 }
 
 // outcomes reads the controller's count of manifests skipped and applied, as the federator's /metrics serves it.

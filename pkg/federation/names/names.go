@@ -38,7 +38,8 @@ const (
 	TemplateDigestAnnotation = "work.fedmesh.io/template-digest"
 	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
 	BindingLabel = "work.fedmesh.io/binding"
-	// ClusterLabel on a Work names its target member cluster; shards and status watches select by it.
+	// ClusterLabel on a Work names its target member cluster, as LabelValue(cluster) since a Cluster's name may be
+	// longer than a label value; shards and status watches select by it.
 	ClusterLabel = "work.fedmesh.io/cluster"
 )
 
@@ -46,10 +47,44 @@ const (
 const (
 	// ManagedLabel, "true", marks an object fedmesh applied; member status watches select on it.
 	ManagedLabel = "work.fedmesh.io/managed"
-	// WorkNamespaceLabel and WorkNameLabel identify the Work an applied object came from.
+	// WorkNamespaceLabel and WorkNameLabel identify the Work an applied object came from: its namespace (a
+	// namespace's name always fits a label value) and LabelValue of its name.
 	WorkNamespaceLabel = "work.fedmesh.io/work-namespace"
 	WorkNameLabel      = "work.fedmesh.io/work-name"
+	// WorkNameAnnotation holds the Work's whole name when WorkNameLabel holds a shortened one, and is absent
+	// otherwise: an object applied before Work names were shortened, or of a Work with a short name, carries the
+	// label alone.
+	WorkNameAnnotation = "work.fedmesh.io/work-name"
 )
+
+// AppliedLabels are the labels that tie an object fedmesh applies to a member to the Work namespace/name.
+func AppliedLabels(namespace, name string) map[string]string {
+	return map[string]string{ManagedLabel: "true", WorkNamespaceLabel: namespace, WorkNameLabel: LabelValue(name)}
+}
+
+// AppliedAnnotations are the annotations an object fedmesh applies to a member carries for the Work name: none
+// when WorkNameLabel holds the name whole.
+func AppliedAnnotations(name string) map[string]string {
+	if LabelValue(name) == name {
+		return nil
+	}
+	return map[string]string{WorkNameAnnotation: name}
+}
+
+// AppliedFrom is the Work an object fedmesh applied to a member came from, read from its AppliedLabels and
+// AppliedAnnotations; ok is false when it names none. The label decides: an annotation it does not shorten to
+// is left over from an earlier Work and ignored.
+func AppliedFrom(obj metav1.Object) (work types.NamespacedName, ok bool) {
+	l := obj.GetLabels()
+	work = types.NamespacedName{Namespace: l[WorkNamespaceLabel], Name: l[WorkNameLabel]}
+	if work.Namespace == "" || work.Name == "" {
+		return types.NamespacedName{}, false
+	}
+	if full := obj.GetAnnotations()[WorkNameAnnotation]; full != "" && LabelValue(full) == work.Name {
+		work.Name = full
+	}
+	return work, true
+}
 
 // Finalizers.
 const (

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -42,5 +44,53 @@ func TestLabelValue(t *testing.T) {
 	}
 	if errs := validation.IsValidLabelValue(a); len(errs) > 0 {
 		t.Errorf("%q: %v", a, errs)
+	}
+}
+
+// TestAppliedIdentity marks member objects as Works of every length would, and reads the Work back from the marks
+// (as the status stage does), from the marks of objects applied before long names were shortened, and from marks
+// a handover left inconsistent.
+func TestAppliedIdentity(t *testing.T) {
+	const issue = "checkout-frontend-canary-v2-deployment-member-eu-west-1-production" // 66 characters
+	longest := Work(strings.Repeat("b", 240), "member-eu-west-1-production")
+	if len(issue) != 66 || len(longest) != validation.DNS1123SubdomainMaxLength {
+		t.Fatalf("test names are %d and %d characters", len(issue), len(longest))
+	}
+	for _, name := range []string{"web-deployment-member1", strings.Repeat("c", 63), issue, longest} {
+		l, a := AppliedLabels("shop", name), AppliedAnnotations(name)
+		for k, v := range l {
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				t.Errorf("%s: label %s=%q: %v", name, k, v, errs)
+			}
+		}
+		if short := len(name) <= validation.LabelValueMaxLength; short != (a == nil) || (short && l[WorkNameLabel] != name) {
+			t.Errorf("%s (%d characters): labels %v annotations %v", name, len(name), l, a)
+		}
+		obj := &metav1.ObjectMeta{Labels: l, Annotations: a}
+		if got, ok := AppliedFrom(obj); !ok || got != (types.NamespacedName{Namespace: "shop", Name: name}) {
+			t.Errorf("%s: read back as %v, %v", name, got, ok)
+		}
+	}
+	if LabelValue(issue) == LabelValue(issue[:65]+"x") {
+		t.Error("two long Work names share a label value")
+	}
+
+	for _, tc := range []struct {
+		name        string
+		labels      map[string]string
+		annotations map[string]string
+		want        string // "" when no Work is named
+	}{
+		{"applied before names were shortened", map[string]string{WorkNamespaceLabel: "shop", WorkNameLabel: "web-member1"}, nil, "web-member1"},
+		{"a short Work's, after a long one's handover left its annotation",
+			map[string]string{WorkNamespaceLabel: "shop", WorkNameLabel: "web-member1"}, AppliedAnnotations(issue), "web-member1"},
+		{"a long Work's without its annotation", map[string]string{WorkNamespaceLabel: "shop", WorkNameLabel: LabelValue(issue)}, nil, LabelValue(issue)},
+		{"no namespace", map[string]string{WorkNameLabel: "web-member1"}, nil, ""},
+		{"not fedmesh's", map[string]string{"app": "web"}, AppliedAnnotations(issue), ""},
+	} {
+		got, ok := AppliedFrom(&metav1.ObjectMeta{Labels: tc.labels, Annotations: tc.annotations})
+		if ok != (tc.want != "") || got.Name != tc.want {
+			t.Errorf("%s: got %v, %v; want %q", tc.name, got, ok, tc.want)
+		}
 	}
 }

@@ -118,7 +118,7 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *BindingReconciler) bindingsOnCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	var works workv1alpha1.WorkList
-	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: names.LabelValue(obj.GetName())}); err != nil {
 		log.FromContext(ctx).Error(err, "list Works of cluster", "cluster", obj.GetName())
 		return nil
 	}

@@ -111,18 +111,17 @@ func readinessChanged(old, cur client.Object) bool {
 	return !ok1 || !ok2 || clusterReady(o) != clusterReady(c)
 }
 
-// memberChanged enqueues the Work a member object says it came from.
+// memberChanged enqueues the Work a member object says it came from (its labels, and the annotation with the
+// whole name of a Work whose name is too long for a label).
 func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured) {
-	l := obj.GetLabels()
-	if l[names.WorkNamespaceLabel] == "" || l[names.WorkNameLabel] == "" {
-		return
+	if work, ok := names.AppliedFrom(obj); ok {
+		r.wakeups.wake(work)
 	}
-	r.wakeups.wake(types.NamespacedName{Namespace: l[names.WorkNamespaceLabel], Name: l[names.WorkNameLabel]})
 }
 
 func (r *WorkReconciler) enqueueWorksOf(ctx context.Context, cluster string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	var works workv1alpha1.WorkList
-	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: cluster}); err != nil {
+	if err := r.Client.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: names.LabelValue(cluster)}); err != nil {
 		log.FromContext(ctx).Error(err, "list Works of cluster", "cluster", cluster)
 		return
 	}
