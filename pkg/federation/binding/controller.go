@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -67,12 +69,18 @@ type Reconciler struct {
 	// Cached waits for the cache to show a Work once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
+
+	// dependents are the dependencies each binding's last pass looked up, for their changes to bring it back.
+	dependents dependents
 }
 
 // SetupWithManager watches bindings, their Works' spec (an edit is undone, a deleted Work made again), the
-// override policies (a change re-renders the bindings it may select, before and after the change) and the
-// Clusters' labels and spec (override rules target by them). Not the Works' status: applying a Work changes no
-// other Work, and the binding-status stage judges from it whether the binding is fully applied.
+// override policies (a change re-renders the bindings it may select, before and after the change), the
+// Clusters' labels and spec (override rules target by them) and the dependencies the native interpreter finds
+// (one created, changed or deleted re-renders the bindings whose last pass looked it up). Not the Works' status:
+// applying a Work changes no other Work, and the binding-status stage judges from it whether the binding is fully
+// applied. Dependencies are watched by their metadata only: ConfigMaps and Secrets are not held in memory whole
+// for the sake of their names, and a pass reads those it needs through Templates.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Renderings == nil {
 		return errors.New("binding: no Renderings to hand each pass's outcome to")
@@ -86,7 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	bldr := ctrl.NewControllerManagedBy(mgr).
 		Named("binding").
 		// Of a binding, its spec: its status is other stages' (the scheduler's verdict, the aggregated status,
 		// FullyApplied) and would only make this stage look again at nothing new.
@@ -95,8 +103,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfPolicy)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfCluster),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Complete(r)
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})))
+	for _, obj := range watchedDependencies {
+		gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		bldr = bldr.WatchesMetadata(obj, r.dependents.eventHandler(gvk.GroupKind(), r.Coalesce))
+	}
+	return bldr.Complete(r)
 }
 
 // Reconcile brings the binding's Works up to date and hands what it found to the binding-status stage.
@@ -104,9 +119,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	logger := log.FromContext(ctx)
 	var b workv1alpha1.ResourceBinding
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.dependents.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
+		r.dependents.forget(req.NamespacedName)
 		return r.finalize(ctx, &b)
 	}
 	if controllerutil.AddFinalizer(&b, names.BindingFinalizer) {
@@ -125,22 +144,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for i := range works {
 		w := &works[i]
+		if !w.DeletionTimestamp.IsZero() {
+			if targeted[w.Spec.ClusterName] {
+				// Not the cluster's Work any more, though it still holds the name: written into, it would pass for
+				// applied, then go with the workload once its finalizer is through. The cluster gets a new Work
+				// once this one is gone, its deletion bringing the binding back (editedOrDeleted).
+				o.deleting = append(o.deleting, w.Spec.ClusterName)
+			}
+			continue
+		}
 		if targeted[w.Spec.ClusterName] {
 			o.works[w.Spec.ClusterName] = w
 			continue
 		}
-		if w.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
-			logger.Info("deleted Work of a cluster no longer targeted", "work", w.Name, "cluster", w.Spec.ClusterName)
-			r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "Delete", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
+		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
 		}
+		logger.Info("deleted Work of a cluster no longer targeted", "work", w.Name, "cluster", w.Spec.ClusterName)
+		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "Delete", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
 	}
 	if len(b.Spec.Clusters) > 0 {
 		if err := r.renderAll(ctx, &b, &o); err != nil {
 			return ctrl.Result{}, err
 		}
+	} else {
+		r.dependents.forget(req.NamespacedName)
 	}
 	if len(o.unseen) > 0 {
 		// What these clusters' Works are is not known yet: the binding is looked at again once the cache has had
@@ -158,23 +186,29 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	template, err := r.template(ctx, b)
 	if apierrors.IsNotFound(err) {
 		o.templateMissing = err.Error()
+		r.dependents.forget(client.ObjectKeyFromObject(b))
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	in := renderInput{binding: b, template: template}
+	var looked dependencyRefs
 	if b.Spec.PropagateDeps {
-		if in.deps, o.missingDeps, err = r.dependencies(ctx, template); err != nil {
+		if in.deps, o.missingDeps, looked, err = r.dependencies(ctx, template); err != nil {
 			return err
 		}
 	}
+	r.dependents.set(client.ObjectKeyFromObject(b), looked)
 	if in.policies, err = r.policies(ctx, b.Namespace); err != nil {
 		return err
 	}
 	var written []string
 	var created []client.ObjectKey
 	for _, tc := range b.Spec.Clusters {
+		if slices.Contains(o.deleting, tc.Name) {
+			continue
+		}
 		var cluster clusterv1alpha1.Cluster
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: tc.Name}, &cluster); err != nil {
 			if !apierrors.IsNotFound(err) {

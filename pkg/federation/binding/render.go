@@ -77,7 +77,7 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace,
 			Name:      names.Work(b.Name, target.Name),
-			Labels:    map[string]string{names.BindingLabel: names.LabelValue(b.Name), names.ClusterLabel: target.Name},
+			Labels:    map[string]string{names.BindingLabel: names.LabelValue(b.Name), names.ClusterLabel: names.LabelValue(target.Name)},
 		},
 		Spec: workv1alpha1.WorkSpec{
 			ClusterName:                 target.Name,

@@ -20,6 +20,8 @@ type outcome struct {
 	works map[string]*workv1alpha1.Work
 	// unseen are the clusters whose Work exists in the API server but not yet in the cache.
 	unseen []string
+	// deleting are the target clusters whose Work is being deleted: they get no Work until it is gone.
+	deleting []string
 }
 
 // rendered is o as the binding-status stage judges b's FullyApplied condition by it: the failures in the order of

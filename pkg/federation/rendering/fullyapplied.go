@@ -93,8 +93,9 @@ func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
 
 // FullyApplied is b's FullyApplied condition, given the binding stage's outcome o of rendering b and b's Works:
 // True when every target cluster's Work is applied (at its current generation, when the applier says which
-// generation it saw, and at least at the one o left it at), otherwise False naming each failing cluster with its
-// message. waiting is true when it is False only because Works have not been made or applied yet with nothing
+// generation it saw, and at least at the one o left it at) and not being deleted, otherwise False naming each
+// failing cluster with its message. A Work being deleted is no cluster's current Work, whatever its status says:
+// its workload goes with it, and the cluster's next Work is made once it is gone. waiting is true when it is False only because Works have not been made or applied yet with nothing
 // failed, or because the scheduler has not looked at the binding yet.
 func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alpha1.Work) (_ metav1.Condition, waiting bool) {
 	cond := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, ObservedGeneration: b.Generation}
@@ -135,11 +136,14 @@ func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alph
 }
 
 // workApplied reports whether w's Applied condition is True for w's current spec, which is at least at
-// generation rendered, or else why not, and whether that is only because the Work (nil: none yet) has not been
-// made or applied yet (pending), not because applying it failed.
+// generation rendered, or else why not, and whether that is only because the Work (nil: none yet; being deleted:
+// its successor not made yet) has not been made or applied yet (pending), not because applying it failed.
 func workApplied(w *workv1alpha1.Work, rendered int64) (why string, ok, pending bool) {
 	if w == nil {
 		return "no Work yet", false, true
+	}
+	if !w.DeletionTimestamp.IsZero() {
+		return "its previous Work is being deleted; a new one follows once it is gone", false, true
 	}
 	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
@@ -18,6 +19,11 @@ func TestFullyApplied(t *testing.T) {
 	}
 	ok := func(cluster string) workv1alpha1.Work {
 		return work(cluster, 2, appliedAt(metav1.ConditionTrue, 2, ""))
+	}
+	deleting := func(w workv1alpha1.Work) workv1alpha1.Work {
+		w.DeletionTimestamp = ptr.To(metav1.Unix(1, 0))
+		w.Finalizers = []string{"fedmesh.io/execution"}
+		return w
 	}
 	two := []workv1alpha1.TargetCluster{{Name: "m1"}, {Name: "m2"}}
 	three := []workv1alpha1.TargetCluster{{Name: "m1"}, {Name: "m2"}, {Name: "m3"}}
@@ -69,6 +75,16 @@ func TestFullyApplied(t *testing.T) {
 			o:     Outcome{Failed: []Failure{{Cluster: "m2", Message: "OverridePolicy/p: /spec/x: not found"}}},
 			works: []workv1alpha1.Work{ok("m1")}, status: "False", reason: ReasonRenderFailed,
 			message: "m2: OverridePolicy/p: /spec/x: not found (its previous Work is kept)"},
+		{name: "an applied Work being deleted is not the cluster's current Work", clusters: two,
+			works: []workv1alpha1.Work{ok("m1"), deleting(ok("m2"))}, status: "False", reason: ReasonNotFullyApplied, waiting: true,
+			message: "m2: its previous Work is being deleted; a new one follows once it is gone"},
+		{name: "nor when the binding stage left it at its generation", clusters: two,
+			o: Outcome{Works: map[string]int64{"m1": 2, "m2": 2}}, works: []workv1alpha1.Work{deleting(ok("m2")), ok("m1")},
+			status: "False", reason: ReasonNotFullyApplied, waiting: true,
+			message: "m2: its previous Work is being deleted; a new one follows once it is gone"},
+		{name: "a failed Work being deleted waits for its successor too", clusters: []workv1alpha1.TargetCluster{{Name: "m1"}},
+			works: []workv1alpha1.Work{deleting(work("m1", 1, appliedAt("False", 1, "unreachable")))}, status: "False", reason: ReasonNotFullyApplied, waiting: true,
+			message: "m1: its previous Work is being deleted; a new one follows once it is gone"},
 		{name: "missing dependency", clusters: two, o: Outcome{MissingDeps: []string{"Secret demo/s"}}, works: []workv1alpha1.Work{ok("m1"), ok("m2")},
 			status: "False", reason: ReasonDependencyNotFound, message: "dependencies not found: Secret demo/s"},
 	} {

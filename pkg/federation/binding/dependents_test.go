@@ -1,0 +1,134 @@
+package binding
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// TestDependents: a dependency changing finds the bindings whose last pass looked it up, by name or by selector,
+// and no other; a binding's later pass replaces what it recorded, and a binding forgotten is found no more.
+func TestDependents(t *testing.T) {
+	cm := schema.GroupKind{Kind: "ConfigMap"}
+	secret := schema.GroupKind{Kind: "Secret"}
+	named := func(gk schema.GroupKind, ns, name string) depName {
+		return depName{depSpace: depSpace{GroupKind: gk, Namespace: ns}, Name: name}
+	}
+	selecting := func(gk schema.GroupKind, ns, sel string) depSelector {
+		s, err := labels.Parse(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return depSelector{depSpace: depSpace{GroupKind: gk, Namespace: ns}, Selector: s}
+	}
+	web, api, jobs := types.NamespacedName{Namespace: "a", Name: "web"}, types.NamespacedName{Namespace: "a", Name: "api"}, types.NamespacedName{Namespace: "b", Name: "jobs"}
+	var d dependents
+	d.set(web, dependencyRefs{names: []depName{named(cm, "a", "conf"), named(secret, "a", "creds")}})
+	d.set(api, dependencyRefs{names: []depName{named(cm, "a", "conf")}, selectors: []depSelector{selecting(cm, "a", "tier=api")}})
+	d.set(jobs, dependencyRefs{names: []depName{named(cm, "b", "conf")}})
+
+	obj := func(ns, name string, lbls map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
+	}
+	check := func(step string, gk schema.GroupKind, o *metav1.PartialObjectMetadata, want ...types.NamespacedName) {
+		t.Helper()
+		found := map[types.NamespacedName]struct{}{}
+		d.of(gk, o, found)
+		var got []string
+		for b := range found {
+			got = append(got, b.String())
+		}
+		var w []string
+		for _, b := range want {
+			w = append(w, b.String())
+		}
+		slices.Sort(got)
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: %s %s/%s: bindings %v, want %v", step, gk.Kind, o.Namespace, o.Name, got, w)
+		}
+	}
+	check("by name", cm, obj("a", "conf", nil), api, web)
+	check("by name, another namespace", cm, obj("b", "conf", nil), jobs)
+	check("by kind", secret, obj("a", "creds", nil), web)
+	check("same name, another kind", secret, obj("a", "conf", nil))
+	check("by selector", cm, obj("a", "extra", map[string]string{"tier": "api"}), api)
+	check("selector of another namespace", cm, obj("b", "extra", map[string]string{"tier": "api"}))
+	check("unknown", cm, obj("a", "other", nil))
+
+	d.set(web, dependencyRefs{names: []depName{named(cm, "a", "conf2")}})
+	check("replaced", cm, obj("a", "conf", nil), api)
+	check("replaced", secret, obj("a", "creds", nil))
+	check("replaced", cm, obj("a", "conf2", nil), web)
+
+	d.forget(api)
+	d.forget(jobs)
+	d.set(web, dependencyRefs{})
+	check("forgotten", cm, obj("a", "conf", map[string]string{"tier": "api"}))
+	if len(d.recorded)+len(d.byName)+len(d.bySelector) != 0 {
+		t.Errorf("left behind: %v %v %v", d.recorded, d.byName, d.bySelector)
+	}
+}
+
+// TestDependentsEvents: a dependency's creation, change (labels included: the bindings that selected it before
+// too) and deletion enqueue its bindings; the informer's initial list and resyncs do not.
+func TestDependentsEvents(t *testing.T) {
+	cm := schema.GroupKind{Kind: "ConfigMap"}
+	sel, _ := labels.Parse("tier=api")
+	web, api := types.NamespacedName{Namespace: "a", Name: "web"}, types.NamespacedName{Namespace: "a", Name: "api"}
+	var d dependents
+	d.set(web, dependencyRefs{names: []depName{{depSpace: depSpace{GroupKind: cm, Namespace: "a"}, Name: "conf"}}})
+	d.set(api, dependencyRefs{selectors: []depSelector{{depSpace: depSpace{GroupKind: cm, Namespace: "a"}, Selector: sel}}})
+	h := d.eventHandler(cm, 0)
+	obj := func(rv string, lbls map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "conf", ResourceVersion: rv, Labels: lbls}}
+	}
+	api1 := map[string]string{"tier": "api"}
+	for _, tc := range []struct {
+		name string
+		fire func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])
+		want []types.NamespacedName
+	}{
+		{"created", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(ctx, event.CreateEvent{Object: obj("1", nil)}, q)
+		}, []types.NamespacedName{web}},
+		{"initial list", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(ctx, event.CreateEvent{Object: obj("1", api1), IsInInitialList: true}, q)
+		}, nil},
+		{"resync", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: obj("1", api1), ObjectNew: obj("1", api1)}, q)
+		}, nil},
+		{"labels taken away", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: obj("1", api1), ObjectNew: obj("2", nil)}, q)
+		}, []types.NamespacedName{api, web}},
+		{"deleted", func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(ctx, event.DeleteEvent{Object: obj("2", api1)}, q)
+		}, []types.NamespacedName{api, web}},
+	} {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		tc.fire(context.Background(), q)
+		var got []string
+		for q.Len() > 0 {
+			req, _ := q.Get()
+			got = append(got, req.String())
+			q.Done(req)
+		}
+		var want []string
+		for _, b := range tc.want {
+			want = append(want, b.String())
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: enqueued %v, want %v", tc.name, got, want)
+		}
+		q.ShutDown()
+	}
+}
