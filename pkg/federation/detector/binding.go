@@ -57,7 +57,7 @@ func SetDesired(spec *workv1alpha1.ResourceBindingSpec, desired workv1alpha1.Res
 // binding was built from. A policy change then reaches the template at its next change.
 func HeldBack(spec *workv1alpha1.ResourceBindingSpec, labels map[string]string, desired workv1alpha1.ResourceBindingSpec, p Policy) bool {
 	return p.Spec.ActivationPreference == policyv1alpha1.LazyActivation &&
-		labels[p.ClaimLabel()] == p.Name &&
+		labels[p.ClaimLabel()] == p.ClaimValue() &&
 		spec.Resource.UID == desired.Resource.UID &&
 		spec.Resource.ResourceVersion == desired.Resource.ResourceVersion
 }

@@ -26,7 +26,7 @@ import (
 // claimLabels are the claim labels for p: p's label names it and the other is removed (a nil value).
 func claimLabels(p Policy) map[string]any {
 	l := map[string]any{names.PropagationPolicyLabel: nil, names.ClusterPropagationPolicyLabel: nil}
-	l[p.ClaimLabel()] = p.Name
+	l[p.ClaimLabel()] = p.ClaimValue()
 	return l
 }
 
@@ -243,7 +243,7 @@ func setBindingMeta(b client.Object, obj *unstructured.Unstructured, p Policy, d
 		}
 		delete(l, names.PropagationPolicyLabel)
 		delete(l, names.ClusterPropagationPolicyLabel)
-		l[p.ClaimLabel()] = p.Name
+		l[p.ClaimLabel()] = p.ClaimValue()
 		b.SetLabels(l)
 		changed = true
 	}

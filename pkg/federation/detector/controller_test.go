@@ -286,6 +286,21 @@ func TestDetector(t *testing.T) {
 		create(webDeployment("b", "late", 1))
 		waitBinding(t, c, "b", "late-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
 	})
+
+	t.Run("a policy whose name is longer than a label value claims its template", func(t *testing.T) {
+		long := "checkout-frontend-canary-propagation-to-every-production-member-cluster" // 72 characters
+		create(namespace("c"), webDeployment("c", "checkout", 1),
+			&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: long},
+				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("checkout"), Preemption: policyv1alpha1.PreemptAlways}})
+		claim := map[string]string{names.PropagationPolicyLabel: names.LabelValue(long)}
+		waitLabels(t, c, "c", "checkout", claim)
+		waitBinding(t, c, "c", "checkout-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+			if rb.Labels[names.PropagationPolicyLabel] != claim[names.PropagationPolicyLabel] {
+				return fmt.Errorf("labels %v", rb.Labels)
+			}
+			return nil
+		})
+	})
 }
 
 func startDetector(t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {

@@ -42,12 +42,20 @@ func (p Policy) Key() types.NamespacedName {
 	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 }
 
-// ClaimLabel is the label that names p on the templates it claims.
+// ClaimLabel is the label that names p on the templates it claims, with ClaimValue.
 func (p Policy) ClaimLabel() string {
 	if p.IsCluster() {
 		return names.ClusterPropagationPolicyLabel
 	}
 	return names.PropagationPolicyLabel
+}
+
+// ClaimValue is what ClaimLabel holds: p's name, shortened with a hash when longer than a label value may be.
+func (p Policy) ClaimValue() string { return names.LabelValue(p.Name) }
+
+// claimKey is p's Key as ClaimedBy reads it from a claim label.
+func (p Policy) claimKey() types.NamespacedName {
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.ClaimValue()}
 }
 
 // String names p with its kind, for events and logs.
@@ -137,7 +145,8 @@ func IgnoredGroup(group string) bool {
 	return group == "fedmesh.io" || strings.HasSuffix(group, ".fedmesh.io")
 }
 
-// ClaimedBy is the policy obj's claim label names, if any; the namespace is empty for a ClusterPropagationPolicy.
+// ClaimedBy is the policy obj's claim label names, if any, its name as the label holds it (Policy.ClaimValue);
+// the namespace is empty for a ClusterPropagationPolicy.
 func ClaimedBy(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
 	l := obj.GetLabels()
 	if n := l[names.PropagationPolicyLabel]; n != "" && obj.GetNamespace() != "" {
@@ -185,7 +194,7 @@ func Choose(obj *unstructured.Unstructured, candidates []Policy) (Policy, bool) 
 	claim, claimed := ClaimedBy(obj)
 	var current *Policy
 	for i := range matches {
-		if claimed && matches[i].policy.Key() == claim {
+		if claimed && matches[i].policy.claimKey() == claim {
 			current = &matches[i].policy
 		}
 	}

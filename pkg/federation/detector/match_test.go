@@ -105,6 +105,9 @@ func TestMatch(t *testing.T) {
 	}
 }
 
+// longName is a policy name longer than a label value may be.
+const longName = "checkout-frontend-canary-propagation-to-every-production-member-cluster"
+
 func TestChoose(t *testing.T) {
 	claimedBy := func(label, name string) map[string]string { return map[string]string{"app": "web", label: name} }
 	unclaimed := map[string]string{"app": "web"}
@@ -146,6 +149,8 @@ func TestChoose(t *testing.T) {
 			pp("a", "p", byName("db")), cpp("c", byKind())}, "ClusterPropagationPolicy c"},
 		{"claimer no longer selects it and nothing else does", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{
 			pp("a", "p", byName("db"))}, ""},
+		{"a claim by a policy whose name the label shortens is kept", claimedBy(names.PropagationPolicyLabel, names.LabelValue(longName)), []Policy{
+			pp("a", longName, byKind()), pp("a", "high", byName("web"), priority(10))}, "PropagationPolicy a/" + longName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := Choose(deployment("a", "web", tc.labels), tc.candidates)

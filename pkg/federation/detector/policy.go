@@ -15,6 +15,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
 // reconcilePolicy handles a change of the policy req names (a ClusterPropagationPolicy when the namespace is
@@ -117,7 +118,7 @@ func (r *Reconciler) candidatesEverywhere(ctx context.Context) ([]Policy, error)
 // through the bindings labelled with it (for kinds that have no informer any more).
 func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedName, p Policy) error {
 	concerned := func(u *unstructured.Unstructured) bool {
-		if c, ok := ClaimedBy(u); ok && c == key {
+		if c, ok := ClaimedBy(u); ok && c == (types.NamespacedName{Namespace: key.Namespace, Name: names.LabelValue(key.Name)}) {
 			return true
 		}
 		return p.Match(u) != NoMatch
@@ -125,7 +126,7 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 	for _, k := range r.Templates.Keys(concerned) {
 		r.queue.add(k)
 	}
-	label := client.MatchingLabels{p.ClaimLabel(): p.Name}
+	label := client.MatchingLabels{p.ClaimLabel(): p.ClaimValue()}
 	var rbs workv1alpha1.ResourceBindingList
 	if err := r.Client.List(ctx, &rbs, label, client.InNamespace(p.Namespace)); err != nil {
 		return err
