@@ -43,6 +43,7 @@ type meter struct {
 	cancel context.CancelCauseFunc
 	L      *lua.LState
 	env    *lua.LTable
+	shared []*lua.LTable // the sandbox's tables shared by all calls, not counted
 	limit  uint64
 
 	untilCheck uint32 // instructions before the next look
@@ -52,9 +53,9 @@ type meter struct {
 	sample     []metrics.Sample
 }
 
-func newMeter(ctx context.Context, L *lua.LState, env *lua.LTable, limit uint64) *meter {
+func newMeter(ctx context.Context, sb *sandbox, limit uint64) *meter {
 	ctx, cancel := context.WithCancelCause(ctx)
-	m := &meter{Context: ctx, cancel: cancel, L: L, env: env, limit: limit,
+	m := &meter{Context: ctx, cancel: cancel, L: sb.L, env: sb.env, shared: sb.shared, limit: limit,
 		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
 	m.last = m.allocated()
 	m.next = m.last + limit
@@ -103,9 +104,13 @@ func (m *meter) check() {
 }
 
 // held sizes, roughly, what the call holds: the values reachable from its environment and its stack frames. The
-// sandbox's shared globals are not counted. The walk stops at the limit, so its cost is bounded too.
+// sandbox's tables shared by all calls (globals, libraries) are not counted. The walk stops at the limit, so its
+// cost is bounded too.
 func (m *meter) held() uint64 {
-	s := sizer{seen: map[any]bool{m.L.G.Global: true}, limit: m.limit}
+	s := sizer{seen: make(map[any]bool, len(m.shared)), limit: m.limit}
+	for _, t := range m.shared {
+		s.seen[t] = true
+	}
 	s.value(m.env)
 	for level := 0; s.total < s.limit; level++ {
 		dbg, ok := m.L.GetStack(level)

@@ -81,10 +81,11 @@ func Validate(c *configv1alpha1.ResourceInterpreterCustomization) error {
 func defines(s *script) error {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 	defer cancel()
-	L := newSandbox()
+	sb := newSandbox()
+	L := sb.L
 	defer L.Close()
-	env := newEnv(L)
-	m := newMeter(ctx, L, env, DefaultMemoryLimit)
+	env := sb.begin()
+	m := newMeter(ctx, sb, DefaultMemoryLimit)
 	defer m.stop()
 	L.SetContext(m)
 	chunk := L.NewFunctionFromProto(s.proto)

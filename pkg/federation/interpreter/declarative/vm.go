@@ -9,7 +9,6 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
 )
 
 // Limits of one VM. A script that needs more fails its call; the VM is then discarded. See also memory.go.
@@ -30,85 +29,20 @@ type script struct {
 	proto *lua.FunctionProto
 }
 
-// protoCache holds compiled chunks by their source text; scripts are immutable, so it is shared.
-var protoCache sync.Map // string -> *lua.FunctionProto
-
-// compile parses and compiles src, reporting errors with the chunk name and line.
-func compile(name, src string) (*lua.FunctionProto, error) {
-	if p, ok := protoCache.Load(src); ok {
-		return p.(*lua.FunctionProto), nil
-	}
-	chunk, err := parse.Parse(strings.NewReader(src), name)
-	if err != nil {
-		// The parser's message already names the chunk and the line, e.g. "x line:4(column:4) near 'en': ...".
-		return nil, errors.New(strings.Join(strings.Fields(err.Error()), " "))
-	}
-	proto, err := lua.Compile(chunk, name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	p, _ := protoCache.LoadOrStore(src, proto)
-	return p.(*lua.FunctionProto), nil
-}
-
 // pool hands out sandboxed VMs. A VM whose call failed is closed rather than returned, so an aborted script
 // leaves nothing behind.
 type pool struct{ p sync.Pool }
 
-func (p *pool) get() *lua.LState {
-	if L, ok := p.p.Get().(*lua.LState); ok {
-		return L
+func (p *pool) get() *sandbox {
+	if sb, ok := p.p.Get().(*sandbox); ok {
+		return sb
 	}
 	return newSandbox()
 }
 
-func (p *pool) put(L *lua.LState) {
-	L.SetTop(0)
-	p.p.Put(L)
-}
-
-// newSandbox is a VM with the base (without loading of code), table, string and math libraries, os.time, and
-// require that only knows "kube".
-func newSandbox() *lua.LState {
-	L := lua.NewState(lua.Options{
-		SkipOpenLibs:        true,
-		CallStackSize:       callStackSize,
-		RegistrySize:        registrySize,
-		RegistryMaxSize:     registryMax,
-		MinimizeStackMemory: true,
-	})
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{
-		{lua.BaseLibName, lua.OpenBase},
-		{lua.TabLibName, lua.OpenTable},
-		{lua.StringLibName, lua.OpenString},
-		{lua.MathLibName, lua.OpenMath},
-	} {
-		L.Push(L.NewFunction(lib.open))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
-	}
-	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module", "print", "collectgarbage", "newproxy"} {
-		L.SetGlobal(name, lua.LNil)
-	}
-	osTable := L.NewTable()
-	osTable.RawSetString("time", L.NewFunction(osTime))
-	L.SetGlobal("os", osTable)
-	if str, ok := L.GetGlobal("string").(*lua.LTable); ok {
-		str.RawSetString("rep", L.NewFunction(stringRep))
-	}
-	kube := newKubeModule(L)
-	L.SetGlobal("require", L.NewFunction(func(L *lua.LState) int {
-		name := L.CheckString(1)
-		if name != "kube" {
-			L.RaiseError("module %q is not available; only \"kube\" can be required", name)
-		}
-		L.Push(kube)
-		return 1
-	}))
-	return L
+func (p *pool) put(sb *sandbox) {
+	sb.end()
+	p.p.Put(sb)
 }
 
 func osTime(L *lua.LState) int {
@@ -135,17 +69,19 @@ func stringRep(L *lua.LState) int {
 func (p *pool) call(ctx context.Context, lim limits, s *script, nret int, args func(L *lua.LState, arrays shapes) []lua.LValue) ([]lua.LValue, shapes, error) {
 	ctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
-	L := p.get()
-	// Each call runs the chunk in a fresh environment, so globals one script sets are not seen by the next.
-	env := newEnv(L)
-	m := newMeter(ctx, L, env, lim.memory)
+	sb := p.get()
+	L := sb.L
+	// Each call runs the chunk in a fresh environment with its own library tables, so what one script sets or
+	// changes is not seen by the next (see sandbox).
+	env := sb.begin()
+	m := newMeter(ctx, sb, lim.memory)
 	defer m.stop()
 	L.SetContext(m)
 	ok := false
 	defer func() {
 		L.RemoveContext()
 		if ok {
-			p.put(L)
+			p.put(sb)
 		} else {
 			L.Close()
 		}
@@ -206,14 +142,4 @@ func callError(ctx context.Context, s *script, timeout time.Duration, err error)
 		return fmt.Errorf("%s: %s", s.fn, msg)
 	}
 	return fmt.Errorf("%s: %s: %w", s.name, s.fn, err)
-}
-
-// newEnv is a fresh global environment for one run of a chunk: reads fall through to the sandbox's globals,
-// writes stay in it.
-func newEnv(L *lua.LState) *lua.LTable {
-	env := L.NewTable()
-	meta := L.NewTable()
-	meta.RawSetString("__index", L.G.Global)
-	L.SetMetatable(env, meta)
-	return env
 }
