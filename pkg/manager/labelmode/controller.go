@@ -2,18 +2,23 @@ package labelmode
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/events"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
@@ -23,18 +28,38 @@ import (
 // ConfigurationName is the MutatingWebhookConfiguration the manager keeps for label mode.
 const ConfigurationName = "fedmesh-shard-labels"
 
-// Reconciler syncs the webhook registration and the backfill with the ShardingConfigs in label mode.
+// RetryUnresolved is how long the reconciler waits before it looks again for the resources of label-mode configs
+// that the API server did not serve (a CRD not installed yet, or a typo).
+const RetryUnresolved = 30 * time.Second
+
+// Reconciler syncs the webhook registration and the backfill with the ShardingConfigs in label mode. A resource
+// that does not resolve holds back none of the others: they are backfilled, it is reported on the configs that name
+// it and tried again every RetryUnresolved.
 type Reconciler struct {
 	Client    client.Client
 	Mapper    meta.RESTMapper
 	Discovery discovery.DiscoveryInterface
 	// ClientConfig says how the API server reaches the manager's webhook server (URL or Service, and CA bundle).
 	ClientConfig admissionregistrationv1.WebhookClientConfig
-	Backfill     *labels.Backfill
+	Backfill     Backfill
+	// Recorder records, on the configs, the resources that do not resolve; the manager's when nil.
+	Recorder events.EventRecorder
+
+	mu sync.Mutex
+	// reported is what was last reported unresolved on each config, so that a retry does not report it again.
+	reported map[types.UID]string
+}
+
+// Backfill labels the objects of the resources it is given; *labels.Backfill is the one the manager runs.
+type Backfill interface {
+	Add(gvrs ...schema.GroupVersionResource) error
 }
 
 // SetupWithManager runs one reconcile per change of any ShardingConfig: the result depends on all of them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fedmesh-manager")
+	}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ConfigurationName}}}
 	})
@@ -53,11 +78,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	resources, all := labels.LabelModeResources(list.Items)
-	gvrs, err := r.versions(resources, all)
+	found, err := r.versions(resources, all)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.Backfill.Add(gvrs...)
+	var errs []error
+	for _, gvr := range found.gvrs {
+		// One at a time: Add stops at its first error, and one resource must not hold back the others.
+		if err := r.Backfill.Add(gvr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.report(ctx, list.Items, found.unresolved)
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	if found.incomplete != nil {
+		log.FromContext(ctx).Info("some API groups could not be discovered; backfilling the resources of the others",
+			"error", found.incomplete.Error(), "retryAfter", RetryUnresolved)
+	}
+	if len(found.unresolved) > 0 || found.incomplete != nil {
+		return reconcile.Result{RequeueAfter: RetryUnresolved}, nil
+	}
+	return reconcile.Result{}, nil
 }
 
 // applyRegistration creates, updates or (with no rules) deletes the webhook registration.
@@ -79,14 +122,26 @@ func (r *Reconciler) applyRegistration(ctx context.Context, rules []admissionreg
 	return r.Client.Update(ctx, &have)
 }
 
-// versions finds the served version of each resource; all means every namespaced resource the server has.
-func (r *Reconciler) versions(resources []schema.GroupResource, all bool) ([]schema.GroupVersionResource, error) {
-	var out []schema.GroupVersionResource
+// resolved is what versions found.
+type resolved struct {
+	// gvrs are the resources to backfill, each in its served version.
+	gvrs []schema.GroupVersionResource
+	// unresolved are the resources named by configs that the server does not serve, and why.
+	unresolved map[schema.GroupResource]error
+	// incomplete is why discovery of every resource missed some API groups, if it did.
+	incomplete error
+}
+
+// versions finds the served version of each resource; all means every namespaced resource the server has. It fails
+// only when it finds nothing at all for all.
+func (r *Reconciler) versions(resources []schema.GroupResource, all bool) (resolved, error) {
+	var out resolved
 	if all {
 		lists, err := discovery.ServerPreferredNamespacedResources(r.Discovery)
 		if err != nil && len(lists) == 0 {
-			return nil, err
+			return out, err
 		}
+		out.incomplete = err
 		for _, list := range lists {
 			gv, err := schema.ParseGroupVersion(list.GroupVersion)
 			if err != nil {
@@ -95,7 +150,7 @@ func (r *Reconciler) versions(resources []schema.GroupResource, all bool) ([]sch
 			for _, res := range list.APIResources {
 				verbs := sets.New(res.Verbs...)
 				if verbs.HasAll("list", "watch", "patch") {
-					out = append(out, gv.WithResource(res.Name))
+					out.gvrs = append(out.gvrs, gv.WithResource(res.Name))
 				}
 			}
 		}
@@ -104,9 +159,13 @@ func (r *Reconciler) versions(resources []schema.GroupResource, all bool) ([]sch
 	for _, gr := range resources {
 		gvr, err := r.Mapper.ResourceFor(gr.WithVersion(""))
 		if err != nil {
-			return nil, fmt.Errorf("resource %s: %w", gr, err)
+			if out.unresolved == nil {
+				out.unresolved = map[schema.GroupResource]error{}
+			}
+			out.unresolved[gr] = err
+			continue
 		}
-		out = append(out, gvr)
+		out.gvrs = append(out.gvrs, gvr)
 	}
 	return out, nil
 }
