@@ -64,6 +64,7 @@ spec:
   shards: 2
   canary:
     selector: {matchLabels: {track: canary}}
+    steps: [{percent: 10}]
 `))
 		for field, want := range map[string]any{
 			"shardOrdinalLabel":  "apps.kubernetes.io/pod-index",

@@ -6,7 +6,8 @@ import (
 
 // Canary runs a new version of the operator as its own shard and moves namespaces to it: first the named
 // namespaces, then the percentages of the steps, checking health after each step. A failed analysis moves every
-// namespace back to the stable shards.
+// namespace back to the stable shards. It needs namespaces or steps (or both): with neither it has nothing to move.
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || (has(self.steps) && size(self.steps) > 0)",message="a canary needs namespaces or steps"
 type Canary struct {
 	// Selector selects the canary pods in this object's namespace. It must not match the stable shards' pods (a pod
 	// that matches both is a stable pod). The canary pods form one extra shard, shard spec.shards: their proxies

@@ -1,28 +1,34 @@
 package v1alpha1
 
-// FailoverBehavior says how workloads move when their application or their cluster fails.
+// FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
+// NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once, so its copy
+// there is deleted as on any cluster the binding leaves, whatever the fields below say. The fields are accepted for
+// compatibility with Karmada's API; fedmesh does not read them today.
 type FailoverBehavior struct {
-	// Application moves a workload away from a cluster where it stays unhealthy. Unset disables application
-	// failover. Set propagateDeps too, so that dependencies move along.
+	// Application is Karmada's application failover (moving a workload away from a cluster where it stays
+	// unhealthy). Accepted for compatibility; fedmesh does not act on it today.
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
-	// Cluster moves workloads away from a cluster that fails (is tainted NoExecute). Unset means the default
-	// graceful eviction.
+	// Cluster tunes cluster failover in Karmada. Accepted for compatibility; fedmesh does not read it today:
+	// set or unset, a failed cluster is left at once and its copy deleted without waiting for a substitute.
 	// +optional
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says when the copy on the cluster a workload leaves is deleted.
+// PurgeMode says, in Karmada, when the copy on the cluster a workload leaves is deleted. fedmesh accepts it for
+// compatibility and does not read it today: the copy is deleted as soon as the workload leaves, whatever the mode.
 type PurgeMode string
 
-// The purge modes. Immediately and Graciously are the older names of Directly and Gracefully.
+// The purge modes, with their meaning in Karmada. Immediately and Graciously are the older names of Directly and
+// Gracefully.
 const (
 	// PurgeModeDirectly deletes the old copy as soon as the workload is moved.
 	PurgeModeDirectly PurgeMode = "Directly"
-	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period.
+	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (not
+	// implemented by fedmesh, which deletes it at once).
 	PurgeModeGracefully PurgeMode = "Gracefully"
-	// PurgeModeNever leaves the old copy for a person to clean up.
+	// PurgeModeNever leaves the old copy for a person to clean up (not implemented by fedmesh, which deletes it).
 	PurgeModeNever PurgeMode = "Never"
 	// PurgeModeImmediately is the older name of Directly.
 	PurgeModeImmediately PurgeMode = "Immediately"
@@ -30,31 +36,32 @@ const (
 	PurgeModeGraciously PurgeMode = "Graciously"
 )
 
-// ApplicationFailoverBehavior is failover for unhealthy applications.
+// ApplicationFailoverBehavior is Karmada's failover for unhealthy applications. fedmesh accepts it for compatibility
+// and does not act on it today; the fields say what they mean in Karmada.
 // +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.purgeMode) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is only allowed when purgeMode is Gracefully"
 type ApplicationFailoverBehavior struct {
 	// DecisionConditions must all hold before the workload is moved.
 	// +required
 	DecisionConditions DecisionConditions `json:"decisionConditions"`
 
-	// PurgeMode says when the copy on the failed cluster is deleted.
+	// PurgeMode says when the copy on the failed cluster is deleted. Not read by fedmesh today.
 	// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
 	// +kubebuilder:default=Gracefully
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
 	// GracePeriodSeconds bounds how long the old copy is kept waiting for the new one to become healthy, with
-	// purgeMode Gracefully. Defaults to 600.
+	// purgeMode Gracefully; Karmada defaults it to 600. Not read by fedmesh today.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 
-	// StatePreservation carries state of the old copy over to the new one.
+	// StatePreservation carries state of the old copy over to the new one. Not read by fedmesh today.
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// DecisionConditions are the conditions for an application failover.
+// DecisionConditions are the conditions for an application failover (not acted on by fedmesh today).
 type DecisionConditions struct {
 	// TolerationSeconds is how long the application may stay unhealthy before it is moved.
 	// +kubebuilder:default=300
@@ -63,21 +70,24 @@ type DecisionConditions struct {
 	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
 }
 
-// ClusterFailoverBehavior is failover for failed clusters.
+// ClusterFailoverBehavior tunes, in Karmada, failover for failed clusters. fedmesh accepts it for compatibility and
+// does not read it today: a failed cluster's copy is deleted at once.
 type ClusterFailoverBehavior struct {
-	// PurgeMode says when the copy on the failed cluster is deleted.
+	// PurgeMode says, in Karmada, when the copy on the failed cluster is deleted; the default, Gracefully, waits
+	// for the new copy to be healthy. Not read by fedmesh today: the copy is deleted at once, whatever the mode.
 	// +kubebuilder:validation:Enum=Directly;Gracefully
 	// +kubebuilder:default=Gracefully
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
-	// StatePreservation carries state of the old copy over to the new one.
+	// StatePreservation carries state of the old copy over to the new one. Not read by fedmesh today.
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
 // StatePreservation picks values from the old copy's status and hands them to the new copy as labels, e.g. the
-// last checkpoint of a stream processor.
+// last checkpoint of a stream processor. Accepted for compatibility with Karmada's API; fedmesh does not carry
+// state over today.
 type StatePreservation struct {
 	// Rules are the values to carry over.
 	// +kubebuilder:validation:MinItems=1

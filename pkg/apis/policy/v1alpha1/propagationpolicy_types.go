@@ -65,7 +65,8 @@ type PropagationSpec struct {
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
 
-	// Failover says how workloads move away from failed applications or clusters. Unset disables failover.
+	// Failover, when set, moves workloads away from failed clusters: a cluster that stays unhealthy past the
+	// tolerations is left at once and its copy deleted (see FailoverBehavior). Unset disables failover.
 	// +optional
 	Failover *FailoverBehavior `json:"failover,omitempty"`
 

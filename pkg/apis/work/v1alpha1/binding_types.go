@@ -88,7 +88,8 @@ type TargetCluster struct {
 	Replicas int32 `json:"replicas,omitempty"`
 }
 
-// GracefulEvictionTask removes a template's copy from a cluster once it is safe.
+// GracefulEvictionTask is, in Karmada, the removal of a template's copy from a cluster once it is safe. fedmesh
+// accepts it for compatibility and does not act on it today; the fields say what they mean in Karmada.
 // +kubebuilder:validation:XValidation:rule="!(has(self.gracePeriodSeconds) && has(self.suppressDeletion))",message="gracePeriodSeconds and suppressDeletion are mutually exclusive"
 type GracefulEvictionTask struct {
 	// FromCluster is the cluster being left.

@@ -61,8 +61,9 @@ type ResourceBindingSpec struct {
 	// +optional
 	Placement *policyv1alpha1.Placement `json:"placement,omitempty"`
 
-	// GracefulEvictionTasks are clusters the template is leaving (taint, failover, rescheduling). The copy there is
-	// removed once a substitute is healthy, or after the task's grace period.
+	// GracefulEvictionTasks are, in Karmada, clusters the template is leaving, whose copy is removed once a
+	// substitute is healthy. Accepted for compatibility with Karmada's API; fedmesh makes none and does not act on
+	// them today: a cluster the template leaves is dropped from clusters and its copy deleted at once.
 	// +kubebuilder:validation:MaxItems=1024
 	// +listType=atomic
 	// +optional

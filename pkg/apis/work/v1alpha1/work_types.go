@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ClusterLabel is the label every Work carries with the name of its member cluster (the same as spec.clusterName),
-// so a cluster's Works can be listed by label selector.
+// ClusterLabel is the label every Work carries with the name of its member cluster (spec.clusterName, shortened
+// with a hash when longer than a label value may be), so a cluster's Works can be listed by label selector.
 const ClusterLabel = "work.fedmesh.io/cluster"
 
 // +kubebuilder:object:root=true
