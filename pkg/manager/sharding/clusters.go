@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -41,9 +42,20 @@ func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, erro
 		if ref := c.Spec.SecretRef; ref != nil {
 			key := ktypes.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 			ca, err := r.caOf(ctx, key)
-			if err != nil {
-				log.FromContext(ctx).Error(err, "member cluster left out of the proxies' configuration", "cluster", c.Name)
+			switch {
+			case apierrors.IsNotFound(err):
+				log.FromContext(ctx).Error(err, "member cluster left out of the proxies' configuration: its Secret is missing", "cluster", c.Name)
 				continue
+			case err != nil:
+				// A failed read says nothing of the CA: dropping the member would cut every shard off it.
+				r.mu.Lock()
+				known, ok := r.cas[key]
+				r.mu.Unlock()
+				if !ok {
+					return nil, fmt.Errorf("cluster %s: Secret %s: %w", c.Name, key, err)
+				}
+				log.FromContext(ctx).V(1).Info("Secret not read; the CA read before still holds", "cluster", c.Name, "error", err.Error())
+				ca = known
 			}
 			read[key] = ca
 			mc.CAData = ca.data

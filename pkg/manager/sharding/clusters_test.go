@@ -1,0 +1,62 @@
+package sharding
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+)
+
+// A member's Secret that cannot be read for a moment keeps the member in the proxies' configuration with the CA
+// read before: leaving it out would cut every shard off it. A Secret that is gone leaves it out.
+func TestMemberClustersSurviveAFailedSecretRead(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	member := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fed", Name: "member1"}}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fed", Name: "member1"},
+		Data: map[string][]byte{clusterv1alpha1.SecretCADataKey: []byte("CA")}}
+	var secretErr error
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(member, secret).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if key.Name == "member1" && secretErr != nil {
+				return secretErr
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c}
+	ctx := context.Background()
+
+	secretErr = apierrors.NewInternalError(errors.New("etcd leader changed"))
+	if _, err := r.memberClusters(ctx); err == nil {
+		t.Fatal("a Secret never read, and failing: no error")
+	}
+	secretErr = nil
+	got, err := r.memberClusters(ctx)
+	if err != nil || len(got) != 1 || string(got[0].CAData) != "CA" {
+		t.Fatalf("members %+v, %v; want member1 with its CA", got, err)
+	}
+	secretErr = apierrors.NewInternalError(errors.New("etcd leader changed"))
+	if got, err := r.memberClusters(ctx); err != nil || len(got) != 1 || string(got[0].CAData) != "CA" {
+		t.Errorf("after a failed read: members %+v, %v; want member1 with the CA read before", got, err)
+	}
+	secretErr = apierrors.NewNotFound(corev1.Resource("secrets"), "member1")
+	if got, err := r.memberClusters(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Secret gone: members %+v, %v; want none", got, err)
+	}
+}
