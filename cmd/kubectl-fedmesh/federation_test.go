@@ -289,6 +289,28 @@ member2   1          <none>                   False     Unknown   cluster member
 			t.Errorf("%v: exit %d, %q", tc.args, code, errOut)
 		}
 	}
+
+	// A binding whose name is longer than a label value: its Works carry it shortened.
+	long := strings.Repeat("checkout", 7) // 56 characters; its binding's name has 67
+	deploy = deploy.DeepCopy()
+	deploy.ObjectMeta = metav1.ObjectMeta{Namespace: "shop", Name: long}
+	if err := f.Host.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	longBinding := names.Binding("Deployment", long)
+	longWork := work.DeepCopy()
+	longWork.ObjectMeta = metav1.ObjectMeta{Namespace: "shop", Name: names.Work(longBinding, "member1"),
+		Labels: map[string]string{names.BindingLabel: names.LabelValue(longBinding), names.ClusterLabel: "member1"}}
+	if err := f.Host.Create(ctx, longWork); err != nil {
+		t.Fatal(err)
+	}
+	v = fedmeshctl.TemplateView{}
+	if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "get", "deploy", long, "-n", "shop", "-o", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Works) != 1 || v.Works[0].Name != longWork.Name {
+		t.Errorf("get of a template whose binding's name is long: works %+v, want %s", v.Works, longWork.Name)
+	}
 }
 
 func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh *cluster.Cluster) {

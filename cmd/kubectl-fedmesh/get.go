@@ -94,7 +94,7 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 		return fedmeshctl.TemplateView{}, err
 	}
 	var works workv1alpha1.WorkList
-	if err := c.List(ctx, &works, client.InNamespace(worksNamespace), client.MatchingLabels{names.BindingLabel: bindingName}); err != nil {
+	if err := c.List(ctx, &works, client.InNamespace(worksNamespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(bindingName)}); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
 	}
 	return fedmeshctl.NewTemplateView(tmpl, rb, works.Items), nil

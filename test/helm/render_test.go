@@ -138,6 +138,9 @@ func TestRenderedObjects(t *testing.T) {
 		if !slices.Contains(pod.Spec.Containers[0].Args, "--kubeconfig="+inject.KubeconfigPath) {
 			t.Errorf("%s: the federator does not insist on the proxy's kubeconfig: %q", s.Name, pod.Spec.Containers[0].Args)
 		}
+		if a := pod.Spec.Affinity; a == nil || a.NodeAffinity == nil || a.PodAntiAffinity == nil {
+			t.Errorf("%s: affinity %+v, want federator.affinity's nodeAffinity and the spread of the shard's replicas", s.Name, a)
+		}
 		if sc.Spec.ShardOrdinalLabel != inject.DefaultOrdinalLabel {
 			t.Errorf("shard ordinal label %q, want the StatefulSet's %q", sc.Spec.ShardOrdinalLabel, inject.DefaultOrdinalLabel)
 		}

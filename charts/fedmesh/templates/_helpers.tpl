@@ -127,3 +127,16 @@ checksum/ca: {{ index $.fedmeshCerts "ca.crt" | sha256sum | quote }}
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{/* The federator's replicas of one shard preferably on different nodes (a podAntiAffinity). */}}
+{{- define "fedmesh.federatorShardSpread" -}}
+preferredDuringSchedulingIgnoredDuringExecution:
+  - weight: 100
+    podAffinityTerm:
+      topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchExpressions:
+          - {key: app.kubernetes.io/component, operator: In, values: [federator]}
+          - {key: app.kubernetes.io/instance, operator: In, values: [{{ .Release.Name }}]}
+      matchLabelKeys: [apps.kubernetes.io/pod-index]
+{{- end }}
