@@ -46,7 +46,15 @@ type Reconciler struct {
 
 	mu       sync.Mutex
 	lastGood map[string]configv1alpha1.ResourceInterpreterCustomization
-	reported map[string]int64 // the generation last reported in an Event, by name
+	reported map[string]report // what the last Event said, by name
+}
+
+// report is what an Event said about a customization: a generation serves, or is refused and why. The same
+// generation can go from serving to refused (an older customization is edited to claim its operation) and back,
+// so the generation alone does not tell whether there is news.
+type report struct {
+	generation int64
+	refusal    string // empty when the generation serves
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -63,8 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile builds the set from the customizations in the host and hands it to the layer. Refused versions are
-// reported once each, with an Event and a log line.
+// Reconcile builds the set from the customizations in the host and hands it to the layer. Each customization's
+// standing (its current version serves, or is refused and why) is reported when it changes: a refusal with a
+// Warning Event and a log line, serving with a Normal Event.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	var list configv1alpha1.ResourceInterpreterCustomizationList
@@ -94,13 +103,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	r.remember(serve, byName)
 	for _, ref := range refused {
-		if r.reported[ref.Name] == ref.Generation {
-			continue
-		}
-		r.reported[ref.Name] = ref.Generation
 		msg := ref.Err.Error()
 		if ref.Fallback {
 			msg += "; its previous version keeps serving"
+		}
+		if !r.news(ref.Name, report{generation: ref.Generation, refusal: msg}) {
+			continue
 		}
 		logger.Error(ref.Err, "refused a resource interpreter customization", "customization", ref.Name,
 			"generation", ref.Generation, "previousVersionServes", ref.Fallback)
@@ -108,8 +116,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	for _, c := range serve {
 		cur := byName[c.Name]
-		if cur.Generation == c.Generation && r.reported[c.Name] != c.Generation {
-			r.reported[c.Name] = c.Generation
+		// A last good version serving in place of a refused current one was reported with the refusal.
+		if cur.Generation == c.Generation && r.news(c.Name, report{generation: c.Generation}) {
 			r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, ReasonServing, ReasonServing, "serving %d scripts for %s, %s",
 				len(declarative.Operations(&c)), c.Spec.Target.APIVersion, c.Spec.Target.Kind)
 		}
@@ -118,11 +126,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
-// remember records the served versions as the last good ones and forgets deleted customizations.
+// remember records the served versions as the last good ones and forgets deleted customizations, including
+// those that never served.
 func (r *Reconciler) remember(serve []configv1alpha1.ResourceInterpreterCustomization, current map[string]*configv1alpha1.ResourceInterpreterCustomization) {
 	if r.lastGood == nil {
 		r.lastGood = map[string]configv1alpha1.ResourceInterpreterCustomization{}
-		r.reported = map[string]int64{}
+		r.reported = map[string]report{}
 	}
 	for _, c := range serve {
 		r.lastGood[c.Name] = c
@@ -130,7 +139,20 @@ func (r *Reconciler) remember(serve []configv1alpha1.ResourceInterpreterCustomiz
 	for name := range r.lastGood {
 		if _, ok := current[name]; !ok {
 			delete(r.lastGood, name)
+		}
+	}
+	for name := range r.reported {
+		if _, ok := current[name]; !ok {
 			delete(r.reported, name)
 		}
 	}
+}
+
+// news records rep as what is said about name and tells whether it differs from what was said last.
+func (r *Reconciler) news(name string, rep report) bool {
+	if prev, ok := r.reported[name]; ok && prev == rep {
+		return false
+	}
+	r.reported[name] = rep
+	return true
 }

@@ -119,6 +119,8 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the rival serves", unhealthy)
+	// Its generation is the one refused before: what changed is its standing, and that is reported too.
+	eventually(t, "a serving Event for the rival", events("rival", ReasonServing, "serving 1 scripts for example.io/v1, Widget"))
 
 	if err := c.Delete(ctx, &rival); err != nil {
 		t.Fatal(err)

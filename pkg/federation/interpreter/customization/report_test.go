@@ -1,0 +1,82 @@
+package customization
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// eventLog records "name reason" for each Event, so a test can tell which customization it was about.
+type eventLog []string
+
+func (l *eventLog) Eventf(regarding, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	*l = append(*l, fmt.Sprintf("%s %s", regarding.(client.Object).GetName(), reason))
+}
+
+// TestReconcilerReportsEachChange: an Event says what changed in a customization's standing, once, even when its
+// generation did not change (it is displaced by an older customization's edit, or takes its operation back).
+func TestReconcilerReportsEachChange(t *testing.T) {
+	ctx := context.Background()
+	a := onKind(ric("a", 1, 1, good), "Gadget")
+	b := ric("b", 1, 2, good)
+	c := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(&a, &b).Build()
+	var log eventLog
+	r := &Reconciler{Client: c, Layer: NewLayer(), Recorder: &log}
+
+	// editA sets a's kind, as an edit that bumps its generation.
+	editA := func(kind string) func() error {
+		return func() error {
+			var cur configv1alpha1.ResourceInterpreterCustomization
+			if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &cur); err != nil {
+				return err
+			}
+			cur.Spec.Target.Kind = kind
+			cur.Generation++
+			return c.Update(ctx, &cur)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func() error
+		want   []string
+	}{
+		{"both serve", nil, []string{"a " + ReasonServing, "b " + ReasonServing}},
+		{"nothing changed", nil, nil},
+		{"older a claims Widget: b is displaced", editA("Widget"), []string{"b " + ReasonRefused, "a " + ReasonServing}},
+		{"still displaced", nil, nil},
+		{"a gives Widget back: b serves again", editA("Gadget"), []string{"a " + ReasonServing, "b " + ReasonServing}},
+		{"deleted and created again: reported afresh", func() error {
+			if err := c.Delete(ctx, &b); err != nil {
+				return err
+			}
+			if _, err := r.Reconcile(ctx, reconcile.Request{}); err != nil {
+				return err
+			}
+			b.ResourceVersion = ""
+			return c.Create(ctx, &b)
+		}, []string{"b " + ReasonServing}},
+	}
+	for _, s := range steps {
+		if s.change != nil {
+			if err := s.change(); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+		}
+		log = nil
+		if _, err := r.Reconcile(ctx, reconcile.Request{}); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if !reflect.DeepEqual([]string(log), s.want) {
+			t.Errorf("%s: Events %q, want %q", s.name, log, s.want)
+		}
+	}
+}
