@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -72,9 +71,12 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	callbacks.Log = mgr.GetLogger().WithName("xds")
 	serverOpts := append([]grpc.ServerOption(nil), xds.ServerKeepalive...)
 	if !o.xdsInsecure {
-		creds, err := credentials.NewServerTLSFromFile(o.xdsCertFile, o.xdsKeyFile)
+		creds, certs, err := xdsCredentials(o.xdsCertFile, o.xdsKeyFile)
 		if err != nil {
 			return fmt.Errorf("xDS TLS: %w", err)
+		}
+		if err := mgr.Add(certs); err != nil { // on every replica, like the server (NeedLeaderElection is false)
+			return err
 		}
 		serverOpts = append(serverOpts, grpc.Creds(creds))
 	}

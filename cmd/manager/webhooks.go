@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -177,16 +180,17 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 	if o.proxyImage == "" {
 		return nil
 	}
-	xdsCA, err := os.ReadFile(o.proxyXDSCA)
-	if err != nil {
+	xdsCA := &fileCA{path: o.proxyXDSCA}
+	if _, err := xdsCA.current(); err != nil {
 		return err
 	}
 	resources, err := o.proxyResources()
 	if err != nil {
 		return err
 	}
-	server.Register(inject.Path, &admission.Webhook{Handler: &inject.Handler{Reader: mgr.GetClient(), Options: inject.Options{
-		Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSCA: xdsCA, XDSAudience: o.proxyTokenA, Resources: resources,
+	server.Register(inject.Path, &admission.Webhook{Handler: &currentCAInjection{ca: xdsCA, handler: inject.Handler{
+		Reader:  mgr.GetClient(),
+		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources},
 	}}})
 	injectConfig, err := o.clientConfig(inject.Path)
 	if err != nil {
@@ -213,4 +217,51 @@ func apply(ctx context.Context, c client.Client, want *admissionregistrationv1.M
 	}
 	have.Webhooks = want.Webhooks
 	return c.Update(ctx, &have)
+}
+
+// currentCAInjection injects with the xDS CA as the file has it at the pod's admission, not at the manager's start:
+// the file and the xDS server's certificate come from the same Secret, and the server follows the certificate
+// (xdsCredentials), so a pod admitted after the CA changed trusts the certificate the server now presents. Pods
+// admitted before keep the CA they were given: see the CA rotation notes in the chart's README.
+type currentCAInjection struct {
+	handler inject.Handler // but for Options.XDSCA, set per request
+	ca      *fileCA
+}
+
+func (h *currentCAInjection) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ca, err := h.ca.current()
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("xDS CA: %w", err))
+	}
+	handler := h.handler // a copy: requests are served concurrently
+	handler.Options.XDSCA = ca
+	return handler.Handle(ctx, req)
+}
+
+// fileCA reads a CA bundle from its file each time it is asked: a small read per admitted pod, and nothing to watch.
+type fileCA struct {
+	path string
+
+	mu   sync.Mutex
+	last []byte // the last bundle read that held a certificate
+}
+
+// current is the bundle in the file, or the last good one when the file cannot be read or holds no certificate (a
+// Secret volume is swapped atomically, but a file edited in place can be caught half-written).
+func (f *fileCA) current() ([]byte, error) {
+	pem, err := os.ReadFile(f.path)
+	if err == nil && !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		err = fmt.Errorf("%s holds no PEM certificate", f.path)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		if f.last != nil {
+			ctrl.Log.WithName("inject").Error(err, "Reading the xDS CA; injecting the last one read")
+			return f.last, nil
+		}
+		return nil, err
+	}
+	f.last = pem
+	return pem, nil
 }

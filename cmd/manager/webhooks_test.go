@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 )
 
 func TestProxyResources(t *testing.T) {
@@ -57,4 +67,84 @@ func list(pairs ...string) corev1.ResourceList {
 		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return out
+}
+
+// A pod is injected with the xDS CA the file holds when the pod is admitted, which is the CA of the certificate the
+// xDS server presents by then; a file that cannot be read, or holds no certificate, leaves the last good CA.
+func TestInjectionTrustsTheCurrentCA(t *testing.T) {
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	if _, err := (&fileCA{path: caFile}).current(); err == nil {
+		t.Fatal("no CA file: no error, want one (the manager does not start)")
+	}
+	first, renewed := newTestCA(t).pem, newTestCA(t).pem
+	names := map[string]string{string(first): "the first CA", string(renewed): "the renewed CA"}
+	h := &currentCAInjection{ca: &fileCA{path: caFile}, handler: inject.Handler{
+		Options: inject.Options{Image: "proxy:test", XDSAddress: "fedmesh-manager.fedmesh.svc:18000"},
+	}}
+	for _, step := range []struct {
+		name   string
+		change func(t *testing.T)
+		want   []byte
+	}{
+		{name: "at start", want: first,
+			change: func(t *testing.T) { writeSecretVolume(t, dir, "..v1", map[string][]byte{"ca.crt": first}) }},
+		{name: "the CA changed", want: renewed,
+			change: func(t *testing.T) { writeSecretVolume(t, dir, "..v2", map[string][]byte{"ca.crt": renewed}) }},
+		{name: "no certificate in the file", want: renewed,
+			change: func(t *testing.T) { writeSecretVolume(t, dir, "..v3", map[string][]byte{"ca.crt": []byte("not a CA")}) }},
+		{name: "the file gone", want: renewed,
+			change: func(t *testing.T) {
+				if err := os.RemoveAll(filepath.Join(dir, "..v3")); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		step.change(t)
+		if got := injectedCA(t, h.Handle(context.Background(), podCreation(t))); got != string(step.want) {
+			t.Errorf("%s: injected %q, want %s", step.name, names[got], names[string(step.want)])
+		}
+	}
+}
+
+// podCreation is the admission of a pod that asks for the proxy.
+func podCreation(t *testing.T) admission.Request {
+	t.Helper()
+	pod := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shards", Name: "shard-0", Labels: map[string]string{inject.InjectLabel: "true"},
+			Annotations: map[string]string{inject.ShardingConfigAnnotation: "shards"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "shards",
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+// injectedCA is the xDS CA annotation that resp's patch sets.
+func injectedCA(t *testing.T, resp admission.Response) string {
+	t.Helper()
+	if !resp.Allowed {
+		t.Fatalf("pod not admitted: %v", resp.Result)
+	}
+	for _, p := range resp.Patches {
+		switch v := p.Value.(type) {
+		case string:
+			if p.Path == "/metadata/annotations/"+strings.ReplaceAll(inject.XDSCAAnnotation, "/", "~1") {
+				return v
+			}
+		case map[string]any:
+			if p.Path == "/metadata/annotations" {
+				ca, _ := v[inject.XDSCAAnnotation].(string)
+				return ca
+			}
+		}
+	}
+	t.Fatalf("no xDS CA in the patch %v", resp.Patches)
+	return ""
 }

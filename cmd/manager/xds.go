@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 )
 
 // Every replica listens for xDS, but only the leader serves it; the others refuse every stream with Unavailable and
@@ -43,6 +46,18 @@ func (s *xdsServer) Start(ctx context.Context) error {
 	}()
 	ctrl.Log.WithName("xds").Info("listening for proxies", "address", lis.Addr().String())
 	return server.Serve(lis)
+}
+
+// xdsCredentials serve the certificate in certFile and keyFile as it is on disk now, not as it was at start:
+// cert-manager renews it into the same Secret well before it expires, and a manager that kept serving the old one
+// would have every proxy fail the handshake, and fail closed, once it expired. The watcher (a Runnable) must run
+// for changes to be read; until then it serves what it read here.
+func xdsCredentials(certFile, keyFile string) (credentials.TransportCredentials, *certwatcher.CertWatcher, error) {
+	w, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return credentials.NewTLS(&tls.Config{GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12}), w, nil
 }
 
 // notLeaderMessage is the refusal a non-leader's streams get.

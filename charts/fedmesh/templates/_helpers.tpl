@@ -111,7 +111,7 @@ secret:
   {{- end }}
 {{- end -}}
 
-{{/* Rolls a component's pods when its certificates are replaced (the xDS server reads them once). */}}
+{{/* Rolls a component's pods when the CA is replaced: injected proxies trust the CA stamped on their pods. */}}
 {{- define "fedmesh.certChecksum" -}}
 {{- if eq .Values.certificates.mode "self-signed" -}}
 {{- include "fedmesh.selfSigned" . -}}
