@@ -110,7 +110,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if c.Spec.SyncMode == clusterv1alpha1.Pull {
-		return reconcile.Result{}, nil // its agent reports its health
+		// Its agent reports its health. syncMode can change: what probing it in Push mode kept (the member's pod and
+		// node watches above all) would otherwise run for the life of the process.
+		r.forget(c.Name)
+		return reconcile.Result{}, nil
 	}
 	if r.Elected != nil && !r.Elected() {
 		r.standBy(c.Name)
@@ -146,9 +149,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *probeState) (ProbeResult, *observed) {
 	mc, err := r.Members.ForCluster(ctx, c)
 	if err != nil {
+		// No longer reachable as configured (endpoint or credentials gone): the watches through the old client stop.
+		st.release()
 		return ProbeResult{Outcome: Misconfigured, Message: trim(err.Error())}, nil
 	}
 	if st.member != mc {
+		st.release() // a new endpoint or credentials: nothing keeps using the old ones
 		cfg := rest.CopyConfig(mc.Config)
 		cfg.Timeout = r.Options.ProbeTimeout
 		kc, err := kubernetes.NewForConfig(cfg)
@@ -159,7 +165,6 @@ func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *
 		if err != nil {
 			return ProbeResult{Outcome: Misconfigured, Message: trim(err.Error())}, nil
 		}
-		st.closeUsage()
 		st.member, st.kc, st.usage = mc, kc, watchUsage(usageClient)
 	}
 	start := time.Now()
@@ -267,17 +272,18 @@ func (r *Reconciler) standBy(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.probes[name]; st != nil {
-		st.closeUsage()
+		st.release()
 		delete(r.probes, name)
 	}
 }
 
-// closeUsage stops the member's usage watch, if any.
-func (st *probeState) closeUsage() {
+// release stops the member's usage watch, if any, and drops the member's clients, so that the next probe builds
+// them afresh.
+func (st *probeState) release() {
 	if st.usage != nil {
 		st.usage.stop()
-		st.usage = nil
 	}
+	st.member, st.kc, st.usage = nil, nil, nil
 }
 
 func (r *Reconciler) state(name string) *probeState {
@@ -294,7 +300,8 @@ func (r *Reconciler) state(name string) *probeState {
 	return st
 }
 
-// forget drops everything kept about a deleted cluster: its probe state, its cached client and its metrics.
+// forget drops everything kept about a cluster this controller no longer probes (deleted, or in Pull mode): its
+// probe state, its cached client and its metrics.
 func (r *Reconciler) forget(name string) {
 	r.standBy(name)
 	r.Members.Forget(name)

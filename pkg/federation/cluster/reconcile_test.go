@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -14,10 +17,16 @@ import (
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
-// recordingMembers hands out no clients and records what was forgotten.
-type recordingMembers struct{ forgotten []string }
+// recordingMembers hands out no clients (err, when set, says why) and records what was forgotten.
+type recordingMembers struct {
+	forgotten []string
+	err       error
+}
 
 func (m *recordingMembers) ForCluster(context.Context, *clusterv1alpha1.Cluster) (*member.Client, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
 	panic("no member should be contacted")
 }
 func (m *recordingMembers) Forget(name string) { m.forgotten = append(m.forgotten, name) }
@@ -70,5 +79,62 @@ func TestNotElectedDoesNotProbe(t *testing.T) {
 	}
 	if readyGauge.DeleteLabelValues("member1") {
 		t.Error("the ready gauge is still reported while another federator probes")
+	}
+}
+
+// Whatever stops the probing of a cluster stops the member's pod and node watches that probing started, which
+// would otherwise run for the life of the process.
+func TestStoppedProbingReleasesTheMembersWatches(t *testing.T) {
+	push := clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://member1.example"}
+	for _, tc := range []struct {
+		name    string
+		cluster *clusterv1alpha1.Cluster // nil: deleted
+		members *recordingMembers
+		// keep: the probe state stays (the cluster is still probed, and its failures counted), without the watches.
+		keep bool
+	}{
+		{name: "switched to Pull", members: &recordingMembers{},
+			cluster: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1", Generation: 2},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}},
+		{name: "deleted", members: &recordingMembers{}},
+		{name: "being deleted", members: &recordingMembers{},
+			cluster: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1", Generation: 2,
+				DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{"fedmesh.io/test"}}, Spec: push}},
+		{name: "endpoint gone", members: &recordingMembers{err: errors.New("cluster member1 has no apiEndpoint")}, keep: true,
+			cluster: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1", Generation: 2},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithStatusSubresource(&clusterv1alpha1.Cluster{})
+			if tc.cluster != nil {
+				b = b.WithObjects(tc.cluster)
+			}
+			r := &Reconciler{Client: b.Build(), Members: tc.members, Recorder: events.NewFakeRecorder(10)}
+			r.Options.setDefaults()
+			// What probing it as a Push cluster left behind.
+			stopped := false
+			st := r.state("member1")
+			st.generation, st.member, st.usage = 1, &member.Client{Name: "member1"}, &usageWatch{stop: func() { stopped = true }}
+			readyGauge.WithLabelValues("member1").Set(1)
+
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "member1"}}); err != nil {
+				t.Fatal(err)
+			}
+			if !stopped {
+				t.Error("the member's pod and node watches still run")
+			}
+			kept, ok := r.probes["member1"]
+			switch {
+			case tc.keep && (!ok || kept.usage != nil || kept.member != nil):
+				t.Errorf("probe state %+v, want it kept without the member's client and watches", kept)
+			case !tc.keep && ok:
+				t.Error("probe state kept")
+			case !tc.keep && readyGauge.DeleteLabelValues("member1"):
+				t.Error("the ready gauge is still reported")
+			}
+			if !tc.keep && (len(tc.members.forgotten) != 1 || tc.members.forgotten[0] != "member1") {
+				t.Errorf("forgotten %v, want [member1]", tc.members.forgotten)
+			}
+		})
 	}
 }
