@@ -127,11 +127,16 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	return mc, nil
 }
 
-// specVersion names c's spec, all a client is made from besides the Secret. Its resourceVersion would do too, but
-// the Cluster's status changes with every probe and every summary of its resources, and each change would
-// otherwise cost a read of the Secret and a new client (and its discovery) in every stage that reaches members.
+// specVersion names what of c a client is made from besides the Secret (see config). Not its resourceVersion
+// nor its generation: its status changes with every probe, and its spec with every taint the cluster controller
+// puts on or takes off as the member's readiness changes; each would cost a read of the Secret and a new client
+// (its discovery, and every member watch made through it listing again) in every stage that reaches members.
 func specVersion(c *clusterv1alpha1.Cluster) string {
-	return fmt.Sprintf("%s/%d", c.UID, c.Generation)
+	ref := ""
+	if r := c.Spec.SecretRef; r != nil {
+		ref = r.Namespace + "/" + r.Name
+	}
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", c.UID, c.Spec.APIEndpoint, ref, c.Spec.ProxyURL, c.Spec.InsecureSkipTLSVerification)
 }
 
 // Forget drops the cached client of a cluster, e.g. when the Cluster is deleted.

@@ -68,8 +68,16 @@ func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
 	if again, err := f.Client(ctx, "member1"); err != nil || again != first || secrets.secrets != 1 {
 		t.Errorf("after a status change: same client %t (%v), secret reads %d; want the same client, 1 read", again == first, err, secrets.secrets)
 	}
+	// A taint, as the cluster controller puts on a member that is not ready, changes nothing a client is made of.
+	c.Spec.Taints = []corev1.Taint{{Key: "cluster.fedmesh.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
+	c.Generation++ // the API server counts generations; the fake client does not
+	if err := fc.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := f.Client(ctx, "member1"); err != nil || again != first || secrets.secrets != 1 {
+		t.Errorf("after a taint: same client %t (%v), secret reads %d; want the same client, 1 read", again == first, err, secrets.secrets)
+	}
 	c.Spec.APIEndpoint = "https://127.0.0.1:7443"
-	// The API server counts generations; the fake client does not.
 	c.Generation++
 	if err := fc.Update(ctx, c); err != nil {
 		t.Fatal(err)
