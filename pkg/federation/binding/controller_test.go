@@ -47,17 +47,10 @@ func TestBindingController(t *testing.T) {
 	// would not show in the resourceVersion).
 	var workUpdates atomic.Int32
 	// The binding-status stage runs too: it judges FullyApplied from this stage's outcome and writes it.
-	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
-		chain := interpreter.Layers{Native: native.New()}.Chain()
-		renderings := &rendering.Store{}
-		r := &Reconciler{Client: countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}, Interpreter: chain,
-			Renderings: renderings, Recorder: mgr.GetEventRecorder("fedmesh-binding")}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr)
+	startStages(t, f, func(r *Reconciler, mgr ctrl.Manager) {
+		r.Client = countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}
+		r.Recorder = mgr.GetEventRecorder("fedmesh-binding")
 	})
-	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf"}, Data: map[string]string{"k": "v"}}))
@@ -407,4 +400,24 @@ func (c countingClient) Update(ctx context.Context, obj client.Object, opts ...c
 		c.workUpdates.Add(1)
 	}
 	return c.Client.Update(ctx, obj, opts...)
+}
+
+// startStages runs the binding stage, as configure leaves it, and the binding-status stage (which judges
+// FullyApplied from the binding stage's outcome) against f's host, and releases the Works' execution finalizer
+// as the execution stage would.
+func startStages(t *testing.T, f *fedtest.Federation, configure func(r *Reconciler, mgr ctrl.Manager)) {
+	t.Helper()
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		renderings := &rendering.Store{}
+		r := &Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings}
+		if configure != nil {
+			configure(r, mgr)
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr)
+	})
+	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 }

@@ -15,11 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
-	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 	"github.com/go-logr/logr"
 )
@@ -31,15 +28,7 @@ func TestRenderedAgain(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 1})
 	ctx := context.Background()
 	h := f.Host
-	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
-		chain := interpreter.Layers{Native: native.New()}.Chain()
-		renderings := &rendering.Store{}
-		if err := (&Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr)
-	})
-	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
+	startStages(t, f, nil)
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 
 	bind := func(deploy *corev1.ObjectReference, propagateDeps bool, replicas int32) *workv1alpha1.ResourceBinding {

@@ -89,6 +89,16 @@ func TestReconcileUnchanged(t *testing.T) {
 		reconcile(t, w)
 		return writesSince(before, memberWrites(t, mem)), workVersion(t, host, w) != rv
 	}
+	// appliedOnceThenNothing checks that w's first reconcile applies its Deployment and the next writes nothing.
+	appliedOnceThenNothing := func(t *testing.T, w *workv1alpha1.Work) {
+		t.Helper()
+		if writes, _ := reconcileWrites(t, w); writes["APPLY deployments"] != 1 {
+			t.Fatalf("member writes %v, want the Deployment applied", writes)
+		}
+		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
+			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
+		}
+	}
 
 	web := deploymentObject("web", 2)
 	web.Labels["tier"] = "frontend"
@@ -199,12 +209,7 @@ func TestReconcileUnchanged(t *testing.T) {
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		if writes, _ := reconcileWrites(t, w); writes["APPLY deployments"] != 1 {
-			t.Fatalf("member writes %v, want the Deployment applied", writes)
-		}
-		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
-			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
-		}
+		appliedOnceThenNothing(t, w)
 	})
 
 	t.Run("a Work whose name is too long for a label", func(t *testing.T) {
@@ -213,12 +218,7 @@ func TestReconcileUnchanged(t *testing.T) {
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		if writes, _ := reconcileWrites(t, w); writes["APPLY deployments"] != 1 {
-			t.Fatalf("member writes %v, want the Deployment applied", writes)
-		}
-		if writes, workChanged := reconcileWrites(t, w); len(writes) != 0 || workChanged {
-			t.Errorf("member writes %v, Work changed %v; want none", writes, workChanged)
-		}
+		appliedOnceThenNothing(t, w)
 	})
 }
 
