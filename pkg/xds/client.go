@@ -57,9 +57,10 @@ type ClientOptions struct {
 	Log logr.Logger
 	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
 	DialOptions []grpc.DialOption
-	// OnContact, if set, hears true when a stream first delivers a document of the first of TypeURLs (the
-	// ownership: contact vouches for what the proxy owns, which a response of another type, or one without the
-	// proxy's document, as a manager that has not published yet sends, does not tell) and false when that stream
+	// OnContact, if set, hears true when a stream first delivers a document of the first of TypeURLs that Apply
+	// accepts (the ownership: contact vouches for what the proxy owns, which a response of another type, one without
+	// the proxy's document, as a manager that has not published yet sends, or one the proxy refused and so does
+	// not enforce, does not tell) and false when that stream
 	// ends: whether the proxy is in contact with the manager, for its ownership lease. A new stream is sent the
 	// current documents at once (go-control-plane's caches resend everything to a stream that has been sent
 	// nothing), so contact returns with the first response.
@@ -209,7 +210,8 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 		}
 		reply := c.handle(resp)
 		got = true
-		if !inContact && c.opts.OnContact != nil && resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(resp.GetResources()) > 0 {
+		if !inContact && c.opts.OnContact != nil && resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(resp.GetResources()) > 0 &&
+			reply.GetErrorDetail() == nil {
 			c.opts.OnContact(true)
 			inContact = true
 		}

@@ -194,6 +194,17 @@ func TestContactAwaitsOwnership(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 
+	// A document the proxy refuses is not what it enforces: no contact either.
+	m.set(t, OwnershipType, 0, `{"ranges":["bad"]}`, "e0")
+	m.waitAcks(t, "NACK of e0", func(a map[string]NodeState) bool {
+		return a[node.NodeID()].Resources[ResourceKey{OwnershipType, node.ResourceName()}].Nacked == "e0"
+	})
+	select {
+	case in := <-contacts:
+		t.Fatalf("contact %v after a refused ownership", in)
+	case <-time.After(100 * time.Millisecond):
+	}
+
 	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
 	m.waitAcks(t, "ACK of e1", acked(node, OwnershipType, "e1"))
 	if in := <-contacts; !in {
