@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,14 +24,15 @@ import (
 
 // memberClusters are the Push-mode member Clusters the proxies front at /clusters/<name>/, so a sharded federator
 // reaches members through its proxy (fenced and filtered like its host traffic). Only the endpoint and the CA
-// travel; credentials stay with the federator, which the proxy passes through.
-func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, error) {
+// travel; credentials stay with the federator, which the proxy passes through. unread says that a member was left
+// out because its Secret could not be read and no CA of it is known yet.
+func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, unread bool, _ error) {
 	var list clusterv1alpha1.ClusterList
 	// Read only: a Cluster's status lists every API its member serves, a copy not worth making per reconcile.
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
-		return nil, nil // the federation's CRDs are not installed: a plain sharded operator
+		return nil, false, nil // the federation's CRDs are not installed: a plain sharded operator
 	} else if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]config.Cluster, 0, len(list.Items))
 	read := map[ktypes.NamespacedName]secretCA{}
@@ -52,7 +54,11 @@ func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, erro
 				known, ok := r.cas[key]
 				r.mu.Unlock()
 				if !ok {
-					return nil, fmt.Errorf("cluster %s: Secret %s: %w", c.Name, key, err)
+					// Not known yet (the manager started, or became the leader): this member waits, not the
+					// others nor the handovers; it is looked at again soon.
+					log.FromContext(ctx).Error(err, "member cluster left out of the proxies' configuration until its Secret is read", "cluster", c.Name)
+					unread = true
+					continue
 				}
 				log.FromContext(ctx).V(1).Info("Secret not read; the CA read before still holds", "cluster", c.Name, "error", err.Error())
 				ca = known
@@ -66,8 +72,11 @@ func (r *Reconciler) memberClusters(ctx context.Context) ([]config.Cluster, erro
 	r.cas = read // Secrets no Cluster refers to any more are forgotten
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, unread, nil
 }
+
+// secretRetry is how soon a member left out because its Secret could not be read is looked at again.
+const secretRetry = 5 * time.Second
 
 // secretCA is the CA a member's Secret held at one of its resourceVersions.
 type secretCA struct {

@@ -42,21 +42,22 @@ func TestMemberClustersSurviveAFailedSecretRead(t *testing.T) {
 	r := &Reconciler{Client: c}
 	ctx := context.Background()
 
+	// Never read, and failing: that member waits (to be looked at again soon), not the reconcile.
 	secretErr = apierrors.NewInternalError(errors.New("etcd leader changed"))
-	if _, err := r.memberClusters(ctx); err == nil {
-		t.Fatal("a Secret never read, and failing: no error")
+	if got, unread, err := r.memberClusters(ctx); err != nil || len(got) != 0 || !unread {
+		t.Fatalf("a Secret never read, and failing: members %+v, unread %v, %v; want none, unread", got, unread, err)
 	}
 	secretErr = nil
-	got, err := r.memberClusters(ctx)
-	if err != nil || len(got) != 1 || string(got[0].CAData) != "CA" {
-		t.Fatalf("members %+v, %v; want member1 with its CA", got, err)
+	got, unread, err := r.memberClusters(ctx)
+	if err != nil || unread || len(got) != 1 || string(got[0].CAData) != "CA" {
+		t.Fatalf("members %+v, unread %v, %v; want member1 with its CA", got, unread, err)
 	}
 	secretErr = apierrors.NewInternalError(errors.New("etcd leader changed"))
-	if got, err := r.memberClusters(ctx); err != nil || len(got) != 1 || string(got[0].CAData) != "CA" {
-		t.Errorf("after a failed read: members %+v, %v; want member1 with the CA read before", got, err)
+	if got, unread, err := r.memberClusters(ctx); err != nil || unread || len(got) != 1 || string(got[0].CAData) != "CA" {
+		t.Errorf("after a failed read: members %+v, unread %v, %v; want member1 with the CA read before", got, unread, err)
 	}
 	secretErr = apierrors.NewNotFound(corev1.Resource("secrets"), "member1")
-	if got, err := r.memberClusters(ctx); err != nil || len(got) != 0 {
+	if got, _, err := r.memberClusters(ctx); err != nil || len(got) != 0 {
 		t.Errorf("Secret gone: members %+v, %v; want none", got, err)
 	}
 }

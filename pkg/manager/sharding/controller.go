@@ -33,6 +33,7 @@ import (
 	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
@@ -266,7 +267,7 @@ func (r *Reconciler) wrote(sc *meshv1alpha1.ShardingConfig) {
 	r.written[client.ObjectKeyFromObject(sc)] = rv
 }
 
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	logger := log.FromContext(ctx)
 	var sc meshv1alpha1.ShardingConfig
 	if err := r.Client.Get(ctx, req.NamespacedName, &sc); err != nil {
@@ -304,8 +305,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Assigned", "Assign", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
 	}
-	if pub.Clusters, err = r.memberClusters(ctx); err != nil {
+	var unread bool
+	if pub.Clusters, unread, err = r.memberClusters(ctx); err != nil {
 		return reconcile.Result{}, err
+	}
+	if unread {
+		defer func() {
+			if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > secretRetry) {
+				res.RequeueAfter = secretRetry
+			}
+		}()
 	}
 	if err := r.publish(ctx, &sc, pub, members); err != nil {
 		return reconcile.Result{}, err
@@ -427,8 +436,8 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 }
 
 // formerCanaryMembers are, once spec.canary is gone, the pods (outside spec.selector) of the shards of
-// formerCanaryShards: those labeled with such a shard, from which label an injected proxy takes its shard, and
-// those whose proxies announced one.
+// formerCanaryShards: those of sc (their ShardingConfig annotation) labeled with such a shard, from which label an
+// injected proxy takes its shard, and those whose proxies announced one.
 func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published,
 	stable labels.Selector) ([]member, error) {
 	former := formerCanaryShards(sc, pub)
@@ -450,15 +459,19 @@ func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.S
 	}
 	var out []member
 	found := map[string]bool{}
+	key := client.ObjectKeyFromObject(sc)
 	for _, p := range list.Items {
 		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) { // a pod of spec.selector is a stable member
+			continue
+		}
+		// Any StatefulSet's pods carry the ordinal label: only a pod whose proxy serves sc is sc's member.
+		if of, err := inject.ShardingConfig(&p); err != nil || of != key {
 			continue
 		}
 		ordinal, _ := strconv.Atoi(p.Labels[label]) // the requirement matched one of former
 		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
 		found[p.Name] = true
 	}
-	key := client.ObjectKeyFromObject(sc)
 	for _, node := range r.Publisher.Acks() {
 		md := node.Metadata
 		if md.ShardingConfig != key || md.Pod.Namespace != sc.Namespace || found[md.Pod.Name] ||

@@ -17,6 +17,7 @@ import (
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/canary"
 	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
@@ -208,8 +209,11 @@ func TestShardsOfRemovedCanary(t *testing.T) {
 func TestRemovedCanaryPodsAreMembers(t *testing.T) {
 	sc, pub := removedCanary(t)
 	canaryPod := testPod("op-canary", map[string]string{"app": "op-canary", ordinal: "2"})
+	canaryPod.Annotations = map[string]string{inject.ShardingConfigAnnotation: "op"}
 	unlabeled := testPod("op-canary-b", map[string]string{"app": "op-canary"})
-	other := testPod("db-2", map[string]string{"app": "db", ordinal: "5"}) // another StatefulSet's pod
+	// Another StatefulSet's pod, of the same ordinal, its proxy serving another ShardingConfig.
+	other := testPod("db-2", map[string]string{"app": "db", ordinal: "2"})
+	other.Annotations = map[string]string{inject.ShardingConfigAnnotation: "ops/db"}
 	node := acked(sc, 2, "e6.g0")
 	node.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "op"}, Shard: 2,
 		Pod: ktypes.NamespacedName{Namespace: "ops", Name: "op-canary-b"}}
