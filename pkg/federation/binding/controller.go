@@ -193,13 +193,13 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		return err
 	}
 	in := renderInput{binding: b, template: template}
-	var looked dependencyRefs
 	if b.Spec.PropagateDeps {
-		if in.deps, o.missingDeps, looked, err = r.dependencies(ctx, template); err != nil {
+		if in.deps, o.missingDeps, err = r.dependencies(ctx, client.ObjectKeyFromObject(b), template); err != nil {
 			return err
 		}
+	} else {
+		r.dependents.forget(client.ObjectKeyFromObject(b))
 	}
-	r.dependents.set(client.ObjectKeyFromObject(b), looked)
 	if in.policies, err = r.policies(ctx, b.Namespace); err != nil {
 		return err
 	}

@@ -5,13 +5,19 @@ import (
 	"slices"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 )
 
 // TestDependents: a dependency changing finds the bindings whose last pass looked it up, by name or by selector,
@@ -130,5 +136,41 @@ func TestDependentsEvents(t *testing.T) {
 			t.Errorf("%s: enqueued %v, want %v", tc.name, got, want)
 		}
 		q.ShutDown()
+	}
+}
+
+// readingAfterRecord is a Templates reader that checks, as each dependency is read, that its binding is recorded
+// as its dependent already: a dependency changing while the pass reads it must still bring the binding back.
+type readingAfterRecord struct {
+	client.Reader
+	t       *testing.T
+	d       *dependents
+	binding types.NamespacedName
+}
+
+func (r readingAfterRecord) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	found := map[types.NamespacedName]struct{}{}
+	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	r.d.of(gk, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, found)
+	if _, ok := found[r.binding]; !ok {
+		r.t.Errorf("%s %s read before the binding was recorded as its dependent", gk.Kind, key)
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+}
+
+func TestDependenciesRecordedBeforeRead(t *testing.T) {
+	deploy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": "demo", "name": "web"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+			"name": "web", "image": "nginx",
+			"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": "late-conf"}}}}}}}},
+	}}
+	b := types.NamespacedName{Namespace: "demo", Name: "web-deployment"}
+	r := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain()}
+	r.Templates = readingAfterRecord{t: t, d: &r.dependents, binding: b}
+	_, missing, err := r.dependencies(context.Background(), b, deploy)
+	if err != nil || len(missing) != 1 {
+		t.Fatalf("missing %v, %v; want the ConfigMap missing", missing, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,18 +15,48 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 )
 
-// dependencies reads the objects the template depends on, as the interpreter finds them, stripped of server fields
-// and each once. A dependency that does not exist is returned in missing ("Kind namespace/name"), not as an error:
-// the template still goes out, and the binding's condition says what is missing. looked are the dependencies it
-// looked up, found or not, whose appearance or change is to render the binding again.
-func (r *Reconciler) dependencies(ctx context.Context, template *unstructured.Unstructured) (deps []*unstructured.Unstructured, missing []string, looked dependencyRefs, err error) {
+// dependencies reads the objects the template of binding depends on, as the interpreter finds them, stripped of
+// server fields and each once. A dependency that does not exist is returned in missing ("Kind namespace/name"), not
+// as an error: the template still goes out, and the binding's condition says what is missing. What it looks up,
+// found or not, is recorded as binding's dependents before it reads any: a dependency created or changed from then
+// on renders the binding again, even one that changes while this pass reads it.
+func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedName, template *unstructured.Unstructured) (deps []*unstructured.Unstructured, missing []string, err error) {
 	if !r.Interpreter.Handles(template.GroupVersionKind(), interpreter.InterpretDependency) {
-		return nil, nil, dependencyRefs{}, nil
+		r.dependents.forget(binding)
+		return nil, nil, nil
 	}
 	refs, err := r.Interpreter.InterpretDependency(ctx, template)
 	if err != nil {
-		return nil, nil, dependencyRefs{}, err
+		return nil, nil, err
 	}
+	type lookup struct {
+		ref      interpreter.DependentObjectReference
+		ns       string
+		selector labels.Selector
+	}
+	var looked dependencyRefs
+	lookups := make([]lookup, 0, len(refs))
+	for _, ref := range refs {
+		l := lookup{ref: ref, ns: ref.Namespace}
+		if l.ns == "" {
+			l.ns = template.GetNamespace()
+		}
+		space := depSpace{GroupKind: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind(), Namespace: l.ns}
+		switch {
+		case ref.Name != "":
+			looked.names = append(looked.names, depName{depSpace: space, Name: ref.Name})
+		case ref.LabelSelector != nil:
+			if l.selector, err = metav1.LabelSelectorAsSelector(ref.LabelSelector); err != nil {
+				return nil, nil, fmt.Errorf("dependency %s selector: %w", ref.Kind, err)
+			}
+			looked.selectors = append(looked.selectors, depSelector{depSpace: space, Selector: l.selector})
+		default:
+			continue
+		}
+		lookups = append(lookups, l)
+	}
+	r.dependents.set(binding, looked)
+
 	seen := map[string]bool{}
 	keep := func(obj *unstructured.Unstructured) {
 		key := obj.GetAPIVersion() + "/" + obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
@@ -34,45 +65,32 @@ func (r *Reconciler) dependencies(ctx context.Context, template *unstructured.Un
 			deps = append(deps, stripServerFields(obj))
 		}
 	}
-	for _, ref := range refs {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = template.GetNamespace()
-		}
-		space := depSpace{GroupKind: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind(), Namespace: ns}
-		if ref.Name != "" {
-			looked.names = append(looked.names, depName{depSpace: space, Name: ref.Name})
+	for _, l := range lookups {
+		ref := l.ref
+		if l.selector == nil {
 			obj := &unstructured.Unstructured{}
 			obj.SetAPIVersion(ref.APIVersion)
 			obj.SetKind(ref.Kind)
-			err := r.Templates.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
+			err := r.Templates.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: ref.Name}, obj)
 			switch {
 			case apierrors.IsNotFound(err):
-				missing = append(missing, fmt.Sprintf("%s %s/%s", ref.Kind, ns, ref.Name))
+				missing = append(missing, fmt.Sprintf("%s %s/%s", ref.Kind, l.ns, ref.Name))
 			case err != nil:
-				return nil, nil, dependencyRefs{}, fmt.Errorf("dependency %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
+				return nil, nil, fmt.Errorf("dependency %s %s/%s: %w", ref.Kind, l.ns, ref.Name, err)
 			default:
 				keep(obj)
 			}
 			continue
 		}
-		if ref.LabelSelector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(ref.LabelSelector)
-		if err != nil {
-			return nil, nil, dependencyRefs{}, fmt.Errorf("dependency %s selector: %w", ref.Kind, err)
-		}
-		looked.selectors = append(looked.selectors, depSelector{depSpace: space, Selector: sel})
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(ref.APIVersion)
 		list.SetKind(ref.Kind + "List")
-		if err := r.Templates.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, nil, dependencyRefs{}, fmt.Errorf("dependencies %s %s: %w", ref.Kind, sel, err)
+		if err := r.Templates.List(ctx, list, client.InNamespace(l.ns), client.MatchingLabelsSelector{Selector: l.selector}); err != nil {
+			return nil, nil, fmt.Errorf("dependencies %s %s: %w", ref.Kind, l.selector, err)
 		}
 		for i := range list.Items {
 			keep(&list.Items[i])
 		}
 	}
-	return deps, missing, looked, nil
+	return deps, missing, nil
 }

@@ -44,7 +44,8 @@ func workloadStatus(w *workv1alpha1.Work) *workv1alpha1.ManifestStatus {
 }
 
 // aggregatedItems are a binding's per-cluster statuses: one item per target cluster and per other cluster that
-// still has a Work of the binding (e.g. one being left), targets first in their order, the rest by name.
+// still has a Work of the binding (e.g. one being left), targets first in their order, the rest by name. A target
+// whose Work is being deleted reports nothing of it.
 func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) []workv1alpha1.AggregatedStatusItem {
 	byCluster := map[string]*workv1alpha1.Work{}
 	var extra []string
@@ -72,6 +73,12 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 		w := byCluster[c]
 		if w == nil {
 			item.AppliedMessage = noWorkYet
+			items = append(items, item)
+			continue
+		}
+		if !w.DeletionTimestamp.IsZero() && slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == c }) {
+			// A target whose Work is going (pkg/federation/rendering): not its current Work, whatever it says.
+			item.AppliedMessage = previousWorkDeleting
 			items = append(items, item)
 			continue
 		}
@@ -131,8 +138,9 @@ func placementFailed(old, cur client.Object) bool {
 
 // The messages of an item whose cluster has not acted on the binding yet.
 const (
-	noWorkYet     = "no Work for this cluster yet"
-	notAppliedYet = "not applied yet"
+	noWorkYet            = "no Work for this cluster yet"
+	notAppliedYet        = "not applied yet"
+	previousWorkDeleting = "its previous Work is being deleted; a new one follows once it is gone"
 )
 
 // itemsToWrite reports whether a binding whose aggregatedStatus is prev should be given next. A binding that

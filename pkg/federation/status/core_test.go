@@ -49,17 +49,22 @@ func TestAggregatedItems(t *testing.T) {
 	}
 	workload := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 0}, Status: raw(`{"readyReplicas":2}`), Health: workv1alpha1.ResourceHealthy}
 	dependency := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: 1}, Health: workv1alpha1.ResourceUnhealthy}
+	going := w("again", &applied, workload) // targeted again while its Work, of the last time, is being deleted
+	now := metav1.Now()
+	going.DeletionTimestamp = &now
 	works := []workv1alpha1.Work{
+		going,
 		w("old", &applied, workload),           // a cluster being left: still reported, after the targets
 		w("b", &applied, dependency, workload), // ordinal 0 is the workload, wherever it is listed
 		w("a", &conflict),                      // not applied: says why
 		w("down", &applied, workload),          // not Ready: Unknown, no status
 		w("fresh", nil),                        // not applied yet
 	}
-	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "b"}, {Name: "down"}, {Name: "fresh"}, {Name: "none"}}
+	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "again"}, {Name: "b"}, {Name: "down"}, {Name: "fresh"}, {Name: "none"}}
 	items := aggregatedItems(targets, works, func(c string) bool { return c != "down" })
 	want := []string{
 		"a applied=false msg=exists health=Unknown status=",
+		"again applied=false msg=" + previousWorkDeleting + " health=Unknown status=",
 		`b applied=true msg= health=Healthy status={"readyReplicas":2}`,
 		"down applied=true msg= health=Unknown status=",
 		"fresh applied=false msg=not applied yet health=Unknown status=",
