@@ -119,10 +119,8 @@ func (s *Store) apply(docs ...document) error {
 		}
 	}
 	if s.dir != "" {
-		for _, d := range docs {
-			if err := writeAtomically(s.path(d.kind), persisted{Version: d.version, Document: toJSON(d.doc)}); err != nil {
-				return fmt.Errorf("persist %s: %w", d.kind, err)
-			}
+		if err := s.persist(docs); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()
@@ -195,27 +193,50 @@ func toJSON(doc []byte) json.RawMessage {
 	return doc
 }
 
-// writeAtomically replaces path with v's JSON so that a crash leaves the old file or the new one, never half.
-func writeAtomically(path string, v any) error {
+// persist writes docs, each to its file, each file replaced whole: all are written out and synced before the
+// first replaces its file, so only a failed rename (of a file in the same directory) could leave some replaced and
+// others not.
+func (s *Store) persist(docs []document) error {
+	var temps []string
+	defer func() {
+		for _, t := range temps {
+			os.Remove(t) // those not renamed
+		}
+	}()
+	for _, d := range docs {
+		tmp, err := writeTemp(s.dir, persisted{Version: d.version, Document: toJSON(d.doc)})
+		if err != nil {
+			return fmt.Errorf("persist %s: %w", d.kind, err)
+		}
+		temps = append(temps, tmp)
+	}
+	for i, d := range docs {
+		if err := os.Rename(temps[i], s.path(d.kind)); err != nil {
+			return fmt.Errorf("persist %s: %w", d.kind, err)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes v's JSON to a new file in dir, synced, and returns its path.
+func writeTemp(dir string, v any) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return "", err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	tmp, err := os.CreateTemp(dir, ".tmp-")
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	if _, err := tmp.Write(data); err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
 	}
-	return os.Rename(tmp.Name(), path)
+	return tmp.Name(), nil
 }
