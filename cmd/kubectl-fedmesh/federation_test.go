@@ -22,6 +22,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
@@ -290,10 +291,17 @@ member2   1          <none>                   False     Unknown   cluster member
 		}
 	}
 
-	// A binding whose name is longer than a label value: its Works carry it shortened.
+	// A binding whose name is longer than a label value: its Works carry it shortened; and so does the claim label
+	// of a policy whose name is too long for it.
 	long := strings.Repeat("checkout", 7) // 56 characters; its binding's name has 67
+	longPolicy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: long + "-to-every-member"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: long}}}}
+	if err := f.Host.Create(ctx, longPolicy); err != nil {
+		t.Fatal(err)
+	}
 	deploy = deploy.DeepCopy()
-	deploy.ObjectMeta = metav1.ObjectMeta{Namespace: "shop", Name: long}
+	deploy.ObjectMeta = metav1.ObjectMeta{Namespace: "shop", Name: long,
+		Labels: map[string]string{names.PropagationPolicyLabel: names.LabelValue(longPolicy.Name)}}
 	if err := f.Host.Create(ctx, deploy); err != nil {
 		t.Fatal(err)
 	}
@@ -308,8 +316,9 @@ member2   1          <none>                   False     Unknown   cluster member
 	if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "get", "deploy", long, "-n", "shop", "-o", "json")), &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Works) != 1 || v.Works[0].Name != longWork.Name {
-		t.Errorf("get of a template whose binding's name is long: works %+v, want %s", v.Works, longWork.Name)
+	if len(v.Works) != 1 || v.Works[0].Name != longWork.Name || v.Policy != "PropagationPolicy/"+longPolicy.Name {
+		t.Errorf("get of a template whose binding's and policy's names are long: works %+v, policy %s; want %s, %s",
+			v.Works, v.Policy, longWork.Name, longPolicy.Name)
 	}
 }
 

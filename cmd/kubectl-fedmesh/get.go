@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -97,7 +100,41 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	if err := c.List(ctx, &works, client.InNamespace(worksNamespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(bindingName)}); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
 	}
-	return fedmeshctl.NewTemplateView(tmpl, rb, works.Items), nil
+	v := fedmeshctl.NewTemplateView(tmpl, rb, works.Items)
+	if policy, err := claimingPolicy(ctx, c, tmpl); err != nil {
+		return fedmeshctl.TemplateView{}, err
+	} else if policy != "" {
+		v.Policy = policy
+	}
+	return v, nil
+}
+
+// claimingPolicy names the policy that claimed tmpl ("Kind/name") when its claim label holds that name shortened
+// (names.LabelValue of a name too long for a label), which only the policies themselves can tell; "" otherwise.
+func claimingPolicy(ctx context.Context, c client.Client, tmpl *unstructured.Unstructured) (string, error) {
+	l := tmpl.GetLabels()
+	if v := l[names.PropagationPolicyLabel]; len(v) == validation.LabelValueMaxLength {
+		var list policyv1alpha1.PropagationPolicyList
+		if err := c.List(ctx, &list, client.InNamespace(tmpl.GetNamespace())); err != nil {
+			return "", fmt.Errorf("list propagation policies: %w", err)
+		}
+		for _, p := range list.Items {
+			if names.LabelValue(p.Name) == v {
+				return "PropagationPolicy/" + p.Name, nil
+			}
+		}
+	} else if v := l[names.ClusterPropagationPolicyLabel]; len(v) == validation.LabelValueMaxLength {
+		var list policyv1alpha1.ClusterPropagationPolicyList
+		if err := c.List(ctx, &list); err != nil {
+			return "", fmt.Errorf("list cluster propagation policies: %w", err)
+		}
+		for _, p := range list.Items {
+			if names.LabelValue(p.Name) == v {
+				return "ClusterPropagationPolicy/" + p.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // templateNamespace is -n, else the host context's namespace.
