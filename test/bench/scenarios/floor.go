@@ -56,7 +56,7 @@ func (f *benchFederation) floor(ctx context.Context, d *appsv1.Deployment, n int
 	for _, m := range targets {
 		works[m] = &workv1alpha1.Work{
 			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: names.Work(rb.Name, all[m]),
-				Labels: map[string]string{names.BindingLabel: rb.Name, names.ClusterLabel: all[m]}},
+				Labels: map[string]string{names.BindingLabel: names.LabelValue(rb.Name), names.ClusterLabel: names.LabelValue(all[m])}},
 			Spec: workv1alpha1.WorkSpec{ClusterName: all[m], Workload: workv1alpha1.WorkloadTemplate{
 				Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest}}}}},
 		}
