@@ -38,7 +38,7 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 		p.askForNothing(w, r, req, u, unchanged)
 	case showsAll:
 		count("none")
-		forward(u, w, r, req, p.watchResponse(req, nil, unchanged))
+		forward(u, w, r, req, p.listedUnder(req, unchanged, p.watchResponse(req, nil, unchanged)))
 	default:
 		p.filtered(w, r, req, u, own, count, unchanged)
 	}
@@ -87,7 +87,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		// The proxy reads this body, or at least its start: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
-	forward(u, w, r, req, p.listResponse(req, key, plan, keep))
+	forward(u, w, r, req, p.listedUnder(req, unchanged, p.listResponse(req, key, plan, keep)))
 }
 
 // listResponse checks a list response as plan says: that the server filtered it (metadata.shardInfo), else
@@ -244,7 +244,32 @@ func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Reque
 		q.Set("fieldSelector", nothingSelector)
 	}
 	r.URL.RawQuery = q.Encode()
-	forward(u, w, r, req, p.watchResponse(req, nil, unchanged))
+	forward(u, w, r, req, p.listedUnder(req, unchanged, p.watchResponse(req, nil, unchanged)))
+}
+
+// errListedUnderOther is a list answered after the ownership it was asked under changed.
+var errListedUnderOther = errors.New("the shard's namespaces changed while the list was answered; list again")
+
+// listedUnder passes a list's response through next, then refuses it if the ownership changed meanwhile so that
+// the list no longer shows what the shard owns: its client would keep objects of namespaces the shard gave up, or
+// miss those it got, and the watch it starts next, narrowed to the new ownership, would never tell it. The refusal
+// is 410 Expired, on which a client-go reflector lists again. A watch is ended instead (watchResponse, settle).
+func (p *Proxy) listedUnder(req *Request, unchanged func(*config.Ownership) bool, next func(*http.Response) error) func(*http.Response) error {
+	if req.Verb != "list" {
+		return next
+	}
+	return func(resp *http.Response) error {
+		if next != nil {
+			if err := next(resp); err != nil {
+				return err
+			}
+		}
+		if resp.StatusCode == http.StatusOK && !unchanged(p.ownership()) {
+			resp.Body.Close()
+			return errListedUnderOther
+		}
+		return nil
+	}
 }
 
 // expiredEvent is a watch ERROR event with a 410 Expired Status, encoded and framed for contentType.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,5 +209,55 @@ func TestLeaseTimerRacingContactExpiresNothing(t *testing.T) {
 	p.leaseExpired(current)
 	if p.Ready() {
 		t.Error("out of contact for the lease, yet still owning")
+	}
+}
+
+// A list answered after the ownership it was asked under changed is refused with 410 Expired: its client would
+// hold what the shard gave up, and its next watch, narrowed to the new ownership, would never say so.
+func TestListAnsweredUnderAnotherOwnershipIsExpired(t *testing.T) {
+	half := shard.NewSet(shard.Range{First: 0, Last: 1<<63 - 1})
+	asked, answer := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	upstream := listUpstream(t, func(w http.ResponseWriter, _ string) {
+		first.Do(func() { close(asked); <-answer }) // the first list is held until the ownership changed
+		io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}`)
+	})
+	doc := func(epoch int, owned shard.Set) string {
+		return fmt.Sprintf(`{"epoch":%d,"shard":0,"filterMode":"client","assignment":{"0":%q,"1":%q}}`, epoch, owned, owned.Complement())
+	}
+	p, store := proxyOwning(t, upstream, doc(1, half))
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	type result struct {
+		code int
+		body string
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/api/v1/pods")
+		if err != nil {
+			got <- result{body: err.Error()}
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- result{resp.StatusCode, string(body)}
+	}()
+	<-asked
+	if err := store.Apply(config.KindOwnership, "2", []byte(doc(2, half.Complement()))); err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	if r := <-got; r.code != http.StatusGone || !strings.Contains(r.body, `"reason":"Expired"`) {
+		t.Errorf("a list answered after the ownership changed: %d %s, want 410 Expired", r.code, r.body)
+	}
+	// Asked and answered under one ownership, a list passes.
+	resp, err := http.Get(srv.URL + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a list under an unchanged ownership: %d", resp.StatusCode)
 	}
 }

@@ -240,10 +240,14 @@ func forward(u *upstream, w http.ResponseWriter, r *http.Request, req *Request, 
 	rp := *u.forward
 	rp.ModifyResponse = modify
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		if errors.Is(err, filter.ErrNotAcceptable) {
+		switch {
+		case errors.Is(err, filter.ErrNotAcceptable):
 			// The API server answered; the proxy cannot pass its answer on in the form asked for. Not the
 			// upstream's failure, nor one for a circuit breaker to count.
 			refuse(w, http.StatusNotAcceptable, string(metav1.StatusReasonNotAcceptable), "the proxy cannot pass this response on: %v", err)
+			return
+		case errors.Is(err, errListedUnderOther):
+			refuse(w, http.StatusGone, string(metav1.StatusReasonExpired), "%v", err)
 			return
 		}
 		upstreamError(w, r, err)
