@@ -72,7 +72,9 @@ type BindingReconciler struct {
 
 	holds   holds
 	wakeups *wakeups
-	mu      sync.Mutex
+	// written and templateWritten are this stage's last writes of each binding's status and of its template's.
+	written, templateWritten written
+	mu                       sync.Mutex
 	// statusSubresource caches, per template resource, whether it has a status subresource.
 	statusSubresource map[schema.GroupVersionResource]bool
 }
@@ -142,6 +144,8 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if apierrors.IsNotFound(err) {
 			r.holds.forget(req.NamespacedName)
 			r.Renderings.Forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
+			r.templateWritten.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -167,7 +171,9 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		status.Conditions = []metav1.Condition{*cond}
 	}
 	// The hold begins with the first news to write, so that it is spent waiting for the other clusters only.
-	if itemsToWrite(rb.Status.AggregatedStatus, items) || condNews {
+	// A copy from before this stage's last write says nothing of what is written now.
+	stale := r.written.stale(req.NamespacedName, rb.ResourceVersion)
+	if itemsToWrite(rb.Status.AggregatedStatus, items) || condNews || stale {
 		waiting := awaiting(rb.Spec.Clusters, works.Items, isReady)
 		if !rendered && rb.DeletionTimestamp.IsZero() {
 			waiting++ // the binding stage's outcome of rendering this generation, which wakes this binding when it comes
@@ -179,7 +185,9 @@ func (r *BindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		// The condition goes in every write, changed or not: a field this manager leaves out of an apply is removed.
-		if err := applystatus.Apply(ctx, r.Client, &rb, names.StatusFieldManager, &status); err != nil {
+		rv, err := applyStatus(ctx, r.Client, &rb, &status)
+		r.written.record(req.NamespacedName, rv)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 		observePropagation(meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied), cond)
@@ -232,6 +240,12 @@ func (r *BindingReconciler) reflectToTemplate(ctx context.Context, rb *workv1alp
 		if err := read.Get(ctx, key, tpl); err != nil {
 			return client.IgnoreNotFound(err)
 		}
+		// A copy older than this stage's last write of the template is stale as well.
+		if read != r.Client && r.templateWritten.stale(client.ObjectKeyFromObject(rb), tpl.GetResourceVersion()) {
+			if err := r.Client.Get(ctx, key, tpl); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
 		// A conflict means the copy read was stale: read the next from the API server.
 		read = r.Client
 		if ref.UID != "" && tpl.GetUID() != ref.UID {
@@ -247,6 +261,9 @@ func (r *BindingReconciler) reflectToTemplate(ctx context.Context, rb *workv1alp
 		err = r.Client.Status().Update(ctx, out)
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if err == nil {
+			r.templateWritten.record(client.ObjectKeyFromObject(rb), out.GetResourceVersion())
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +45,9 @@ func workloadStatus(w *workv1alpha1.Work) *workv1alpha1.ManifestStatus {
 }
 
 // aggregatedItems are a binding's per-cluster statuses: one item per target cluster and per other cluster that
-// still has a Work of the binding (e.g. one being left), targets first in their order, the rest by name. A target
-// whose Work is being deleted reports nothing of it.
+// still has a Work of the binding (e.g. one being left), targets first in their order, the rest by name. A Work
+// being deleted reports nothing of itself: its member object may outlive it (a finalizer), and its last status is
+// stale.
 func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) []workv1alpha1.AggregatedStatusItem {
 	byCluster := map[string]*workv1alpha1.Work{}
 	var extra []string
@@ -76,9 +78,12 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 			items = append(items, item)
 			continue
 		}
-		if !w.DeletionTimestamp.IsZero() && slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == c }) {
-			// A target whose Work is going (pkg/federation/rendering): not its current Work, whatever it says.
-			item.AppliedMessage = previousWorkDeleting
+		if !w.DeletionTimestamp.IsZero() {
+			item.AppliedMessage = workDeleting
+			if slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == c }) {
+				// A target whose Work is going (pkg/federation/rendering): not its current Work, whatever it says.
+				item.AppliedMessage = previousWorkDeleting
+			}
 			items = append(items, item)
 			continue
 		}
@@ -141,7 +146,24 @@ const (
 	noWorkYet            = "no Work for this cluster yet"
 	notAppliedYet        = "not applied yet"
 	previousWorkDeleting = "its previous Work is being deleted; a new one follows once it is gone"
+	// workDeleting is the message of a cluster no longer targeted whose Work is being deleted.
+	workDeleting = "no longer targeted; its Work is being deleted"
 )
+
+// maxSyncRecheck bounds how long a Work waits between looks at a member watch that cannot list: the informer's
+// first list, when it succeeds, wakes the Works of the objects it finds anyway.
+const maxSyncRecheck = 2 * time.Minute
+
+// awaitSync decides for a Work whose member watches have not all synced, the youngest of them started waited ago,
+// whether to write what is known now, and how soon to look again. Within grace a watch is taken to be listing,
+// and waited for: its status comes in the same write. Past it, it may never list (say the member's RBAC forbids
+// it); what is known is written, and the look again backs off with the time waited.
+func awaitSync(waited, grace, poll time.Duration) (write bool, again time.Duration) {
+	if waited < grace {
+		return false, poll
+	}
+	return true, min(max(poll, waited), maxSyncRecheck)
+}
 
 // itemsToWrite reports whether a binding whose aggregatedStatus is prev should be given next. A binding that
 // has none yet gets none while every item only says that its cluster has not acted yet: that says no more than

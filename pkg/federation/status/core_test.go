@@ -52,8 +52,11 @@ func TestAggregatedItems(t *testing.T) {
 	going := w("again", &applied, workload) // targeted again while its Work, of the last time, is being deleted
 	now := metav1.Now()
 	going.DeletionTimestamp = &now
+	left := w("left", &applied, workload) // no longer targeted, its Work held by a finalizer in the member
+	left.DeletionTimestamp = &now
 	works := []workv1alpha1.Work{
 		going,
+		left,
 		w("old", &applied, workload),           // a cluster being left: still reported, after the targets
 		w("b", &applied, dependency, workload), // ordinal 0 is the workload, wherever it is listed
 		w("a", &conflict),                      // not applied: says why
@@ -69,6 +72,7 @@ func TestAggregatedItems(t *testing.T) {
 		"down applied=true msg= health=Unknown status=",
 		"fresh applied=false msg=not applied yet health=Unknown status=",
 		"none applied=false msg=no Work for this cluster yet health=Unknown status=",
+		"left applied=false msg=" + workDeleting + " health=Unknown status=",
 		`old applied=true msg= health=Healthy status={"readyReplicas":2}`,
 	}
 	if len(items) != len(want) {
@@ -299,5 +303,61 @@ func TestPlacementFailed(t *testing.T) {
 		if got := placementFailed(tc.old, tc.cur); got != tc.want {
 			t.Errorf("%s: placementFailed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestAwaitSync(t *testing.T) {
+	const grace, poll = 5 * time.Second, 500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		waited    time.Duration
+		write     bool
+		wantAgain time.Duration
+	}{
+		{"just started: wait for it", 0, false, poll},
+		{"still listing within grace", 4 * time.Second, false, poll},
+		{"past grace: write what is known", grace, true, grace},
+		{"backs off with the time waited", time.Minute, true, time.Minute},
+		{"up to a bound", time.Hour, true, maxSyncRecheck},
+	} {
+		write, again := awaitSync(tc.waited, grace, poll)
+		if write != tc.write || again != tc.wantAgain {
+			t.Errorf("%s: awaitSync = %v, %s; want %v, %s", tc.name, write, again, tc.write, tc.wantAgain)
+		}
+	}
+}
+
+func TestWritten(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "w"}
+	var w written
+	if w.stale(key, "5") {
+		t.Error("stale before any write")
+	}
+	w.record(key, "10")
+	for _, step := range []struct {
+		cached string
+		want   bool
+	}{
+		{"9", true},     // the copy from before the write
+		{"junk", false}, // versions that do not compare are trusted
+	} {
+		w.record(key, "10")
+		if got := w.stale(key, step.cached); got != step.want {
+			t.Errorf("cached %s after writing 10: stale %v, want %v", step.cached, got, step.want)
+		}
+	}
+	w.record(key, "10")
+	if w.stale(key, "10") || w.stale(key, "9") {
+		t.Error("once the cache shows the write, the record is dropped")
+	}
+	w.record(key, "10")
+	w.forget(key)
+	if w.stale(key, "9") {
+		t.Error("forgotten")
+	}
+	w.record(key, "10")
+	w.record(key, "")
+	if w.stale(key, "9") {
+		t.Error("a failed write forgets")
 	}
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,7 +17,8 @@ import (
 
 // memberWatches keeps, per member cluster, informers on the objects fedmesh applied there (label
 // names.ManagedLabel=true), one per resource type, started the first time a Work of the cluster has that type and
-// stopped together when the cluster goes away or its client changes.
+// stopped together when the cluster goes away. When its client changes, every type watched is watched again through
+// the new one: the Work that noticed restarts its own type only, and the others' Works would hear no more.
 type memberWatches struct {
 	// onChange is called with every added, updated or deleted member object.
 	onChange func(cluster string, obj *unstructured.Unstructured)
@@ -30,18 +32,24 @@ type clusterWatch struct {
 	factory   dynamicinformer.DynamicSharedInformerFactory
 	stop      chan struct{}
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	// started is when each informer started, to tell one still listing from one that cannot list.
+	started map[schema.GroupVersionResource]time.Time
 }
 
-// informer returns the cluster's informer of gvr, starting it if needed, and whether it has synced.
-func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool, error) {
+// informer returns the cluster's informer of gvr, starting it if needed, and when it started.
+func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.clusters == nil {
 		m.clusters = map[string]*clusterWatch{}
 	}
 	cw := m.clusters[cluster]
+	var again []schema.GroupVersionResource
 	if cw != nil && cw.client != mc {
 		// New credentials or endpoint: the old informers talk to the cluster as it was.
+		for r := range cw.informers {
+			again = append(again, r)
+		}
 		m.stopLocked(cluster)
 		cw = nil
 	}
@@ -52,37 +60,53 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 				func(o *metav1.ListOptions) { o.LabelSelector = names.ManagedLabel + "=true" }),
 			stop:      make(chan struct{}),
 			informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+			started:   map[schema.GroupVersionResource]time.Time{},
 		}
 		m.clusters[cluster] = cw
+		// Their lists add every object again, which wakes each Work.
+		for _, r := range again {
+			if _, err := m.startLocked(cluster, cw, r); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
 	}
 	inf, ok := cw.informers[gvr]
 	if !ok {
-		inf = cw.factory.ForResource(gvr).Informer()
-		// Status is read from member objects, never who manages their fields: those are a large part of each
-		// object, copied on every read.
-		if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
-			return nil, false, err
+		var err error
+		if inf, err = m.startLocked(cluster, cw, gvr); err != nil {
+			return nil, time.Time{}, err
 		}
-		notify := func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
-				m.onChange(cluster, u)
-			}
-		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    notify,
-			UpdateFunc: func(_, obj any) { notify(obj) },
-			DeleteFunc: notify,
-		}); err != nil {
-			return nil, false, err
-		}
-		cw.informers[gvr] = inf
-		cw.factory.Start(cw.stop)
-		memberInformersStarted.WithLabelValues(cluster, gvr.Resource).Inc()
 	}
-	return inf, inf.HasSynced(), nil
+	return inf, cw.started[gvr], nil
+}
+
+func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	inf := cw.factory.ForResource(gvr).Informer()
+	// Status is read from member objects, never who manages their fields: those are a large part of each
+	// object, copied on every read.
+	if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+		return nil, err
+	}
+	notify := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
+			m.onChange(cluster, u)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
+	}); err != nil {
+		return nil, err
+	}
+	cw.informers[gvr] = inf
+	cw.started[gvr] = time.Now()
+	cw.factory.Start(cw.stop)
+	memberInformersStarted.WithLabelValues(cluster, gvr.Resource).Inc()
+	return inf, nil
 }
 
 // stop ends the cluster's informers.

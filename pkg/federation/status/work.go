@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,12 +57,16 @@ type WorkReconciler struct {
 	Interpreter interpreter.Interpreter
 	// SyncPoll is how soon a Work waiting for a new member informer to sync is looked at again; default 500ms.
 	SyncPoll time.Duration
+	// SyncGrace is how long a Work waits for a member informer to sync before its status is written without the
+	// objects of that informer (reported Unknown, with a condition naming their resources); default 5s.
+	SyncGrace time.Duration
 	// Coalesce is how long a member object's changes are gathered before its Work's status is written; 0 writes
 	// every change.
 	Coalesce time.Duration
 
 	watches *memberWatches
 	wakeups *wakeups
+	written written
 }
 
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
@@ -71,6 +77,9 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.SyncPoll == 0 {
 		r.SyncPoll = 500 * time.Millisecond
+	}
+	if r.SyncGrace == 0 {
+		r.SyncGrace = 5 * time.Second
 	}
 	r.watches = &memberWatches{onChange: r.memberChanged}
 	var err error
@@ -137,44 +146,60 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, &work); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Verdicts.Forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !work.DeletionTimestamp.IsZero() {
 		r.Verdicts.Forget(req.NamespacedName)
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var cluster clusterv1alpha1.Cluster
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: work.Spec.ClusterName}, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.write(ctx, &work, work.Status.ManifestStatuses)
+			return ctrl.Result{}, r.write(ctx, &work, work.Status.ManifestStatuses, nil)
 		}
 		return ctrl.Result{}, err
 	}
 	if !clusterReady(&cluster) {
 		// Its informers would only serve what they saw last; they start afresh, with a new list, once it is back.
 		r.watches.stop(cluster.Name)
-		return ctrl.Result{}, r.write(ctx, &work, staleStatuses(work.Status.ManifestStatuses))
+		return ctrl.Result{}, r.write(ctx, &work, staleStatuses(work.Status.ManifestStatuses), nil)
 	}
 	mc, err := r.Members.Client(ctx, cluster.Name)
 	if err != nil {
-		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses))
+		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses, unsyncedShown(&work)))
 	}
-	statuses, synced, err := r.observe(ctx, &work, mc)
+	obs, err := r.observe(ctx, &work, mc)
 	if err != nil {
-		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses))
+		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses, unsyncedShown(&work)))
 	}
-	if !synced {
-		return ctrl.Result{RequeueAfter: r.SyncPoll}, nil
+	if len(obs.unsynced) == 0 {
+		return ctrl.Result{}, r.write(ctx, &work, obs.statuses, nil)
 	}
-	return ctrl.Result{}, r.write(ctx, &work, statuses)
+	write, again := awaitSync(time.Since(obs.youngest), r.SyncGrace, r.SyncPoll)
+	if !write {
+		return ctrl.Result{RequeueAfter: again}, nil
+	}
+	log.FromContext(ctx).V(1).Info("member watches not synced", "resources", obs.unsynced)
+	return ctrl.Result{RequeueAfter: again}, r.write(ctx, &work, obs.statuses, notSynced(obs.unsynced))
+}
+
+// observation is what observe found of a Work's objects in its member.
+type observation struct {
+	statuses []workv1alpha1.ManifestStatus
+	// unsynced are the resources whose informers have not synced (their objects are reported Unknown), youngest
+	// when the last of those started.
+	unsynced []string
+	youngest time.Time
 }
 
 // observe reads each manifest's object from the member's informers. An object not (yet) in the member has no
-// entry. synced is false while an informer it needs is still listing.
-func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, mc *member.Client) ([]workv1alpha1.ManifestStatus, bool, error) {
-	var out []workv1alpha1.ManifestStatus
-	synced := true
+// entry; one whose informer is still listing (or cannot list) has health Unknown.
+func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, mc *member.Client) (observation, error) {
+	var obs observation
+	out := &obs.statuses
 	for i, m := range work.Spec.Workload.Manifests {
 		id, err := identify(i, m, mc, work.Namespace)
 		if err != nil {
@@ -182,12 +207,18 @@ func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, m
 			continue
 		}
 		gvr := schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}
-		inf, ok, err := r.watches.informer(work.Spec.ClusterName, mc, gvr)
+		inf, started, err := r.watches.informer(work.Spec.ClusterName, mc, gvr)
 		if err != nil {
-			return nil, false, err
+			return observation{}, err
 		}
-		if !ok {
-			synced = false
+		if !inf.HasSynced() {
+			*out = append(*out, workv1alpha1.ManifestStatus{Identifier: id, Health: workv1alpha1.ResourceUnknown})
+			if !slices.Contains(obs.unsynced, gvr.Resource) {
+				obs.unsynced = append(obs.unsynced, gvr.Resource)
+			}
+			if started.After(obs.youngest) {
+				obs.youngest = started
+			}
 			continue
 		}
 		key := id.Name
@@ -211,9 +242,9 @@ func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, m
 		if ms.Health, err = interpreter.Health(ctx, r.Interpreter, obj); err != nil {
 			log.FromContext(ctx).Error(err, "interpret health", "object", key)
 		}
-		out = append(out, ms)
+		*out = append(*out, ms)
 	}
-	return out, synced, nil
+	return obs, nil
 }
 
 // identify maps manifest ordinal to the resource it is in the member.
@@ -247,10 +278,10 @@ func identify(ordinal int, m workv1alpha1.Manifest, mc *member.Client, workNames
 	return id, nil
 }
 
-// write sets the Work's manifestStatuses and its Applied condition (the verdict of its last apply) when either
-// changed. The condition goes in every write, changed or not: a field this manager leaves out of an apply is
-// removed.
-func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus) error {
+// write sets the Work's manifestStatuses, its Applied condition (the verdict of its last apply) and unsynced (the
+// member watches that have not synced; nil when all have) when any changed. The conditions go in every write,
+// changed or not: a field this manager leaves out of an apply is removed.
+func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, unsynced *metav1.Condition) error {
 	status := workv1alpha1.WorkStatus{ManifestStatuses: statuses}
 	changed := !manifestStatusesEqual(work.Status.ManifestStatuses, statuses)
 	if c := r.Verdicts.Current(work, work.Status.Conditions); c != nil {
@@ -258,8 +289,33 @@ func (r *WorkReconciler) write(ctx context.Context, work *workv1alpha1.Work, sta
 		status.Conditions = []metav1.Condition{cond}
 		changed = changed || condChanged
 	}
-	if !changed {
+	if unsynced != nil {
+		cond, condChanged := applystatus.Condition(work.Status.Conditions, *unsynced)
+		status.Conditions = append(status.Conditions, cond)
+		changed = changed || condChanged
+	} else if meta.FindStatusCondition(work.Status.Conditions, conditionWatchesSynced) != nil {
+		changed = true
+	}
+	// A copy from before this stage's last write says nothing of what is written now.
+	if !changed && !r.written.stale(client.ObjectKeyFromObject(work), work.GetResourceVersion()) {
 		return nil
 	}
-	return applystatus.Apply(ctx, r.Client, work, names.StatusFieldManager, &status)
+	rv, err := applyStatus(ctx, r.Client, work, &status)
+	r.written.record(client.ObjectKeyFromObject(work), rv)
+	return err
+}
+
+// conditionWatchesSynced is the Work condition naming the member watches that have not synced, shown only while
+// some have not: their objects' status is unknown.
+const conditionWatchesSynced = "MemberWatchesSynced"
+
+// unsyncedShown is the condition w shows of its member watches, kept by a pass that could not look at them.
+func unsyncedShown(w *workv1alpha1.Work) *metav1.Condition {
+	return meta.FindStatusCondition(w.Status.Conditions, conditionWatchesSynced)
+}
+
+func notSynced(resources []string) *metav1.Condition {
+	slices.Sort(resources)
+	return &metav1.Condition{Type: conditionWatchesSynced, Status: metav1.ConditionFalse, Reason: "WatchNotSynced",
+		Message: "the member's watch of " + strings.Join(resources, ", ") + " has not synced (can they be listed?); their objects' status is unknown"}
 }
