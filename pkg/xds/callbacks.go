@@ -16,10 +16,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	ktypes "k8s.io/apimachinery/pkg/types"
 )
 
 // Authenticator decides whether the bearer token of a stream may speak as node (whose metadata ParseNode has already
-// checked). The manager's implementation is a TokenReview that also checks the token's pod is the node's pod.
+// checked). The manager's implementation is a TokenReview that also checks the token's pod is the node's pod, and
+// tells the pod's UID (SetPodUID) where the token names it.
 type Authenticator func(ctx context.Context, token string, node *core.Node) error
 
 // AckState is what one node has done with one resource.
@@ -35,6 +37,9 @@ type AckState struct {
 // NodeState is one node as the server sees it.
 type NodeState struct {
 	Metadata NodeMetadata
+	// PodUID is the UID of the pod its token is bound to, as the Authenticator told it (SetPodUID); "" if it did
+	// not. The record is keyed by NodeKey(Metadata.NodeID(), PodUID).
+	PodUID ktypes.UID
 	// Connected: the node has an open, authenticated stream.
 	Connected bool
 	// Since is when Connected last changed.
@@ -58,8 +63,8 @@ type Callbacks struct {
 
 	mu      sync.Mutex
 	streams map[int64]*streamState
-	nodes   map[string]*NodeState
-	conns   map[string]int // open authenticated streams per node ID
+	nodes   map[string]*NodeState // by NodeKey
+	conns   map[string]int        // open authenticated streams per NodeKey
 	changed chan struct{}
 }
 
@@ -71,6 +76,8 @@ type streamState struct {
 	node   *core.Node // authenticated node; nil before the first request
 	meta   NodeMetadata
 	nodeID string
+	uid    ktypes.UID                // the pod's, as the Authenticator told it; "" if it did not
+	key    string                    // NodeKey(nodeID, uid)
 	sent   map[string][]sentResponse // per type URL, oldest first
 }
 
@@ -94,7 +101,8 @@ func NewCallbacks(auth Authenticator) *Callbacks {
 	}
 }
 
-// Acks returns a copy of every node's state, keyed by node ID. Nodes stay after they disconnect (Connected false).
+// Acks returns a copy of every node's state, keyed by NodeKey: the node ID, and the pod's UID where the
+// Authenticator told it. Nodes stay after they disconnect (Connected false).
 func (c *Callbacks) Acks() map[string]NodeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,17 +125,18 @@ func (c *Callbacks) Changed() <-chan struct{} {
 	return c.changed
 }
 
-// Forget drops a node's record, for the manager to call when its pod is gone.
-func (c *Callbacks) Forget(nodeID string) {
+// Forget drops the record of a disconnected node (key as in Acks), for the manager to call when no handover needs
+// to wait for it any more.
+func (c *Callbacks) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.conns[nodeID] == 0 {
-		delete(c.nodes, nodeID)
+	if _, ok := c.nodes[key]; ok && c.conns[key] == 0 {
+		delete(c.nodes, key)
 		c.notifyLocked()
 	}
 }
 
-// Pending returns, sorted, the IDs of connected nodes subscribed to key that have not ACKed version: the proxies a
+// Pending returns, sorted, the keys (as in Acks) of connected nodes subscribed to key that have not ACKed version: the proxies a
 // handover still waits for. Whether a disconnected proxy still counts (its pod or lease is alive) is the caller's
 // call; a proxy that ACKed a later version is pending too, since versions are opaque here.
 func Pending(nodes map[string]NodeState, key ResourceKey, version string) []string {
@@ -175,16 +184,17 @@ func (c *Callbacks) OnStreamClosed(id int64, _ *core.Node) {
 	st := c.streams[id]
 	delete(c.streams, id)
 	if st != nil && st.node != nil {
-		c.disconnectLocked(st.nodeID)
-		c.Log.Info("xDS stream closed", "node", st.nodeID, "stream", id, "openStreams", c.conns[st.nodeID])
+		c.disconnectLocked(st.key)
+		c.Log.Info("xDS stream closed", "node", st.nodeID, "podUID", st.uid, "stream", id,
+			"openStreams", c.conns[st.key])
 	}
 }
 
-func (c *Callbacks) disconnectLocked(nodeID string) {
-	c.conns[nodeID]--
-	if c.conns[nodeID] <= 0 {
-		delete(c.conns, nodeID)
-		if n := c.nodes[nodeID]; n != nil {
+func (c *Callbacks) disconnectLocked(key string) {
+	c.conns[key]--
+	if c.conns[key] <= 0 {
+		delete(c.conns, key)
+		if n := c.nodes[key]; n != nil {
 			n.Connected, n.Since = false, time.Now()
 		}
 	}
@@ -215,7 +225,7 @@ func (c *Callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.nodes[st.nodeID]
+	n := c.nodes[st.key]
 	for _, name := range req.GetResourceNames() {
 		k := ResourceKey{req.GetTypeUrl(), name}
 		if _, ok := n.Resources[k]; !ok {
@@ -249,27 +259,29 @@ func (c *Callbacks) admit(st *streamState, node *core.Node) error {
 	if c.authenticate == nil {
 		return status.Error(codes.Unauthenticated, "xds: no authenticator configured")
 	}
-	if err := c.authenticate(st.ctx, st.token, node); err != nil {
+	var uid ktypes.UID
+	if err := c.authenticate(context.WithValue(st.ctx, podUIDSlot{}, &uid), st.token, node); err != nil {
 		return status.Errorf(codes.Unauthenticated, "xds: node %q: %v", node.GetId(), err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st.node != nil {
-		c.disconnectLocked(st.nodeID)
+		c.disconnectLocked(st.key)
 	}
-	st.node, st.meta, st.nodeID = node, meta, node.GetId()
-	n := c.nodes[st.nodeID]
+	st.node, st.meta, st.nodeID, st.uid, st.key = node, meta, node.GetId(), uid, NodeKey(node.GetId(), uid)
+	n := c.nodes[st.key]
 	if n == nil || n.Metadata != meta {
 		n = &NodeState{Resources: map[ResourceKey]AckState{}}
-		c.nodes[st.nodeID] = n
+		c.nodes[st.key] = n
 	}
 	if !n.Connected {
 		n.Since = time.Now()
 	}
-	n.Metadata, n.Connected = meta, true
-	c.conns[st.nodeID]++
+	n.Metadata, n.PodUID, n.Connected = meta, uid, true
+	c.conns[st.key]++
 	c.notifyLocked()
-	c.Log.Info("xDS stream admitted", "node", st.nodeID, "group", meta.ResourceName(), "openStreams", c.conns[st.nodeID])
+	c.Log.Info("xDS stream admitted", "node", st.nodeID, "podUID", uid, "group", meta.ResourceName(),
+		"openStreams", c.conns[st.key])
 	return nil
 }
 

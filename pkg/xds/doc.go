@@ -11,7 +11,8 @@
 // Server side (state, not transport, in go-control-plane's style): a Snapshotter holds one LinearCache per type URL
 // behind a MuxCache, and the manager only calls Set and Delete on it; Callbacks authenticate each stream (the
 // proxy's service-account token, checked by an Authenticator the manager supplies) and record per node the version
-// it ACKed or the NACK and its reason, which a handover waits on. RegisterADS wires both into go-control-plane's
+// it ACKed or the NACK and its reason, which a handover waits on. A node is its pod and, where the token names it
+// (SetPodUID), its pod's UID: two processes of one pod name acknowledge apart (NodeKey). RegisterADS wires both into go-control-plane's
 // server on a gRPC server. Client is the proxy's half: it dials, authenticates, subscribes, calls Apply for each
 // response, ACKs or NACKs, and reconnects with a bounded, jittered backoff.
 package xds

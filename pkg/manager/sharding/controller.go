@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -83,6 +84,16 @@ type Reconciler struct {
 	// cas are the CAs of the member Clusters' Secrets as last read, so that a Secret is read again only when it
 	// changed.
 	cas map[ktypes.NamespacedName]secretCA
+	// released are the proxies (by key in Acks) seen to acknowledge a version that left their shard no ranges, with
+	// nothing published to that shard since but more of the same: disconnected, such a proxy owns nothing, and a
+	// handover need not wait for it (see waitedFor). Lost at a restart, which only makes the manager wait longer.
+	released map[string]releasedProxy
+}
+
+// releasedProxy is the ShardingConfig and shard of a released proxy.
+type releasedProxy struct {
+	sc    ktypes.NamespacedName
+	shard shard.ShardID
 }
 
 // setWaiting records whether key waits for acknowledgements.
@@ -230,6 +241,7 @@ func (r *Reconciler) configsOfPod(ctx context.Context, obj client.Object) []reco
 type member struct {
 	pod   string
 	shard shard.ShardID
+	uid   ktypes.UID // the pod's: its proxy's record is keyed by it where the token names it (xds.NodeKey)
 }
 
 // shardPods are the live pods of the stable shards and of the canary.
@@ -238,7 +250,9 @@ type shardPods struct {
 }
 
 // canaryShardOf is the canary's shard ID: the one after the stable shards. Its pods are those of
-// spec.canary.selector, whatever their ordinal label says; their proxies serve shard spec.shards.
+// spec.canary.selector, whatever their ordinal label says; their proxies serve shard spec.shards. A pod of
+// spec.selector with ordinal spec.shards is not the canary's member, though its proxy, which takes its shard from
+// the label, reads the canary's document: see members.
 func canaryShardOf(sc *meshv1alpha1.ShardingConfig) shard.ShardID {
 	return shard.ShardID(sc.Spec.Shards)
 }
@@ -384,6 +398,11 @@ func handoverPhase(step shard.Assignment) string {
 // spec.canary.selector (not matching spec.selector), of the canary shard; and once spec.canary is gone, its pods
 // as long as they may still own something (formerCanaryMembers). pods leaves out the terminating ones: the rollout
 // measures and rolls the pods that stay.
+//
+// While spec.canary is set, a pod of spec.selector whose ordinal is spec.shards, the canary's shard, is no member:
+// it runs the stable version and would pass for the canary's (serving its shard, counted in its status). Its proxy
+// takes its shard from the label and so does read the canary's document: as a proxy the xDS server knows, it is
+// still waited for (pendingAcks, strays).
 func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published) ([]member, shardPods, error) {
 	var pods shardPods
 	sel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Selector)
@@ -403,7 +422,12 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		if err != nil || ordinal < 0 || podFinished(&p) {
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
+		if sc.Spec.Canary != nil && shard.ShardID(ordinal) == canaryShardOf(sc) {
+			log.FromContext(ctx).Info("a pod of spec.selector has the canary's shard as its ordinal: not counted as a member",
+				"pod", p.Name, "ordinal", ordinal)
+			continue
+		}
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
 		if ordinal < int(sc.Spec.Shards) && p.DeletionTimestamp == nil {
 			pods.stable = append(pods.stable, p)
 		}
@@ -427,7 +451,7 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		if podFinished(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc)})
+		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc), uid: p.UID})
 		if p.DeletionTimestamp == nil {
 			pods.canary = append(pods.canary, p)
 		}
@@ -469,7 +493,7 @@ func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.S
 			continue
 		}
 		ordinal, _ := strconv.Atoi(p.Labels[label]) // the requirement matched one of former
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal)})
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
 		found[p.Name] = true
 	}
 	for _, node := range r.Publisher.Acks() {
@@ -487,7 +511,7 @@ func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.S
 		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard)})
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard), uid: p.UID})
 		found[p.Name] = true
 	}
 	return out, nil
@@ -533,13 +557,22 @@ func version(sc *meshv1alpha1.ShardingConfig, pub Published) string {
 }
 
 // publish hands every shard's proxies its ownership document: the shards of the spec, those that still own
-// ranges, and those that still have pods (which learn they own nothing).
+// ranges, those that still have pods (which learn they own nothing), and those of the strays a handover waits for.
 func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member) error {
 	traffic, trafficVersion, err := r.traffic(ctx, sc)
 	if err != nil {
 		return err
 	}
-	for _, id := range shardsOf(sc, pub, members) {
+	ids := shardsOf(sc, pub, members)
+	serving, now := r.servingSince(), time.Now()
+	for _, s := range r.strays(sc, r.Publisher.Acks(), members) {
+		if r.waitedFor(s, serving, now) {
+			ids = append(ids, shard.ShardID(s.node.Metadata.Shard))
+		}
+	}
+	ids = sortedUnique(ids)
+	r.granting(sc, pub, ids)
+	for _, id := range ids {
 		own := ownership(sc, pub, id)
 		doc, err := json.Marshal(own)
 		if err != nil {
@@ -620,31 +653,144 @@ func (r *Reconciler) traffic(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 func (r *Reconciler) behind(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) bool {
 	acks := r.Publisher.Acks()
 	for _, m := range members {
-		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
-		if acks[sc.Namespace+"/"+m.pod].Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked != version(sc, pub) {
+		if _, node, _ := nodeOf(acks, sc.Namespace, m); ackedOf(sc, node, m.shard) != version(sc, pub) {
 			return true
 		}
 	}
 	return false
 }
 
-// pendingAcks lists the members' proxies that have not acknowledged pub by now and are not counted out.
+// nodeOf finds the record of m's proxy in acks, and its key: the one of m's pod UID, or, failing that, the one of its
+// pod name alone, from an Authenticator that did not tell the UID. A record of the same pod name and another UID is
+// another process (of a pod deleted with --force): not m's, but a stray.
+func nodeOf(acks map[string]xds.NodeState, namespace string, m member) (string, xds.NodeState, bool) {
+	id := namespace + "/" + m.pod
+	if m.uid != "" {
+		if node, ok := acks[xds.NodeKey(id, m.uid)]; ok {
+			return xds.NodeKey(id, m.uid), node, true
+		}
+	}
+	node, ok := acks[id]
+	return id, node, ok
+}
+
+// ackedOf is the version of shard id's ownership document that node acknowledged last.
+func ackedOf(sc *meshv1alpha1.ShardingConfig, node xds.NodeState, id shard.ShardID) string {
+	name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
+	return node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked
+}
+
+// stray is a proxy the xDS server knows to serve a shard of a ShardingConfig that no member accounts for.
+type stray struct {
+	key  string // in Acks
+	node xds.NodeState
+}
+
+// strays are the proxies of pods in sc's namespace whose metadata names sc and a shard but which are no member's
+// (nodeOf), in key order: the proxy of a pod deleted with --force (gone from the API, its containers maybe still
+// running), the previous process of a pod name now another pod's (another UID), the proxy of a pod relabeled out
+// of spec.selector or of its ordinal, of a stable pod with the canary's ordinal. Each serves what its last document
+// said until it acknowledges a later one or its lease runs out, whatever the API says of its pod.
+func (r *Reconciler) strays(sc *meshv1alpha1.ShardingConfig, acks map[string]xds.NodeState, members []member) []stray {
+	claimed := map[string]bool{}
+	for _, m := range members {
+		if key, _, ok := nodeOf(acks, sc.Namespace, m); ok {
+			claimed[key] = true
+		}
+	}
+	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	var out []stray
+	for _, key := range slices.Sorted(maps.Keys(acks)) {
+		if node := acks[key]; !claimed[key] && node.Metadata.ShardingConfig == self && node.Metadata.Pod.Namespace == sc.Namespace {
+			out = append(out, stray{key: key, node: node})
+		}
+	}
+	return out
+}
+
+// waitedFor reports whether a handover waits for a stray: while it is connected, and once it is not, until it is
+// counted out (countedOut), unless it was released (it acknowledged that its shard owns no ranges, and no ranges
+// were published to that shard since: the previous process of a pod replaced in the ordinary way). With no lease
+// (ProxyLease 0) a disconnected stray is not waited for: nothing bounds the wait, and its pod is no live member.
+func (r *Reconciler) waitedFor(s stray, serving, now time.Time) bool {
+	if s.node.Connected {
+		return true
+	}
+	r.mu.Lock()
+	_, released := r.released[s.key]
+	r.mu.Unlock()
+	return !released && r.ProxyLease > 0 && !r.countedOut(s.node, true, serving, now)
+}
+
+// release records the proxies of sc that acknowledged pub, in which their shard owns no ranges.
+func (r *Reconciler) release(sc *meshv1alpha1.ShardingConfig, pub Published, acks map[string]xds.NodeState) {
+	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	want := version(sc, pub)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, node := range acks {
+		id := shard.ShardID(node.Metadata.Shard)
+		if node.Metadata.ShardingConfig != self || !pub.Assignment[id].Empty() || ackedOf(sc, node, id) != want {
+			continue
+		}
+		if r.released == nil {
+			r.released = map[string]releasedProxy{}
+		}
+		r.released[key] = releasedProxy{sc: self, shard: id}
+	}
+}
+
+// granting forgets the releases of the proxies of the shards among ids to which pub gives ranges, before pub is
+// published to them.
+func (r *Reconciler) granting(sc *meshv1alpha1.ShardingConfig, pub Published, ids []shard.ShardID) {
+	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, rp := range r.released {
+		if rp.sc == self && slices.Contains(ids, rp.shard) && !pub.Assignment[rp.shard].Empty() {
+			delete(r.released, key)
+		}
+	}
+}
+
+// pendingAcks lists the proxies that have not acknowledged pub by now and are not counted out: the members' (by pod
+// name), and the strays' (by pod name and UID, xds.NodeKey), which serve a shard of sc though no member accounts
+// for them. It forgets the strays not waited for any more.
 func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member, now time.Time) []string {
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
 	serving := r.servingSince()
 	var pending []string
 	for _, m := range members {
-		node, known := acks[sc.Namespace+"/"+m.pod]
+		_, node, known := nodeOf(acks, sc.Namespace, m)
 		if r.countedOut(node, known, serving, now) {
 			continue
 		}
-		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
-		if node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked != want {
+		if ackedOf(sc, node, m.shard) != want {
 			pending = append(pending, m.pod)
 		}
 	}
+	r.release(sc, pub, acks)
+	for _, s := range r.strays(sc, acks, members) {
+		if !r.waitedFor(s, serving, now) {
+			if f, ok := r.Publisher.(forgetter); ok {
+				f.Forget(s.key)
+				r.mu.Lock()
+				delete(r.released, s.key)
+				r.mu.Unlock()
+			}
+			continue
+		}
+		if ackedOf(sc, s.node, shard.ShardID(s.node.Metadata.Shard)) != want {
+			pending = append(pending, xds.NodeKey(s.node.Metadata.Pod.Name, s.node.PodUID))
+		}
+	}
 	return pending
+}
+
+// forgetter is the part of the xDS server (xds.Callbacks.Forget) that drops the record of a disconnected proxy.
+type forgetter interface {
+	Forget(key string)
 }
 
 // countedOut reports whether a proxy has given up its ranges by itself, so that a handover need not wait for it:

@@ -109,7 +109,7 @@ func TestCountedOut(t *testing.T) {
 func TestUnknownProxyWaitedForSinceElection(t *testing.T) {
 	sc := testConfig(2)
 	pub := Initial([]string{"a", "b"}, ids(2))
-	members := []member{{"op-0", 0}, {"op-1", 1}}
+	members := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	r := &Reconciler{Publisher: &fakePublisher{acks: map[string]xds.NodeState{
 		"ops/op-0": acked(sc, 0, version(sc, pub)),
 	}}, ProxyLease: 30 * time.Second}
@@ -155,7 +155,7 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []member{{"op-0", 0}, {"op-1", 1}}; !slices.Equal(members, want) {
+	if want := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}; !slices.Equal(members, want) {
 		t.Fatalf("members = %v, want %v", members, want)
 	}
 	if len(pods.stable) != 1 || pods.stable[0].Name != "op-0" {
@@ -190,7 +190,7 @@ func TestShardsOfRemovedCanary(t *testing.T) {
 	if done || !next.Assignment[2].Empty() {
 		t.Fatalf("step = %v, done %v; want the revoke from shard 2", next.Assignment, done)
 	}
-	stableMembers := []member{{"op-0", 0}, {"op-1", 1}}
+	stableMembers := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	if got := shardsOf(sc, next, stableMembers); !slices.Contains(got, 2) {
 		t.Fatalf("shardsOf = %v: the canary shard is not told it loses its namespaces", got)
 	}
@@ -224,7 +224,7 @@ func TestRemovedCanaryPodsAreMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []member{{"op-0", 0}, {"op-1", 1}, {"op-canary", 2}, {"op-canary-b", 2}}
+	want := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}, {pod: "op-canary", shard: 2}, {pod: "op-canary-b", shard: 2}}
 	if !slices.Equal(members, want) {
 		t.Fatalf("members = %v, want %v", members, want)
 	}

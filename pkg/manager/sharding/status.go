@@ -66,7 +66,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	st.Proxies, st.ReadyProxies = nil, 0
 	for _, m := range members {
 		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
-		ack := acks[sc.Namespace+"/"+m.pod].Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}]
+		_, node, _ := nodeOf(acks, sc.Namespace, m)
+		ack := node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}]
 		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error}
 		if ack.Acked == want {
 			st.ReadyProxies++

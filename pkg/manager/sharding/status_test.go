@@ -16,10 +16,10 @@ func TestUnserved(t *testing.T) {
 		members []member
 		want    []shard.ShardID
 	}{
-		{"every shard has a pod", []member{{"p-0", 0}, {"p-1", 1}, {"p-2", 2}}, nil},
-		{"a shard without pods", []member{{"p-0", 0}, {"p-2", 2}}, []shard.ShardID{1}},
+		{"every shard has a pod", []member{{pod: "p-0", shard: 0}, {pod: "p-1", shard: 1}, {pod: "p-2", shard: 2}}, nil},
+		{"a shard without pods", []member{{pod: "p-0", shard: 0}, {pod: "p-2", shard: 2}}, []shard.ShardID{1}},
 		{"no pods at all", nil, []shard.ShardID{0, 1, 2}},
-		{"a pod of a shard owning nothing does not count", []member{{"p-0", 0}, {"p-1", 1}, {"p-9", 9}}, []shard.ShardID{2}},
+		{"a pod of a shard owning nothing does not count", []member{{pod: "p-0", shard: 0}, {pod: "p-1", shard: 1}, {pod: "p-9", shard: 9}}, []shard.ShardID{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := unserved(three, tc.members); !slices.Equal(got, tc.want) {
