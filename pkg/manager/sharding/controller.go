@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +31,6 @@ import (
 	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
-	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
@@ -237,13 +233,6 @@ func (r *Reconciler) configsOfPod(ctx context.Context, obj client.Object) []reco
 	return out
 }
 
-// member is a pod whose proxy serves a shard.
-type member struct {
-	pod   string
-	shard shard.ShardID
-	uid   ktypes.UID // the pod's: its proxy's record is keyed by it where the token names it (xds.NodeKey)
-}
-
 // shardPods are the live pods of the stable shards and of the canary.
 type shardPods struct {
 	stable, canary []corev1.Pod
@@ -389,155 +378,6 @@ func handoverPhase(step shard.Assignment) string {
 	return "Revoked"
 }
 
-// members are the pods whose proxies serve a shard of sc; pods are those that form the shards and the canary.
-//
-// A pod is a member until it is gone, terminating or not: its proxy is a native sidecar that outlives the
-// operator's containers during the grace period, and must acknowledge losing its ranges before anyone else gets
-// them (a proxy already gone is counted out after the lease, see countedOut). Only a finished pod is not. The
-// members are the pods of spec.selector with an ordinal, of a shard beyond spec.shards too; the pods of
-// spec.canary.selector (not matching spec.selector), of the canary shard; and once spec.canary is gone, its pods
-// as long as they may still own something (formerCanaryMembers). pods leaves out the terminating ones: the rollout
-// measures and rolls the pods that stay.
-//
-// While spec.canary is set, a pod of spec.selector whose ordinal is spec.shards, the canary's shard, is no member:
-// it runs the stable version and would pass for the canary's (serving its shard, counted in its status). Its proxy
-// takes its shard from the label and so does read the canary's document: as a proxy the xDS server knows, it is
-// still waited for (pendingAcks, strays).
-func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published) ([]member, shardPods, error) {
-	var pods shardPods
-	sel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Selector)
-	if err != nil {
-		return nil, pods, err
-	}
-	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, pods, err
-	}
-	label := ordinalLabel(sc)
-	var out []member
-	for _, p := range list.Items {
-		// A pod of a shard beyond spec.shards is still a member until it is gone: its proxy must acknowledge
-		// losing its ranges before anyone else gets them.
-		ordinal, err := strconv.Atoi(p.Labels[label])
-		if err != nil || ordinal < 0 || podFinished(&p) {
-			continue
-		}
-		if sc.Spec.Canary != nil && shard.ShardID(ordinal) == canaryShardOf(sc) {
-			log.FromContext(ctx).Info("a pod of spec.selector has the canary's shard as its ordinal: not counted as a member",
-				"pod", p.Name, "ordinal", ordinal)
-			continue
-		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
-		if ordinal < int(sc.Spec.Shards) && p.DeletionTimestamp == nil {
-			pods.stable = append(pods.stable, p)
-		}
-	}
-	if sc.Spec.Canary == nil {
-		former, err := r.formerCanaryMembers(ctx, sc, pub, sel)
-		if err != nil {
-			return nil, pods, err
-		}
-		return append(out, former...), pods, nil
-	}
-	csel, err := metav1.LabelSelectorAsSelector(&sc.Spec.Canary.Selector)
-	if err != nil {
-		return nil, pods, err
-	}
-	list = corev1.PodList{}
-	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: csel}); err != nil {
-		return nil, pods, err
-	}
-	for _, p := range list.Items {
-		if podFinished(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
-			continue
-		}
-		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc), uid: p.UID})
-		if p.DeletionTimestamp == nil {
-			pods.canary = append(pods.canary, p)
-		}
-	}
-	return out, pods, nil
-}
-
-// formerCanaryMembers are, once spec.canary is gone, the pods (outside spec.selector) of the shards of
-// formerCanaryShards: those of sc (their ShardingConfig annotation) labeled with such a shard, from which label an
-// injected proxy takes its shard, and those whose proxies announced one.
-func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published,
-	stable labels.Selector) ([]member, error) {
-	former := formerCanaryShards(sc, pub)
-	if len(former) == 0 {
-		return nil, nil
-	}
-	values := make([]string, len(former))
-	for i, id := range former {
-		values[i] = strconv.Itoa(int(id))
-	}
-	label := ordinalLabel(sc)
-	req, err := labels.NewRequirement(label, selection.In, values)
-	if err != nil {
-		return nil, err
-	}
-	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
-		return nil, err
-	}
-	var out []member
-	found := map[string]bool{}
-	key := client.ObjectKeyFromObject(sc)
-	for _, p := range list.Items {
-		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) { // a pod of spec.selector is a stable member
-			continue
-		}
-		// Any StatefulSet's pods carry the ordinal label: only a pod whose proxy serves sc is sc's member.
-		if of, err := inject.ShardingConfig(&p); err != nil || of != key {
-			continue
-		}
-		ordinal, _ := strconv.Atoi(p.Labels[label]) // the requirement matched one of former
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
-		found[p.Name] = true
-	}
-	for _, node := range r.Publisher.Acks() {
-		md := node.Metadata
-		if md.ShardingConfig != key || md.Pod.Namespace != sc.Namespace || found[md.Pod.Name] ||
-			!slices.Contains(former, shard.ShardID(md.Shard)) {
-			continue
-		}
-		var p corev1.Pod
-		if err := r.Client.Get(ctx, md.Pod, &p); apierrors.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard), uid: p.UID})
-		found[p.Name] = true
-	}
-	return out, nil
-}
-
-// podFinished reports whether all of p's containers, its proxy among them, have exited for good.
-func podFinished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// formerCanaryShards are, once spec.canary is gone, the shards whose canary pods may still own namespaces: the
-// canary shard while the status records a canary, and any shard beyond spec.shards that pub gives ranges to. Their
-// pods are found by their ordinal label, from which their proxies take the shard they serve.
-func formerCanaryShards(sc *meshv1alpha1.ShardingConfig, pub Published) []shard.ShardID {
-	var ids []shard.ShardID
-	if sc.Status.Canary != nil {
-		ids = append(ids, canaryShardOf(sc))
-	}
-	for _, id := range pub.Assignment.Shards() {
-		if id >= shard.ShardID(sc.Spec.Shards) {
-			ids = append(ids, id)
-		}
-	}
-	return sortedUnique(ids)
-}
-
 func (r *Reconciler) namespaces(ctx context.Context) ([]string, error) {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NamespaceList"})
@@ -649,163 +489,9 @@ func (r *Reconciler) traffic(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	return doc, fmt.Sprintf("%s.g%d", tp.UID, tp.Generation), err
 }
 
-// behind reports whether some member has not acknowledged pub, waited for or not.
-func (r *Reconciler) behind(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) bool {
-	acks := r.Publisher.Acks()
-	for _, m := range members {
-		if _, node, _ := nodeOf(acks, sc.Namespace, m); ackedOf(sc, node, m.shard) != version(sc, pub) {
-			return true
-		}
-	}
-	return false
-}
-
-// nodeOf finds the record of m's proxy in acks, and its key: the one of m's pod UID, or, failing that, the one of its
-// pod name alone, from an Authenticator that did not tell the UID. A record of the same pod name and another UID is
-// another process (of a pod deleted with --force): not m's, but a stray.
-func nodeOf(acks map[string]xds.NodeState, namespace string, m member) (string, xds.NodeState, bool) {
-	id := namespace + "/" + m.pod
-	if m.uid != "" {
-		if node, ok := acks[xds.NodeKey(id, m.uid)]; ok {
-			return xds.NodeKey(id, m.uid), node, true
-		}
-	}
-	node, ok := acks[id]
-	return id, node, ok
-}
-
-// ackedOf is the version of shard id's ownership document that node acknowledged last.
-func ackedOf(sc *meshv1alpha1.ShardingConfig, node xds.NodeState, id shard.ShardID) string {
-	name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
-	return node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked
-}
-
-// stray is a proxy the xDS server knows to serve a shard of a ShardingConfig that no member accounts for.
-type stray struct {
-	key  string // in Acks
-	node xds.NodeState
-}
-
-// strays are the proxies of pods in sc's namespace whose metadata names sc and a shard but which are no member's
-// (nodeOf), in key order: the proxy of a pod deleted with --force (gone from the API, its containers maybe still
-// running), the previous process of a pod name now another pod's (another UID), the proxy of a pod relabeled out
-// of spec.selector or of its ordinal, of a stable pod with the canary's ordinal. Each serves what its last document
-// said until it acknowledges a later one or its lease runs out, whatever the API says of its pod.
-func (r *Reconciler) strays(sc *meshv1alpha1.ShardingConfig, acks map[string]xds.NodeState, members []member) []stray {
-	claimed := map[string]bool{}
-	for _, m := range members {
-		if key, _, ok := nodeOf(acks, sc.Namespace, m); ok {
-			claimed[key] = true
-		}
-	}
-	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
-	var out []stray
-	for _, key := range slices.Sorted(maps.Keys(acks)) {
-		if node := acks[key]; !claimed[key] && node.Metadata.ShardingConfig == self && node.Metadata.Pod.Namespace == sc.Namespace {
-			out = append(out, stray{key: key, node: node})
-		}
-	}
-	return out
-}
-
-// waitedFor reports whether a handover waits for a stray: while it is connected, and once it is not, until it is
-// counted out (countedOut), unless it was released (it acknowledged that its shard owns no ranges, and no ranges
-// were published to that shard since: the previous process of a pod replaced in the ordinary way). With no lease
-// (ProxyLease 0) a disconnected stray is not waited for: nothing bounds the wait, and its pod is no live member.
-func (r *Reconciler) waitedFor(s stray, serving, now time.Time) bool {
-	if s.node.Connected {
-		return true
-	}
-	r.mu.Lock()
-	_, released := r.released[s.key]
-	r.mu.Unlock()
-	return !released && r.ProxyLease > 0 && !r.countedOut(s.node, true, serving, now)
-}
-
-// release records the proxies of sc that acknowledged pub, in which their shard owns no ranges.
-func (r *Reconciler) release(sc *meshv1alpha1.ShardingConfig, pub Published, acks map[string]xds.NodeState) {
-	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
-	want := version(sc, pub)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for key, node := range acks {
-		id := shard.ShardID(node.Metadata.Shard)
-		if node.Metadata.ShardingConfig != self || !pub.Assignment[id].Empty() || ackedOf(sc, node, id) != want {
-			continue
-		}
-		if r.released == nil {
-			r.released = map[string]releasedProxy{}
-		}
-		r.released[key] = releasedProxy{sc: self, shard: id}
-	}
-}
-
-// granting forgets the releases of the proxies of the shards among ids to which pub gives ranges, before pub is
-// published to them.
-func (r *Reconciler) granting(sc *meshv1alpha1.ShardingConfig, pub Published, ids []shard.ShardID) {
-	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for key, rp := range r.released {
-		if rp.sc == self && slices.Contains(ids, rp.shard) && !pub.Assignment[rp.shard].Empty() {
-			delete(r.released, key)
-		}
-	}
-}
-
-// pendingAcks lists the proxies that have not acknowledged pub by now and are not counted out: the members' (by pod
-// name), and the strays' (by pod name and UID, xds.NodeKey), which serve a shard of sc though no member accounts
-// for them. It forgets the strays not waited for any more.
-func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member, now time.Time) []string {
-	acks := r.Publisher.Acks()
-	want := version(sc, pub)
-	serving := r.servingSince()
-	var pending []string
-	for _, m := range members {
-		_, node, known := nodeOf(acks, sc.Namespace, m)
-		if r.countedOut(node, known, serving, now) {
-			continue
-		}
-		if ackedOf(sc, node, m.shard) != want {
-			pending = append(pending, m.pod)
-		}
-	}
-	r.release(sc, pub, acks)
-	for _, s := range r.strays(sc, acks, members) {
-		if !r.waitedFor(s, serving, now) {
-			if f, ok := r.Publisher.(forgetter); ok {
-				f.Forget(s.key)
-				r.mu.Lock()
-				delete(r.released, s.key)
-				r.mu.Unlock()
-			}
-			continue
-		}
-		if ackedOf(sc, s.node, shard.ShardID(s.node.Metadata.Shard)) != want {
-			pending = append(pending, xds.NodeKey(s.node.Metadata.Pod.Name, s.node.PodUID))
-		}
-	}
-	return pending
-}
-
 // forgetter is the part of the xDS server (xds.Callbacks.Forget) that drops the record of a disconnected proxy.
 type forgetter interface {
 	Forget(key string)
-}
-
-// countedOut reports whether a proxy has given up its ranges by itself, so that a handover need not wait for it:
-// it has been out of contact for longer than ProxyLease and a margin for clocks and keepalives, or this manager has
-// never heard from it and has served xDS (since serving) that long: were it alive, it would have connected. Before
-// this replica serves (serving is zero) no silence counts, and a standby refused every proxy, so its silence from
-// before its election says nothing.
-func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now time.Time) bool {
-	lapsed := func(since time.Time) bool {
-		return r.ProxyLease > 0 && now.Sub(since) > r.ProxyLease+r.LeaseMargin
-	}
-	if known {
-		return !node.Connected && lapsed(node.Since)
-	}
-	return !serving.IsZero() && lapsed(serving)
 }
 
 // ordinalLabel is the pod label that carries a pod's shard ordinal. The API defaults it; an object stored before
