@@ -529,3 +529,45 @@ func TestManagerOnlyTheLeaderServesXDS(t *testing.T) {
 		t.Errorf("after scaling to 1 shard, shard 0 owns %v", a[0])
 	}
 }
+
+// A ShardingConfig deleted and created again while its proxies still enforce the old one's ranges first takes
+// back what they hold (at an epoch after theirs, which they accept), then grants its own split: with every shard
+// writing throughout, no namespace is written by two shards at once.
+func TestManagerRecreatedShardingConfigRevokesFirst(t *testing.T) {
+	t.Parallel()
+	c := cluster.New(t, cluster.Options{})
+	ctx := context.Background()
+	namespaces := teamNamespaces(t, c.Clientset(), 30)
+	m := startMeshWith(t, c, nil, nil)
+	m.addShardPod(0)
+	m.addShardPod(1)
+	spec := meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}}
+	m.createShardingConfig(spec)
+	before := m.waitReady(2)
+	m.addShardPod(2)
+	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
+	for s := range 3 {
+		w.start(s)
+	}
+	time.Sleep(time.Second)
+
+	if err := m.client.Delete(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the ShardingConfig gone", func() (bool, error) {
+		err := m.client.Get(ctx, client.ObjectKeyFromObject(before), &meshv1alpha1.ShardingConfig{})
+		return apierrors.IsNotFound(err), nil
+	})
+	spec.Shards = 3 // another split of the namespaces
+	m.createShardingConfig(spec)
+	after := m.waitReady(3)
+	time.Sleep(time.Second)
+	for s := range 3 {
+		w.stop[s]()
+	}
+	if after.Status.Epoch < before.Status.Epoch+2 {
+		t.Errorf("recreated: epoch %d after proxies held %d; want a revoke of all, then the grant", after.Status.Epoch, before.Status.Epoch)
+	}
+	auditOwnership(t, w.writes, 1)
+	t.Logf("%d writes audited; epoch %d -> %d", len(w.writes), before.Status.Epoch, after.Status.Epoch)
+}

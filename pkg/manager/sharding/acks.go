@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -164,4 +165,27 @@ func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now tim
 		return !node.Connected && lapsed(node.Since)
 	}
 	return !serving.IsZero() && lapsed(serving)
+}
+
+// heldEpoch is the highest epoch of an ownership document of sc's name that a proxy known to the xDS server has
+// acknowledged: one of an earlier ShardingConfig of that name, when sc's status has none (see Initial).
+func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig) int64 {
+	key := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	var held int64
+	for _, node := range r.Publisher.Acks() {
+		if node.Metadata.ShardingConfig != key {
+			continue
+		}
+		for rk, ack := range node.Resources {
+			if rk.TypeURL != xds.OwnershipType {
+				continue
+			}
+			// Versions are "e<epoch>.g<generation>...", see version.
+			var epoch int64
+			if _, err := fmt.Sscanf(ack.Acked, "e%d.", &epoch); err == nil {
+				held = max(held, epoch)
+			}
+		}
+	}
+	return held
 }

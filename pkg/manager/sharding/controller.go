@@ -302,7 +302,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	if pub.Epoch == 0 {
-		pub = Initial(namespaces, shards)
+		pub = Initial(namespaces, shards, r.heldEpoch(&sc))
 		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}

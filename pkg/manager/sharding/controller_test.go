@@ -108,7 +108,7 @@ func TestCountedOut(t *testing.T) {
 // heard from has had only the lease since the election to connect, and is waited for until then.
 func TestUnknownProxyWaitedForSinceElection(t *testing.T) {
 	sc := testConfig(2)
-	pub := Initial([]string{"a", "b"}, ids(2))
+	pub := Initial([]string{"a", "b"}, ids(2), 0)
 	members := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	r := &Reconciler{Publisher: &fakePublisher{acks: map[string]xds.NodeState{
 		"ops/op-0": acked(sc, 0, version(sc, pub)),
@@ -151,7 +151,7 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	finished.Status.Phase = corev1.PodSucceeded
 	r := &Reconciler{Client: podClient(t, testPod("op-0", map[string]string{"app": "op", ordinal: "0"}), terminating, finished),
 		Publisher: &fakePublisher{}}
-	members, pods, err := r.members(context.Background(), sc, Initial([]string{"a"}, ids(2)))
+	members, pods, err := r.members(context.Background(), sc, Initial([]string{"a"}, ids(2), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	r.setDefaults()
 	r.ProxyLease = 30 * time.Second
 	r.serving = time.Now()
-	if got := r.pendingAcks(sc, Initial([]string{"a"}, ids(2)), members, time.Now()); !slices.Contains(got, "op-1") {
+	if got := r.pendingAcks(sc, Initial([]string{"a"}, ids(2), 0), members, time.Now()); !slices.Contains(got, "op-1") {
 		t.Fatalf("pending = %v: the terminating pod's proxy is not waited for", got)
 	}
 }
@@ -258,5 +258,24 @@ func TestHandoverPhase(t *testing.T) {
 	grant, _ := Step(revoke, shard.Carve(pub.Assignment, "c", 2))
 	if got := handoverPhase(grant.Assignment); got != "Granted" {
 		t.Fatalf("granting: phase %q, want Granted", got)
+	}
+}
+
+// heldEpoch reads the epochs of the documents of sc's name that proxies acknowledged, and of no other.
+func TestHeldEpoch(t *testing.T) {
+	sc := testConfig(2)
+	mine := acked(sc, 0, "e7.g3.cabc")
+	mine.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "op"}, Shard: 0}
+	older := acked(sc, 1, "e5.g2")
+	older.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "op"}, Shard: 1}
+	other := acked(testConfig(2), 0, "e40.g1")
+	other.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "db"}, Shard: 0}
+	r := &Reconciler{Publisher: &fakePublisher{acks: map[string]xds.NodeState{"ops/op-0": mine, "ops/op-1": older, "ops/db-0": other}}}
+	if got := r.heldEpoch(sc); got != 7 {
+		t.Errorf("heldEpoch = %d, want 7", got)
+	}
+	r.Publisher = &fakePublisher{}
+	if got := r.heldEpoch(sc); got != 0 {
+		t.Errorf("no proxies: heldEpoch = %d, want 0", got)
 	}
 }

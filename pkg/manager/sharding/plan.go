@@ -16,8 +16,16 @@ type Published struct {
 	Clusters []config.Cluster
 }
 
-// Initial is the first assignment of a ShardingConfig: the existing namespaces split evenly over the shards.
-func Initial(namespaces []string, shards []shard.ShardID) Published {
+// Initial is the first assignment of a ShardingConfig: the existing namespaces split evenly over the shards. held
+// is the highest epoch that proxies of a ShardingConfig of the same name are known to enforce (0: none), left by
+// one deleted and created again, or whose status was lost: granting the split at once would give namespaces to
+// one shard while another's proxies still enforce what they held. Then the first assignment owns nothing, at the
+// epoch after held (which those proxies take as newer); the usual handover grants the split once they have
+// acknowledged it.
+func Initial(namespaces []string, shards []shard.ShardID, held int64) Published {
+	if held > 0 {
+		return Published{Epoch: held + 1, Assignment: shard.Assignment{}}
+	}
 	return Published{Epoch: 1, Assignment: shard.SplitByNamespaces(namespaces, shards)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
@@ -74,7 +75,7 @@ func TestScaleChangesHandOverSafely(t *testing.T) {
 		{2, 3, 2}, {3, 2, 2}, {1, 4, 2}, {4, 1, 2}, {5, 5, 0}, {2, 8, 2},
 	} {
 		t.Run(fmt.Sprintf("%d-to-%d", tc.from, tc.to), func(t *testing.T) {
-			pub, _ := converge(t, Initial(namespaces, ids(tc.from)), tc.from, namespaces)
+			pub, _ := converge(t, Initial(namespaces, ids(tc.from), 0), tc.from, namespaces)
 			final, steps := converge(t, pub, tc.to, namespaces)
 			if steps > tc.maxSteps {
 				t.Errorf("%d steps, want at most %d (revoke, grant)", steps, tc.maxSteps)
@@ -97,7 +98,7 @@ func TestRandomScaleWalkStaysSafe(t *testing.T) {
 	for i := range 50 {
 		namespaces = append(namespaces, fmt.Sprintf("ns-%d", i))
 	}
-	pub := Initial(namespaces, ids(2))
+	pub := Initial(namespaces, ids(2), 0)
 	for range 300 {
 		n := 1 + r.IntN(7)
 		next, done := Step(pub, Target(pub, ids(n), namespaces[:r.IntN(len(namespaces))]))
@@ -113,9 +114,31 @@ func TestRandomScaleWalkStaysSafe(t *testing.T) {
 }
 
 func TestStepIsIdempotentAtTarget(t *testing.T) {
-	pub := Initial([]string{"a", "b", "c"}, ids(3))
+	pub := Initial([]string{"a", "b", "c"}, ids(3), 0)
 	next, done := Step(pub, Target(pub, ids(3), []string{"a", "b", "c", "d"}))
 	if !done || next.Epoch != pub.Epoch {
 		t.Fatalf("a published target stepped to epoch %d (done %v)", next.Epoch, done)
+	}
+}
+
+// A ShardingConfig whose proxies still enforce an earlier one of its name (deleted and created again) starts by
+// owning nothing, at an epoch after theirs, and is granted its split by the next step; without such proxies it
+// starts with its split at epoch 1.
+func TestInitialAfterAnEarlierIncarnation(t *testing.T) {
+	namespaces := []string{"a", "b", "c", "d"}
+	if pub := Initial(namespaces, ids(2), 0); pub.Epoch != 1 || !pub.Assignment.Owned().IsFull() {
+		t.Fatalf("fresh: %+v, want the split at epoch 1", pub)
+	}
+	pub := Initial(namespaces, ids(2), 7)
+	if pub.Epoch != 8 || !pub.Assignment.Owned().Empty() {
+		t.Fatalf("after proxies holding epoch 7: %+v, want nothing owned at epoch 8", pub)
+	}
+	st := meshv1alpha1.ShardingConfigStatus{Epoch: pub.Epoch, Assignment: shard.StatusAssignment(pub.Assignment)}
+	if back, err := published(&st); err != nil || back.Epoch != 8 || !back.Assignment.Owned().Empty() {
+		t.Fatalf("status round trip: %+v, %v", back, err)
+	}
+	final, steps := converge(t, pub, 2, namespaces)
+	if steps != 1 || !final.Assignment.Owned().IsFull() || final.Epoch != 9 {
+		t.Errorf("after %d steps: %+v, want the split granted in one step at epoch 9", steps, final)
 	}
 }
