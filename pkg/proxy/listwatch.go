@@ -25,7 +25,8 @@ import (
 const nothingSelector = "metadata.name=fedmesh/owns-nothing"
 
 // listWatch narrows a list or watch to what the shard owns. A watch is relayed until an ownership change shows
-// its resource differently (viewOf), then ended so that its client lists again.
+// its resource differently (viewOf), then ended so that its client lists again; a list answered after such a
+// change is refused for the same end (listedUnder).
 func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, namespaced bool) {
 	count := func(how string) {
 		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
