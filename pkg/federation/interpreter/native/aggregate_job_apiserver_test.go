@@ -40,7 +40,7 @@ func TestJobStatusesTheAPIServerTakes(t *testing.T) {
 			u := &unstructured.Unstructured{Object: m}
 			u.SetAPIVersion("batch/v1")
 			u.SetKind("Job")
-			out, err := New().AggregateStatus(ctx, u, jobItems(t, step.members))
+			out, err := New().AggregateStatus(ctx, u, statusItems(t, step.members))
 			if err != nil {
 				t.Fatal(err)
 			}

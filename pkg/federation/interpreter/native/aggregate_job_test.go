@@ -30,10 +30,14 @@ func cond(t batchv1.JobConditionType, m int) batchv1.JobCondition {
 }
 
 // member is a cluster's reflected Job status; a nil status is a cluster that stopped reporting (not Ready).
-type member struct {
+// memberStatus is what one member cluster reports of its copy; a nil status is a cluster that reports none (not
+// Ready, say).
+type memberStatus[S any] struct {
 	cluster string
-	status  *batchv1.JobStatus
+	status  *S
 }
+
+type member = memberStatus[batchv1.JobStatus]
 
 // jobWant is what a step's aggregated status must show; times are minutes, -1 for none.
 type jobWant struct {
@@ -113,7 +117,8 @@ var jobScenarios = []struct {
 	}},
 }
 
-func jobItems(t testing.TB, members []member) []workv1alpha1.AggregatedStatusItem {
+// statusItems are the aggregated status items of members.
+func statusItems[S any](t testing.TB, members []memberStatus[S]) []workv1alpha1.AggregatedStatusItem {
 	var items []workv1alpha1.AggregatedStatusItem
 	for _, m := range members {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: m.cluster}
@@ -145,7 +150,7 @@ func TestAggregateJobTransitions(t *testing.T) {
 			job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 				"metadata": map[string]any{"name": "batch", "namespace": "shop"}}}
 			for i, step := range sc.steps {
-				out, err := New().AggregateStatus(context.Background(), job, jobItems(t, step.members))
+				out, err := New().AggregateStatus(context.Background(), job, statusItems(t, step.members))
 				if err != nil {
 					t.Fatalf("step %d: %v", i, err)
 				}

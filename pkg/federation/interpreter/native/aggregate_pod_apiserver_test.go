@@ -45,7 +45,7 @@ func TestPodStatusesTheAPIServerTakes(t *testing.T) {
 			}
 		}
 		for i, step := range sc.steps {
-			items := podItems(t, step.members)
+			items := statusItems(t, step.members)
 			next := aggregatePodStep(t, pod, items)
 			pod, err = cs.CoreV1().Pods("shop").UpdateStatus(ctx, next, metav1.UpdateOptions{})
 			if err != nil {

@@ -2,7 +2,6 @@ package native
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 )
 
 // podMember is a cluster's reflected Pod status; a nil status is a cluster that stopped reporting (not Ready).
-type podMember struct {
-	cluster string
-	status  *corev1.PodStatus
-}
+type podMember = memberStatus[corev1.PodStatus]
 
 type podStep struct {
 	members []podMember
@@ -166,22 +162,6 @@ var podScenarios = []struct {
 		}},
 }
 
-func podItems(t testing.TB, members []podMember) []workv1alpha1.AggregatedStatusItem {
-	var items []workv1alpha1.AggregatedStatusItem
-	for _, m := range members {
-		item := workv1alpha1.AggregatedStatusItem{ClusterName: m.cluster}
-		if m.status != nil {
-			raw, err := json.Marshal(m.status)
-			if err != nil {
-				t.Fatal(err)
-			}
-			item.Status = &runtime.RawExtension{Raw: raw}
-		}
-		items = append(items, item)
-	}
-	return items
-}
-
 func podOf(t testing.TB, obj *unstructured.Unstructured) *corev1.Pod {
 	var p corev1.Pod
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &p); err != nil {
@@ -235,7 +215,7 @@ func TestAggregatePodTransitions(t *testing.T) {
 				pod.Status = s
 			}
 			for i, step := range sc.steps {
-				next := aggregatePodStep(t, pod, podItems(t, step.members))
+				next := aggregatePodStep(t, pod, statusItems(t, step.members))
 				if got := podSummary(next.Status); got != step.want {
 					t.Errorf("step %d: got %q, want %q", i, got, step.want)
 				}
