@@ -1,7 +1,6 @@
 package sharding
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -180,9 +179,7 @@ func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig) int64 {
 			if rk.TypeURL != xds.OwnershipType {
 				continue
 			}
-			// Versions are "e<epoch>.g<generation>...", see version.
-			var epoch int64
-			if _, err := fmt.Sscanf(ack.Acked, "e%d.", &epoch); err == nil {
+			if epoch, ok := epochOf(ack.Acked); ok {
 				held = max(held, epoch)
 			}
 		}

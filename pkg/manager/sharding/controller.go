@@ -396,6 +396,12 @@ func version(sc *meshv1alpha1.ShardingConfig, pub Published) string {
 	return fmt.Sprintf("e%d.g%d%s", pub.Epoch, sc.Generation, clustersVersion(pub.Clusters))
 }
 
+// epochOf is the epoch a version made by version names; ok is false for anything else.
+func epochOf(v string) (epoch int64, ok bool) {
+	_, err := fmt.Sscanf(v, "e%d.g", &epoch)
+	return epoch, err == nil
+}
+
 // publish hands every shard's proxies its ownership document: the shards of the spec, those that still own
 // ranges, those that still have pods (which learn they own nothing), and those of the strays a handover waits for.
 func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member) error {
