@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ type ownershipLease struct {
 
 	mu      sync.Mutex
 	expired bool
+	ends    time.Time // out of contact: when the lease runs out; zero in contact
 	timer   *time.Timer
 	// contacts counts the calls of Contact: a timer that fires as contact returns, before it could be stopped,
 	// finds a newer count and expires nothing.
@@ -44,12 +47,14 @@ func (p *Proxy) Contact(inContact bool) {
 	}
 	if !inContact {
 		contacts := l.contacts
+		l.ends = time.Now().Add(l.duration)
 		l.timer = time.AfterFunc(l.duration, func() { p.leaseExpired(contacts) })
 		l.mu.Unlock()
 		return
 	}
 	was := l.expired
 	l.expired = false
+	l.ends = time.Time{}
 	l.mu.Unlock()
 	if was {
 		p.log.Info("in contact with the manager again; ownership restored")
@@ -76,4 +81,42 @@ func (p *Proxy) ownership() *config.Ownership {
 		return nil
 	}
 	return p.store.Current().Ownership
+}
+
+// writeDeadline is the latest moment a write admitted at now may take effect, so that none lands after the lease
+// could have run out (the manager counts a silent proxy out only after the lease, plus a margin for noticing the
+// lost contact, and a write held up in a webhook or in API priority and fairness must not outlast that). In
+// contact, a lease's length from now: contact may be lost at once, and the lease then runs from there. Out of
+// contact, the lease's end. Zero without a lease: nothing to bound.
+func writeDeadline(duration time.Duration, ends, now time.Time) time.Time {
+	switch {
+	case duration == 0:
+		return time.Time{}
+	case ends.IsZero():
+		return now.Add(duration)
+	default:
+		return ends
+	}
+}
+
+// boundWrite gives a write its deadline (writeDeadline): the API server is asked to give up by then (its timeout
+// parameter, kept if the caller asked for less), and the proxy cancels the request then in any case.
+func (p *Proxy) boundWrite(r *http.Request) (*http.Request, context.CancelFunc) {
+	p.lease.mu.Lock()
+	deadline := writeDeadline(p.lease.duration, p.lease.ends, time.Now())
+	p.lease.mu.Unlock()
+	if deadline.IsZero() {
+		return r, func() {}
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	bounded := r.WithContext(ctx)
+	u := *r.URL
+	q := u.Query()
+	remaining := time.Until(deadline).Truncate(time.Millisecond)
+	if asked, err := time.ParseDuration(q.Get("timeout")); err != nil || asked <= 0 || asked > remaining {
+		q.Set("timeout", remaining.String())
+		u.RawQuery = q.Encode()
+	}
+	bounded.URL = &u
+	return bounded, cancel
 }

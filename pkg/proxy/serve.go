@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,9 +30,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write := isWrite(req.Verb)
-	if write {
+	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach and port-forward
+	// are fenced like writes but change no object, and their connections may stay open for hours: they neither
+	// hold up an ownership change nor get a deadline.
+	if write && !req.longRunning() {
 		p.writeGate.RLock()
 		defer p.writeGate.RUnlock()
+		var cancel context.CancelFunc
+		r, cancel = p.boundWrite(r)
+		defer cancel()
 	}
 	own := p.ownership() // read after taking the gate: a write never runs under revoked ranges
 	if own != nil {

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
@@ -88,6 +91,12 @@ func innermostTransport(rt http.RoundTripper) *http.Transport {
 
 // upstreamError answers a request the upstream could not take with a Status, as the API server would.
 func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		// Only a write's own deadline (boundWrite) ends a request so: the caller's leaving cancels it.
+		writeStatus(w, http.StatusGatewayTimeout, string(metav1.StatusReasonTimeout),
+			"the write did not finish within the proxy's ownership lease, so it was cancelled; try again")
+		return
+	}
 	if r.Context().Err() != nil {
 		return // the caller left
 	}
