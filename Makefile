@@ -40,7 +40,7 @@ verify: ## gofmt and go vet
 test: binaries verify ## everything: unit tests and e2e tests against real API servers
 	go test $(GO_TEST_FLAGS) ./...
 
-unit: ## the tests of pkg/ only, without test/ (some of them start API servers too)
+unit: binaries ## the tests of pkg/ only, without test/ (some of them start API servers too)
 	go test $(GO_TEST_FLAGS) ./pkg/...
 
 # SCENARIO=name[,name] runs some scenarios; SCALE=tiny|small|full sets object counts (full: the issue's 100k pods
