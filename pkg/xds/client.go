@@ -60,8 +60,9 @@ type ClientOptions struct {
 	// OnContact, if set, hears true when a stream first delivers a document of the first of TypeURLs that Apply
 	// accepts (the ownership: contact vouches for what the proxy owns, which a response of another type, one without
 	// the proxy's document, as a manager that has not published yet sends, or one the proxy refused and so does
-	// not enforce, does not tell) and false when that stream
-	// ends: whether the proxy is in contact with the manager, for its ownership lease. A new stream is sent the
+	// not enforce, does not tell) and false as soon as that stream ends, though Apply may still be busy with a
+	// response (the manager counts from then): whether the proxy is in contact with the manager, for its
+	// ownership lease. A new stream is sent the
 	// current documents at once (go-control-plane's caches resend everything to a stream that has been sent
 	// nothing), so contact returns with the first response.
 	OnContact func(inContact bool)
@@ -197,23 +198,18 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			return false, err
 		}
 	}
-	inContact := false
-	defer func() {
-		if inContact {
-			c.opts.OnContact(false)
-		}
-	}()
+	contact := &contact{on: c.opts.OnContact}
+	defer contact.lose()
+	responses := receive(stream, contact)
 	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			return got, err
+		r := responses.next()
+		if r.err != nil {
+			return got, r.err
 		}
-		reply := c.handle(resp)
+		reply := c.handle(r.resp)
 		got = true
-		if !inContact && c.opts.OnContact != nil && resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(resp.GetResources()) > 0 &&
-			reply.GetErrorDetail() == nil {
-			c.opts.OnContact(true)
-			inContact = true
+		if r.resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(r.resp.GetResources()) > 0 && reply.GetErrorDetail() == nil {
+			contact.gain()
 		}
 		if err := stream.Send(reply); err != nil {
 			return got, err

@@ -224,3 +224,39 @@ func TestContactAwaitsOwnership(t *testing.T) {
 		}
 	}
 }
+
+// Contact is lost when the stream ends, though the proxy is still applying what came before (waiting for its
+// writes to finish, say): the manager counts the proxy's lease from then, so the proxy's must not start later.
+func TestContactLostWhileApplying(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	contacts := make(chan bool, 10)
+	applying, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	runClient(t, m, node, "tok-a", func(o *ClientOptions) {
+		o.OnContact = func(in bool) { contacts <- in }
+		apply := o.Apply
+		o.Apply = func(typeURL string, docs map[string]Document) error {
+			if d, ok := docs[node.ResourceName()]; ok && d.Version == "e2" {
+				close(applying)
+				<-release
+			}
+			return apply(typeURL, docs)
+		}
+	})
+	if in := <-contacts; !in {
+		t.Fatal("no contact after the ownership arrived")
+	}
+	m.set(t, OwnershipType, 0, `{"ranges":["0-3"]}`, "e2")
+	<-applying
+	m.start(fakeAuth(tokens), "b") // the stream ends while e2 is being applied
+	select {
+	case in := <-contacts:
+		if in {
+			t.Fatal("contact true, want false")
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("contact not lost while the proxy was applying: its lease would start late")
+	}
+}
