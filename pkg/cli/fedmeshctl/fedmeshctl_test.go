@@ -82,6 +82,7 @@ func shardingConfig() *meshv1alpha1.ShardingConfig {
 			Proxies: []meshv1alpha1.ProxyStatus{
 				{Pod: "fedmesh-federator-1", Shard: 1, AckedVersion: "6", NackReason: "bad"},
 				{Pod: "fedmesh-federator-0", Shard: 0, AckedVersion: "7"},
+				{Pod: "fedmesh-federator-0", Shard: 0, AckedVersion: "6", Stray: true, PodUID: "uid-old"},
 			},
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}},
 		},
@@ -101,7 +102,7 @@ func TestShardsTable(t *testing.T) {
 	}
 	got := render(t, ShardsTable([]ShardingView{v, u}))
 	want := `SHARDINGCONFIG                     EPOCH   READY     SHARD        RANGES   SHARE   NAMESPACES   OBJECTS   PROXIES
-fedmesh-system/fedmesh-federator   7       False     0            1        50.0%   2            10        fedmesh-federator-0=7
+fedmesh-system/fedmesh-federator   7       False     0            1        50.0%   2            10        fedmesh-federator-0=7,fedmesh-federator-0 (stray)=6
 fedmesh-system/fedmesh-federator   7       False     1            1        50.0%   3            40        fedmesh-federator-1=NACK
 fedmesh-system/fedmesh-federator   7       False     2 (canary)   0        0.0%    0            0         <none>
 fedmesh-system/new                 0       Unknown   <none>       0        0.0%    0            0         <none>`

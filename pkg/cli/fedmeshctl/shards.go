@@ -40,6 +40,8 @@ type ProxyView struct {
 	Shard        int32  `json:"shard"`
 	AckedVersion string `json:"ackedVersion,omitempty"`
 	NackReason   string `json:"nackReason,omitempty"`
+	Stray        bool   `json:"stray,omitempty"`
+	PodUID       string `json:"podUID,omitempty"`
 }
 
 // NewShardingView summarizes sc's status, shards and proxies in ordinal order.
@@ -62,11 +64,18 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 	}
 	sort.Slice(v.Shards, func(i, j int) bool { return v.Shards[i].Shard < v.Shards[j].Shard })
 	for _, p := range sc.Status.Proxies {
-		v.Proxies = append(v.Proxies, ProxyView(p))
+		v.Proxies = append(v.Proxies, ProxyView{Pod: p.Pod, Shard: p.Shard, AckedVersion: p.AckedVersion, NackReason: p.NackReason,
+			Stray: p.Stray, PodUID: string(p.PodUID)})
 	}
 	sort.Slice(v.Proxies, func(i, j int) bool {
 		a, b := v.Proxies[i], v.Proxies[j]
-		return a.Shard < b.Shard || a.Shard == b.Shard && a.Pod < b.Pod
+		if a.Shard != b.Shard {
+			return a.Shard < b.Shard
+		}
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		return !a.Stray && b.Stray || a.Stray == b.Stray && a.PodUID < b.PodUID
 	})
 	return v, nil
 }
@@ -95,7 +104,11 @@ func ShardsTable(views []ShardingView) Table {
 				if p.NackReason != "" {
 					acked = "NACK"
 				}
-				proxies = append(proxies, p.Pod+"="+acked)
+				pod := p.Pod
+				if p.Stray {
+					pod += " (stray)"
+				}
+				proxies = append(proxies, pod+"="+acked)
 			}
 			t.Rows = append(t.Rows, []string{
 				v.Namespace + "/" + v.Name, strconv.FormatInt(v.Epoch, 10), v.Ready, shardName,

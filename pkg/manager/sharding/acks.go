@@ -39,8 +39,13 @@ func nodeOf(acks map[string]xds.NodeState, namespace string, m member) (string, 
 
 // ackedOf is the version of shard id's ownership document that node acknowledged last.
 func ackedOf(sc *meshv1alpha1.ShardingConfig, node xds.NodeState, id shard.ShardID) string {
+	return ackOf(sc, node, id).Acked
+}
+
+// ackOf is what node answered last to shard id's ownership document.
+func ackOf(sc *meshv1alpha1.ShardingConfig, node xds.NodeState, id shard.ShardID) xds.AckState {
 	name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
-	return node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked
+	return node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}]
 }
 
 // stray is a proxy the xDS server knows to serve a shard of a ShardingConfig that no member accounts for.

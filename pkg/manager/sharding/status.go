@@ -6,16 +6,15 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ktypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/shard"
-	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
 // published reads what the status says the proxies were told.
@@ -65,9 +64,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	want := version(sc, pub)
 	st.Proxies, st.ReadyProxies = nil, 0
 	for _, m := range members {
-		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(m.shard))
 		_, node, _ := nodeOf(acks, sc.Namespace, m)
-		ack := node.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}]
+		ack := ackOf(sc, node, m.shard)
 		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error}
 		if ack.Acked == want {
 			st.ReadyProxies++
@@ -78,7 +76,29 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		}
 		st.Proxies = append(st.Proxies, ps)
 	}
-	sort.Slice(st.Proxies, func(i, j int) bool { return st.Proxies[i].Pod < st.Proxies[j].Pod })
+	// The strays a handover waits for: otherwise a handover held up by one would name no proxy that holds it.
+	serving, now := r.servingSince(), time.Now()
+	strays := 0
+	for _, s := range r.strays(sc, acks, members) {
+		if !r.waitedFor(s, serving, now) {
+			continue
+		}
+		id := shard.ShardID(s.node.Metadata.Shard)
+		ack := ackOf(sc, s.node, id)
+		ps := meshv1alpha1.ProxyStatus{Pod: s.node.Metadata.Pod.Name, Shard: int32(id), Stray: true, PodUID: s.node.PodUID,
+			AckedVersion: ack.Acked, NackReason: ack.Error}
+		if ps.AckedVersion != want {
+			strays++
+		}
+		st.Proxies = append(st.Proxies, ps)
+	}
+	sort.Slice(st.Proxies, func(i, j int) bool {
+		a, b := st.Proxies[i], st.Proxies[j]
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		return !a.Stray && b.Stray || a.Stray == b.Stray && a.PodUID < b.PodUID
+	})
 
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Assigned", ObservedGeneration: sc.Generation,
 		Message: fmt.Sprintf("epoch %d acknowledged by all %d proxies", pub.Epoch, len(members))}
@@ -90,6 +110,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	if !ready {
 		cond.Status, cond.Reason = metav1.ConditionFalse, "HandingOver"
 		cond.Message = fmt.Sprintf("epoch %d: %d of %d proxies acknowledged", pub.Epoch, st.ReadyProxies, len(members))
+		if strays > 0 {
+			cond.Message += fmt.Sprintf("; waiting too for %d stray proxies (status.proxies)", strays)
+		}
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "HandingOver", cond.Message
 	}
 	// A shard owning ranges with no pod serves nobody: the most urgent thing to tell, since only the user can fix it.

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // +kubebuilder:object:root=true
@@ -248,6 +249,17 @@ type ProxyStatus struct {
 	// NackReason is why the proxy refused the latest version, if it did.
 	// +optional
 	NackReason string `json:"nackReason,omitempty"`
+
+	// Stray marks a proxy that serves a shard of this ShardingConfig for no member pod: the proxy of a pod deleted
+	// with --force (its containers may still run), of a pod relabeled out of spec.selector or of its ordinal, or
+	// the previous process of a pod name. A handover waits for it while it is connected and for the proxy lease
+	// after.
+	// +optional
+	Stray bool `json:"stray,omitempty"`
+
+	// PodUID is the UID of a stray's pod, which may share its name with a member.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
 }
 
 // +kubebuilder:object:root=true
