@@ -94,6 +94,38 @@ spec:
 		}
 	})
 
+	t.Run("sharding-shards-fixed-during-canary", func(t *testing.T) {
+		got := a.createWithStatus(ctx, t, parseObject(t, `
+apiVersion: mesh.fedmesh.io/v1alpha1
+kind: ShardingConfig
+metadata: {name: canary-shards, namespace: fedmesh-system}
+spec:
+  selector: {matchLabels: {app: orders-operator}}
+  shards: 2
+  canary:
+    selector: {matchLabels: {track: canary}}
+    namespaces: [shop]
+`))
+		if err := unstructured.SetNestedField(got.Object, int64(3), "spec", "shards"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "shards cannot change while a canary is set") {
+			t.Fatalf("resharding during a canary: want 422 naming the canary, got %v", err)
+		}
+		// Without the canary, resharding is fine.
+		unstructured.RemoveNestedField(got.Object, "spec", "canary")
+		unstructured.SetNestedField(got.Object, int64(2), "spec", "shards")
+		got, err = a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unstructured.SetNestedField(got.Object, int64(3), "spec", "shards")
+		if _, err := a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("resharding without a canary: %v", err)
+		}
+	})
+
 	t.Run("invalid", func(t *testing.T) {
 		for _, file := range exampleFiles(t, filepath.Join(testdata, "invalid")) {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {

@@ -34,13 +34,15 @@ type ShardingConfig struct {
 
 // ShardingConfigSpec is the desired sharding of one operator.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterScopedShard) || self.clusterScopedShard < self.shards",message="clusterScopedShard must be less than shards"
+// +kubebuilder:validation:XValidation:rule="self.shards == oldSelf.shards || (!has(self.canary) && !has(oldSelf.canary))",message="shards cannot change while a canary is set (its pods carry the ordinal spec.shards, which would make them a stable shard): promote or remove the canary first"
 type ShardingConfigSpec struct {
 	// Selector selects the operator's pods, in this object's namespace, that form the shards. Canary pods are
 	// selected by canary.selector and must not match this selector.
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
-	// Shards is the number of shards. Adding a shard moves about 1/shards of the namespaces.
+	// Shards is the number of shards. Adding a shard moves about 1/shards of the namespaces. It cannot change
+	// while a canary is set.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	// +required
