@@ -99,7 +99,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return o.webhooks.setup(mgr)
+	return o.webhooks.setup(mgr, o.proxyLease)
 }
 
 // publisher is the xDS server as the controller sees it: documents in, acknowledgements out.

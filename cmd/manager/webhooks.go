@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -153,7 +154,7 @@ func (o *webhookOptions) clientConfig(path string) (admissionregistrationv1.Webh
 
 // setup registers the webhooks, the label-mode controller, and the injection registration with the controller that
 // replaces pods admitted before it.
-func (o *webhookOptions) setup(mgr ctrl.Manager) error {
+func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error {
 	if !o.enabled() {
 		ctrl.Log.Info("admission webhooks off (no --webhook-cert-dir): label mode relies on the proxies' own stamping, no sidecar injection")
 		return nil
@@ -189,8 +190,9 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	server.Register(inject.Path, &admission.Webhook{Handler: &currentCAInjection{ca: xdsCA, handler: inject.Handler{
-		Reader:  mgr.GetClient(),
-		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources},
+		Reader: mgr.GetClient(),
+		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
+			OwnershipLease: proxyLease},
 	}}})
 	injectConfig, err := o.clientConfig(inject.Path)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -43,7 +44,8 @@ func TestManagerWebhooks(t *testing.T) {
 		"--health-probe-bind-address", probes, "--metrics-bind-address", "0", "--xds-insecure", "--xds-bind-address", "127.0.0.1:0",
 		"--webhook-cert-dir", certDir, "--webhook-bind-host", "127.0.0.1", "--webhook-port", port,
 		"--webhook-url", "https://127.0.0.1:"+port, "--webhook-ca-file", certFile,
-		"--proxy-image", "fedmesh/proxy:e2e", "--proxy-xds-address", "fedmesh-manager.fedmesh-system.svc:18000", "--proxy-xds-ca-file", certFile)
+		"--proxy-image", "fedmesh/proxy:e2e", "--proxy-xds-address", "fedmesh-manager.fedmesh-system.svc:18000", "--proxy-xds-ca-file", certFile,
+		"--proxy-lease", "45s")
 	waitHTTP(t, "http://"+probes+"/readyz", out)
 
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: meshNamespace}}, metav1.CreateOptions{}); err != nil {
@@ -117,6 +119,11 @@ func TestManagerWebhooks(t *testing.T) {
 		if hasKubeconfig != (ctr.Name == "manager") {
 			t.Errorf("container %s: KUBECONFIG set = %v; only the chosen container may go through the proxy", ctr.Name, hasKubeconfig)
 		}
+	}
+	// The proxy keeps its ranges out of contact exactly as long as the manager waits for it.
+	if i := slices.IndexFunc(with.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == inject.ProxyContainerName }); i < 0 ||
+		!slices.Contains(with.Spec.InitContainers[i].Args, "--ownership-lease=45s") {
+		t.Errorf("the injected proxy does not get the manager's --proxy-lease 45s: %+v", with.Spec.InitContainers)
 	}
 	without, err := cs.CoreV1().Pods(meshNamespace).Create(ctx, pod("without-proxy", false), metav1.CreateOptions{})
 	if err != nil {

@@ -162,6 +162,7 @@ func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
 			"--shard=$(" + shardEnv + ")",
 			"--pod-name=$(POD_NAME)",
 			"--pod-namespace=$(POD_NAMESPACE)",
+			"--ownership-lease=" + opts.OwnershipLease.String(),
 		},
 		Env: []corev1.EnvVar{
 			fieldEnv("POD_NAME", "metadata.name"),

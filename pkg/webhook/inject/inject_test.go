@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-var testOptions = Options{Image: "fedmesh/proxy:test", XDSAddress: "manager.fedmesh:18000", XDSCA: []byte("-----CA-----")}
+var testOptions = Options{Image: "fedmesh/proxy:test", XDSAddress: "manager.fedmesh:18000", XDSCA: []byte("-----CA-----"),
+	OwnershipLease: 30 * time.Second}
 
 func testPod(annotations map[string]string, containers ...string) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "op-0", Namespace: "ops",
@@ -98,7 +100,7 @@ func checkProxy(t *testing.T, pod *corev1.Pod) {
 	args := strings.Join(p.Args, " ")
 	for _, want := range []string{"--xds-address=manager.fedmesh:18000", "--xds-ca-file=/var/run/fedmesh/xds-ca.crt",
 		"--sharding-config=ops/op", "--shard=$(FEDMESH_SHARD)", "--pod-name=$(POD_NAME)",
-		"--pod-namespace=$(POD_NAMESPACE)", "--listen-address=127.0.0.1:5443", "--probe-address=:5444"} {
+		"--pod-namespace=$(POD_NAMESPACE)", "--listen-address=127.0.0.1:5443", "--probe-address=:5444", "--ownership-lease=30s"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("proxy args %q lack %q", args, want)
 		}

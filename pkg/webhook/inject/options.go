@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,6 +63,10 @@ type Options struct {
 	Resources corev1.ResourceRequirements
 	// TokenExpirationSeconds of the proxy's projected tokens; defaults to 3600.
 	TokenExpirationSeconds int64
+	// OwnershipLease is the proxy's --ownership-lease, which must be the manager's --proxy-lease: the manager
+	// counts a silent proxy out after its lease, so a proxy keeping its ranges longer could overlap the next
+	// owner. 0 is no lease (the proxy keeps its ranges without contact; the manager waits for every live pod).
+	OwnershipLease time.Duration
 }
 
 func (o *Options) setDefaults() {
