@@ -105,24 +105,38 @@ spec:
   canary:
     selector: {matchLabels: {track: canary}}
     namespaces: [shop]
+status:
+  canary: {ranges: [{start: "0x0000000000000000", end: "0x0000000000000010"}]}
 `))
-		if err := unstructured.SetNestedField(got.Object, int64(3), "spec", "shards"); err != nil {
-			t.Fatal(err)
+		res := a.resource(ctx, t, got)
+		reshard := func(obj *unstructured.Unstructured, shards int64) (*unstructured.Unstructured, error) {
+			obj = obj.DeepCopy()
+			if err := unstructured.SetNestedField(obj.Object, shards, "spec", "shards"); err != nil {
+				t.Fatal(err)
+			}
+			return res.Update(ctx, obj, metav1.UpdateOptions{})
 		}
-		_, err := a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{})
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "shards cannot change while a canary is set") {
-			t.Fatalf("resharding during a canary: want 422 naming the canary, got %v", err)
+		refused := func(what string, err error) {
+			t.Helper()
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.shards cannot change while a canary") {
+				t.Errorf("resharding %s: want 422 naming the canary, got %v", what, err)
+			}
 		}
-		// Without the canary, resharding is fine.
+		_, err := reshard(got, 3)
+		refused("while spec.canary is set", err)
+		// The canary removed from the spec still owns namespaces until the manager has moved them back.
 		unstructured.RemoveNestedField(got.Object, "spec", "canary")
-		unstructured.SetNestedField(got.Object, int64(2), "spec", "shards")
-		got, err = a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{})
-		if err != nil {
+		if got, err = res.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		unstructured.SetNestedField(got.Object, int64(3), "spec", "shards")
-		if _, err := a.resource(ctx, t, got).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("resharding without a canary: %v", err)
+		_, err = reshard(got, 3)
+		refused("while status.canary is left", err)
+		unstructured.RemoveNestedField(got.Object, "status", "canary")
+		if got, err = res.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reshard(got, 3); err != nil {
+			t.Errorf("resharding once the canary is gone: %v", err)
 		}
 	})
 

@@ -8,6 +8,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=shc,categories=fedmesh
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="self.spec.shards == oldSelf.spec.shards || (!has(self.spec.canary) && !has(oldSelf.spec.canary) && (!has(oldSelf.status) || !has(oldSelf.status.canary)))",message="spec.shards cannot change while a canary is set or still owns namespaces (status.canary): its pods carry the ordinal spec.shards and would become a stable shard; remove spec.canary, wait until status.canary is gone, then reshard"
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
 // +kubebuilder:printcolumn:name="Filter",type=string,JSONPath=`.spec.filterMode`
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`
@@ -34,7 +35,6 @@ type ShardingConfig struct {
 
 // ShardingConfigSpec is the desired sharding of one operator.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterScopedShard) || self.clusterScopedShard < self.shards",message="clusterScopedShard must be less than shards"
-// +kubebuilder:validation:XValidation:rule="self.shards == oldSelf.shards || (!has(self.canary) && !has(oldSelf.canary))",message="shards cannot change while a canary is set (its pods carry the ordinal spec.shards, which would make them a stable shard): promote or remove the canary first"
 type ShardingConfigSpec struct {
 	// Selector selects the operator's pods, in this object's namespace, that form the shards. Canary pods are
 	// selected by canary.selector and must not match this selector.
@@ -42,7 +42,7 @@ type ShardingConfigSpec struct {
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// Shards is the number of shards. Adding a shard moves about 1/shards of the namespaces. It cannot change
-	// while a canary is set.
+	// while a canary is set or still owns namespaces.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	// +required
