@@ -2,12 +2,14 @@ package breaker
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,11 +44,12 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 
 		start := engine.opts.Clock.Now()
 		rw := &outcomeWriter{ResponseWriter: w}
+		excused := new(atomic.Bool)
 		var once sync.Once
 		report := func(o Outcome) {
 			once.Do(func() {
 				o.Latency = engine.opts.Clock.Now().Sub(start)
-				if o.Err == nil && req.Context().Err() != nil {
+				if o.Err == nil && req.Context().Err() != nil || excused.Load() {
 					o.Canceled = true
 				}
 				engine.Done(r, d, o)
@@ -67,8 +70,19 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 			}
 			report(Outcome{Code: code})
 		}()
-		next.ServeHTTP(rw, req)
+		next.ServeHTTP(rw, req.WithContext(context.WithValue(req.Context(), excuseKey{}, excused)))
 	})
+}
+
+type excuseKey struct{}
+
+// Excuse tells the Middleware that the response to the request of ctx, whatever its code, is no outcome of the
+// upstream's: the handler gave up on the request itself (the proxy's own deadline on a write, say). Like a caller
+// that left, it counts neither as a success nor as a failure.
+func Excuse(ctx context.Context) {
+	if excused, ok := ctx.Value(excuseKey{}).(*atomic.Bool); ok {
+		excused.Store(true)
+	}
 }
 
 // WriteStatus answers a Reject decision with a metav1.Status body and, when set, a Retry-After header.

@@ -181,3 +181,31 @@ func TestMiddlewareWatchProbe(t *testing.T) {
 		t.Errorf("transitions %q, want the breaker closed", got)
 	}
 }
+
+// A response the handler excuses (it gave up on the request itself) is no failure of the upstream.
+func TestMiddlewareExcusedResponseIsNoFailure(t *testing.T) {
+	e, err := New(Policy{Breakers: []BreakerRule{{Name: "upstream", ConsecutiveFailures: 1, OpenTimeout: time.Hour}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	srv := httptest.NewServer(Middleware(e, classifyTestPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.URL.Query().Get("excuse") == "1" {
+			Excuse(r.Context())
+		}
+		w.WriteHeader(http.StatusGatewayTimeout)
+	})))
+	t.Cleanup(srv.Close)
+	for range 3 {
+		if resp, _ := get(t, srv.URL+"/clusters/member1/pods?excuse=1"); resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("excused: %d, want the handler's 504", resp.StatusCode)
+		}
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("after excused 504s: %d, want the handler's 504: the breaker must still be closed", resp.StatusCode)
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("after a 504 not excused: %d, want 503 from the open breaker", resp.StatusCode)
+	}
+}

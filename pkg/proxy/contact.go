@@ -100,23 +100,28 @@ func writeDeadline(duration time.Duration, ends, now time.Time) time.Time {
 }
 
 // boundWrite gives a write its deadline (writeDeadline): the API server is asked to give up by then (its timeout
-// parameter, kept if the caller asked for less), and the proxy cancels the request then in any case.
-func (p *Proxy) boundWrite(r *http.Request) (*http.Request, context.CancelFunc) {
+// parameter, kept if the caller asked for less or for something the API server will refuse itself), and the proxy
+// cancels the request then in any case. ok is false when less than a millisecond is left, the API server's
+// smallest timeout (it reads 0 as none).
+func (p *Proxy) boundWrite(r *http.Request) (bounded *http.Request, cancel context.CancelFunc, ok bool) {
 	p.lease.mu.Lock()
 	deadline := writeDeadline(p.lease.duration, p.lease.ends, time.Now())
 	p.lease.mu.Unlock()
 	if deadline.IsZero() {
-		return r, func() {}
+		return r, func() {}, true
+	}
+	remaining := time.Until(deadline).Truncate(time.Millisecond)
+	if remaining <= 0 {
+		return nil, nil, false
 	}
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	bounded := r.WithContext(ctx)
+	bounded = r.WithContext(ctx)
 	u := *r.URL
 	q := u.Query()
-	remaining := time.Until(deadline).Truncate(time.Millisecond)
-	if asked, err := time.ParseDuration(q.Get("timeout")); err != nil || asked <= 0 || asked > remaining {
+	if asked, err := time.ParseDuration(q.Get("timeout")); !q.Has("timeout") || err == nil && (asked <= 0 || asked > remaining) {
 		q.Set("timeout", remaining.String())
 		u.RawQuery = q.Encode()
 	}
 	bounded.URL = &u
-	return bounded, cancel
+	return bounded, cancel, true
 }

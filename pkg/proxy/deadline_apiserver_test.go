@@ -109,8 +109,8 @@ func TestWriteHeldPastTheLeaseNeverLands(t *testing.T) {
 
 	_, err = kubernetes.NewForConfigOrDie(viaProxy).CoreV1().ConfigMaps("slow").Create(ctx,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow-write"}}, metav1.CreateOptions{})
-	if !apierrors.IsTimeout(err) {
-		t.Errorf("a write held past the lease: %v, want a timeout", err)
+	if err == nil {
+		t.Error("a write held past the lease succeeded, want it given up (504 from the proxy, or the API server's own timeout)")
 	}
 	time.Sleep(7 * time.Second) // the webhook has answered by now
 	if _, err := cs.CoreV1().ConfigMaps("slow").Get(ctx, "slow-write", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

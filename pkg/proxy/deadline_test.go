@@ -45,6 +45,10 @@ func TestWriteOutOfContactEndsWithTheLease(t *testing.T) {
 	}))
 	t.Cleanup(upstream.Close)
 	p := newOwningProxy(t, upstream)
+	// A breaker that opens at the first failure: the proxy's own giving up must not be one.
+	if err := p.store.Apply(config.KindTraffic, "t1", []byte("circuitBreakers: [{name: all, consecutiveFailures: 1, openTimeout: 1h}]\n")); err != nil {
+		t.Fatal(err)
+	}
 	p.lease.duration = 500 * time.Millisecond
 	p.Contact(true)
 	p.Contact(false)
@@ -52,7 +56,8 @@ func TestWriteOutOfContactEndsWithTheLease(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	start := time.Now()
-	resp, err := http.Post(srv.URL+"/api/v1/namespaces/a/configmaps", "application/json", strings.NewReader(`{}`))
+	client := &http.Client{Timeout: 10 * time.Second} // the old code held the write forever
+	resp, err := client.Post(srv.URL+"/api/v1/namespaces/a/configmaps", "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +76,14 @@ func TestWriteOutOfContactEndsWithTheLease(t *testing.T) {
 
 	// A caller's own shorter timeout is kept (in contact again: the lease has run out meanwhile).
 	p.Contact(true)
-	resp, err = http.Post(srv.URL+"/api/v1/namespaces/a/configmaps?timeout=100ms", "application/json", strings.NewReader(`{}`))
+	resp, err = client.Post(srv.URL+"/api/v1/namespaces/a/configmaps?timeout=100ms", "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		t.Fatal("the breaker opened: the proxy's own deadline counted as the upstream's failure")
+	}
 	if got := <-timeouts; got != "100ms" {
 		t.Errorf("the caller's timeout=100ms became %q", got)
 	}

@@ -55,8 +55,9 @@ type Proxy struct {
 	mu      sync.Mutex
 	members map[string]*upstream // by cluster name, rebuilt when the ownership's clusters change
 	lease   ownershipLease
-	// writeGate is held shared by each write from its ownership check until its response, and exclusively by an
-	// ownership change: so a revocation is acknowledged only after the writes begun under it are done.
+	// writeGate is held shared by each write (but connection upgrades and pod proxy requests, which change no
+	// object) from its ownership check until its response, and exclusively by an ownership change: so a
+	// revocation is acknowledged only after the writes begun under it are done.
 	writeGate sync.RWMutex
 }
 

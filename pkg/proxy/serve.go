@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,15 +29,20 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write := isWrite(req.Verb)
-	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach and port-forward
-	// are fenced like writes but change no object, and their connections may stay open for hours: they neither
-	// hold up an ownership change nor get a deadline.
+	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
+	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
+	// pod proxy requests are fenced like writes but change no object, and their connections may stay open for
+	// hours: they neither hold up an ownership change nor get a deadline.
 	if write && !req.longRunning() {
 		p.writeGate.RLock()
 		defer p.writeGate.RUnlock()
-		var cancel context.CancelFunc
-		r, cancel = p.boundWrite(r)
+		bounded, cancel, ok := p.boundWrite(r)
+		if !ok {
+			refuse(w, http.StatusGatewayTimeout, string(metav1.StatusReasonTimeout), "the proxy's ownership lease is running out: no time left for a write")
+			return
+		}
 		defer cancel()
+		r = bounded
 	}
 	own := p.ownership() // read after taking the gate: a write never runs under revoked ranges
 	if own != nil {
@@ -55,7 +59,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			// A create of another Lease in that namespace: a write like any other.
 		}
 	}
-	namespaced, err := p.isNamespaced(r, u, req)
+	namespaced, err := p.isNamespaced(asked, u, req)
 	if err != nil {
 		code, reason := http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable
 		if de := (*discoveryError)(nil); errors.As(err, &de) {

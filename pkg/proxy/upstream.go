@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+
+	"github.com/fedmesh/fedmesh/pkg/breaker"
 )
 
 // upstreamStreamWindow is how much of one response HTTP/2 buffers in the proxy before the caller has read it. x/net's
@@ -92,9 +94,11 @@ func innermostTransport(rt http.RoundTripper) *http.Transport {
 // upstreamError answers a request the upstream could not take with a Status, as the API server would.
 func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
-		// Only a write's own deadline (boundWrite) ends a request so: the caller's leaving cancels it.
+		// Only a write's own deadline (boundWrite) ends a request so: the caller's leaving cancels it. The proxy
+		// gave up, not the upstream: no failure for a breaker to count.
+		breaker.Excuse(r.Context())
 		writeStatus(w, http.StatusGatewayTimeout, string(metav1.StatusReasonTimeout),
-			"the write did not finish within the proxy's ownership lease, so it was cancelled; try again")
+			"the write did not finish within the proxy's ownership lease and was cancelled (it may still have taken effect if the API server was storing it); read the object before retrying")
 		return
 	}
 	if r.Context().Err() != nil {
