@@ -8,7 +8,7 @@ LDFLAGS := -X github.com/fedmesh/fedmesh/pkg/version.gitVersion=$(VERSION) \
            -X github.com/fedmesh/fedmesh/pkg/version.gitCommit=$(COMMIT) \
            -X github.com/fedmesh/fedmesh/pkg/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
-# Real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and controller-gen, built from the Go
+# Real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm and controller-gen, built from the Go
 # module proxy into a cache outside the repo (see hack/build-binaries.sh).
 FEDMESH_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fedmesh
 export FEDMESH_CACHE
