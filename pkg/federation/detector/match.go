@@ -6,12 +6,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/selector"
 )
 
 // Policy is a PropagationPolicy or a ClusterPropagationPolicy as the matcher sees it.
@@ -73,57 +73,23 @@ func (p Policy) priority() int32 {
 	return *p.Spec.Priority
 }
 
-// Precision is how closely a resource selector names a template; a more precise match wins a tie in priority.
-type Precision int
-
-// The precisions, least precise first.
-const (
-	NoMatch Precision = iota
-	KindMatch
-	LabelMatch
-	NameMatch
-)
-
-// Match is the precision of p's best selector for obj; NoMatch when none selects it. A PropagationPolicy only
-// selects templates of its own namespace, and no policy selects fedmesh's own kinds or system namespaces.
-func (p Policy) Match(obj *unstructured.Unstructured) Precision {
+// Match is the precision of p's best selector for obj; NoMatch when none selects it (a selector that does not
+// parse selects nothing). A PropagationPolicy only selects templates of its own namespace, and no policy selects
+// fedmesh's own kinds or system namespaces.
+func (p Policy) Match(obj *unstructured.Unstructured) selector.Precision {
 	if Ignored(obj.GroupVersionKind(), obj.GetNamespace()) {
-		return NoMatch
+		return selector.NoMatch
 	}
 	if !p.IsCluster() && obj.GetNamespace() != p.Namespace {
-		return NoMatch
+		return selector.NoMatch
 	}
-	best := NoMatch
+	best := selector.NoMatch
 	for i := range p.Spec.ResourceSelectors {
-		best = max(best, selectorMatch(&p.Spec.ResourceSelectors[i], obj))
+		if prec, err := selector.Of(&p.Spec.ResourceSelectors[i], p.Namespace, obj); err == nil {
+			best = max(best, prec)
+		}
 	}
 	return best
-}
-
-func selectorMatch(sel *policyv1alpha1.ResourceSelector, obj *unstructured.Unstructured) Precision {
-	if sel.APIVersion != obj.GetAPIVersion() || sel.Kind != obj.GetKind() {
-		return NoMatch
-	}
-	// For a PropagationPolicy the caller has already required the policy's namespace; a selector naming another
-	// one then fails here too.
-	if sel.Namespace != "" && sel.Namespace != obj.GetNamespace() {
-		return NoMatch
-	}
-	switch {
-	case sel.Name != "":
-		if sel.Name == obj.GetName() {
-			return NameMatch
-		}
-		return NoMatch
-	case sel.LabelSelector != nil:
-		s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
-		if err != nil || !s.Matches(labels.Set(obj.GetLabels())) {
-			return NoMatch
-		}
-		return LabelMatch
-	default:
-		return KindMatch
-	}
 }
 
 // ignoredNamespaces hold the cluster's and fedmesh's own machinery; nothing in them is ever propagated.
@@ -167,11 +133,11 @@ func ClaimedBy(obj *unstructured.Unstructured) (types.NamespacedName, bool) {
 func Choose(obj *unstructured.Unstructured, candidates []Policy) (Policy, bool) {
 	type match struct {
 		policy    Policy
-		precision Precision
+		precision selector.Precision
 	}
 	var matches []match
 	for _, p := range candidates {
-		if prec := p.Match(obj); prec != NoMatch {
+		if prec := p.Match(obj); prec != selector.NoMatch {
 			matches = append(matches, match{p, prec})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/selector"
 )
 
 func template(apiVersion, kind, namespace, name string, labels map[string]string) *unstructured.Unstructured {
@@ -64,38 +65,38 @@ func TestMatch(t *testing.T) {
 		name   string
 		policy Policy
 		obj    *unstructured.Unstructured
-		want   Precision
+		want   selector.Precision
 	}{
-		{"name", pp("a", "p", byName("web")), web, NameMatch},
-		{"other name", pp("a", "p", byName("db")), web, NoMatch},
+		{"name", pp("a", "p", byName("web")), web, selector.NameMatch},
+		{"other name", pp("a", "p", byName("db")), web, selector.NoMatch},
 		{"name wins over a non-matching label selector", pp("a", "p", []policyv1alpha1.ResourceSelector{{
 			APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}), web, NameMatch},
-		{"label", pp("a", "p", byLabel("app", "web")), web, LabelMatch},
-		{"other label", pp("a", "p", byLabel("app", "db")), web, NoMatch},
-		{"kind", pp("a", "p", byKind()), web, KindMatch},
-		{"best of several selectors", pp("a", "p", append(byKind(), byName("web")...)), web, NameMatch},
-		{"other version", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta1", Kind: "Deployment"}}), web, NoMatch},
-		{"other kind", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "StatefulSet"}}), web, NoMatch},
-		{"propagation policy of another namespace", pp("b", "p", byKind()), web, NoMatch},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}), web, selector.NameMatch},
+		{"label", pp("a", "p", byLabel("app", "web")), web, selector.LabelMatch},
+		{"other label", pp("a", "p", byLabel("app", "db")), web, selector.NoMatch},
+		{"kind", pp("a", "p", byKind()), web, selector.KindMatch},
+		{"best of several selectors", pp("a", "p", append(byKind(), byName("web")...)), web, selector.NameMatch},
+		{"other version", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta1", Kind: "Deployment"}}), web, selector.NoMatch},
+		{"other kind", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "StatefulSet"}}), web, selector.NoMatch},
+		{"propagation policy of another namespace", pp("b", "p", byKind()), web, selector.NoMatch},
 		{"propagation policy naming another namespace", pp("a", "p", []policyv1alpha1.ResourceSelector{{
-			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, NoMatch},
-		{"cluster policy, any namespace", cpp("c", byKind()), web, KindMatch},
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, selector.NoMatch},
+		{"cluster policy, any namespace", cpp("c", byKind()), web, selector.KindMatch},
 		{"cluster policy, its namespace", cpp("c", []policyv1alpha1.ResourceSelector{{
-			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a"}}), web, KindMatch},
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a"}}), web, selector.KindMatch},
 		{"cluster policy, another namespace", cpp("c", []policyv1alpha1.ResourceSelector{{
-			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, NoMatch},
+			APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b"}}), web, selector.NoMatch},
 		{"propagation policy, cluster-scoped template", pp("a", "p", []policyv1alpha1.ResourceSelector{{
 			APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}}),
-			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), NoMatch},
+			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), selector.NoMatch},
 		{"cluster policy, cluster-scoped template", cpp("c", []policyv1alpha1.ResourceSelector{{
 			APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}}),
-			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), KindMatch},
-		{"system namespace", cpp("c", byKind()), deployment("kube-system", "dns", nil), NoMatch},
-		{"fedmesh system namespace", cpp("c", byKind()), deployment(names.SystemNamespace, "x", nil), NoMatch},
+			template("rbac.authorization.k8s.io/v1", "ClusterRole", "", "view", nil), selector.KindMatch},
+		{"system namespace", cpp("c", byKind()), deployment("kube-system", "dns", nil), selector.NoMatch},
+		{"fedmesh system namespace", cpp("c", byKind()), deployment(names.SystemNamespace, "x", nil), selector.NoMatch},
 		{"fedmesh kind", cpp("c", []policyv1alpha1.ResourceSelector{{
 			APIVersion: "policy.fedmesh.io/v1alpha1", Kind: "PropagationPolicy"}}),
-			template("policy.fedmesh.io/v1alpha1", "PropagationPolicy", "a", "p", nil), NoMatch},
+			template("policy.fedmesh.io/v1alpha1", "PropagationPolicy", "a", "p", nil), selector.NoMatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.policy.Match(tc.obj); got != tc.want {

@@ -16,6 +16,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/selector"
 )
 
 // reconcilePolicy handles a change of the policy req names (a ClusterPropagationPolicy when the namespace is
@@ -35,7 +36,7 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	wanted := map[schema.GroupVersionKind]*meta.RESTMapping{}
-	var unknown, ignored []string
+	var unknown, ignored, clusterScoped []string
 	for _, p := range all {
 		mine := p.Key() == req.NamespacedName
 		for _, sel := range p.Spec.ResourceSelectors {
@@ -59,6 +60,9 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 			if err != nil {
 				return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
 			}
+			if mine && m.Scope.Name() == meta.RESTScopeNameRoot {
+				clusterScoped = append(clusterScoped, sel.APIVersion+" "+sel.Kind)
+			}
 			wanted[gvk] = m
 		}
 	}
@@ -69,6 +73,12 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 	if len(ignored) > 0 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonIgnoredKind, ReasonIgnoredKind,
 			"fedmesh's own kinds are never propagated: %s", strings.Join(ignored, ", "))
+	}
+	if len(clusterScoped) > 0 {
+		// Claimed and scheduled (ClusterResourceBindings), but the binding stage makes Works of ResourceBindings
+		// only: say so rather than show a placement that never reaches a member.
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonClusterScopedKind, ReasonClusterScopedKind,
+			"cluster-scoped kinds are scheduled but not applied to member clusters yet: %s; create them in each member", strings.Join(clusterScoped, ", "))
 	}
 	if len(unknown) > 0 {
 		logf.FromContext(ctx).Info("policy selects kinds the API server does not serve", "kinds", unknown)
@@ -121,7 +131,7 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 		if c, ok := ClaimedBy(u); ok && c == (types.NamespacedName{Namespace: key.Namespace, Name: names.LabelValue(key.Name)}) {
 			return true
 		}
-		return p.Match(u) != NoMatch
+		return p.Match(u) != selector.NoMatch
 	}
 	for _, k := range r.Templates.Keys(concerned) {
 		r.queue.add(k)

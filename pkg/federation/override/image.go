@@ -2,6 +2,7 @@ package override
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -12,6 +13,9 @@ import (
 type imageRef struct {
 	registry, repository, ref string
 }
+
+// digest is an image digest as a tag value gives it: algorithm, colon, hex.
+var digest = regexp.MustCompile(`^[a-z0-9]+([+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}$`)
 
 // parseImage splits an image reference. The first path segment is a registry only when it looks like a host (it
 // has a dot or a port, or is localhost), as container runtimes decide: "nginx" and "library/nginx" have none.
@@ -40,9 +44,10 @@ func (img imageRef) String() string {
 	return s
 }
 
-// overrideImage changes one component of image. add sets the component only where the image has none (so images
-// that name a registry keep it), replace sets it in any case, remove drops it. A tag value starting with "@" is a
-// digest. The repository cannot be removed: an image without one is no image.
+// overrideImage changes one component of image, as Karmada does: add appends the value to the registry or the
+// repository ("mirror.example" + ".cn"), and sets a tag only where the image has neither tag nor digest; replace
+// sets the component, remove drops it. A tag value that is a digest ("sha256:<hex>", or "@sha256:<hex>") makes
+// the reference a digest. The repository cannot be removed: an image without one is no image.
 func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error) {
 	img := parseImage(image)
 	var field *string
@@ -57,7 +62,11 @@ func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error
 		}
 	case policyv1alpha1.Tag:
 		field = &img.ref
-		if value != "" && !strings.HasPrefix(value, "@") {
+		switch {
+		case value == "" || strings.HasPrefix(value, "@"):
+		case digest.MatchString(value):
+			value = "@" + value
+		default:
 			value = ":" + value
 		}
 	default:
@@ -65,8 +74,8 @@ func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error
 	}
 	switch o.Operator {
 	case policyv1alpha1.OverriderOpAdd:
-		if *field == "" {
-			*field = value
+		if o.Component != policyv1alpha1.Tag || *field == "" {
+			*field += value
 		}
 	case policyv1alpha1.OverriderOpReplace:
 		*field = value

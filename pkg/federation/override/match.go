@@ -6,51 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
-
-// selectsResource reports whether selectors pick obj. Empty selectors pick everything; a selector's empty namespace
-// means defaultNamespace, or any namespace when that is empty too (a ClusterOverridePolicy).
-func selectsResource(selectors []policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (bool, error) {
-	if len(selectors) == 0 {
-		return true, nil
-	}
-	for _, s := range selectors {
-		ok, err := selectorMatches(s, defaultNamespace, obj)
-		if err != nil || ok {
-			return ok, err
-		}
-	}
-	return false, nil
-}
-
-func selectorMatches(s policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (bool, error) {
-	if s.APIVersion != obj.GetAPIVersion() || s.Kind != obj.GetKind() {
-		return false, nil
-	}
-	ns := s.Namespace
-	if ns == "" {
-		ns = defaultNamespace
-	}
-	if ns != "" && ns != obj.GetNamespace() {
-		return false, nil
-	}
-	if s.Name != "" {
-		return s.Name == obj.GetName(), nil
-	}
-	if s.LabelSelector == nil {
-		return true, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector)
-	if err != nil {
-		return false, fmt.Errorf("resource selector: %w", err)
-	}
-	return sel.Matches(labels.Set(obj.GetLabels())), nil
-}
 
 // selectsCluster reports whether affinity picks c: nil picks every cluster; otherwise c must be picked by every
 // part that is set and not be excluded.

@@ -13,12 +13,10 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
-// marking is a rule that records its policy: "first" keeps the first writer (add sets absent keys only), "last"
-// the last one (plaintext add overwrites).
+// marking is a rule that records its policy in the label "last": the last policy applied has the last word.
 func marking(name string) policyv1alpha1.RuleWithCluster {
 	return rule(policyv1alpha1.Overriders{
-		LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"first": name}}},
-		Plaintext:       []policyv1alpha1.PlaintextOverrider{{Path: "/metadata/labels/last", Operator: "add", Value: js(`"` + name + `"`)}},
+		Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/metadata/labels/last", Operator: "add", Value: js(`"` + name + `"`)}},
 	})
 }
 
@@ -35,8 +33,37 @@ func TestPolicyOrder(t *testing.T) {
 	if diff := cmp.Diff(want, applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if l := got.GetLabels(); l["first"] != "cop-a" || l["last"] != "op-z" {
-		t.Errorf("first %q, last %q; want cop-a first and op-z last", l["first"], l["last"])
+	if l := got.GetLabels(); l["last"] != "op-z" {
+		t.Errorf("last %q, want op-z", l["last"])
+	}
+}
+
+// Within each kind, the least precise selection applies first and the most precise last, then by name: a policy
+// naming the Deployment beats one for every Deployment, whatever their names.
+func TestPolicyOrderByPrecision(t *testing.T) {
+	selecting := func(p policyv1alpha1.OverridePolicy, sel policyv1alpha1.ResourceSelector) policyv1alpha1.OverridePolicy {
+		sel.APIVersion, sel.Kind = "apps/v1", "Deployment"
+		p.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{sel}
+		return p
+	}
+	ps := Policies{Namespaced: []policyv1alpha1.OverridePolicy{
+		selecting(namespaced("a-by-name", marking("a-by-name")), policyv1alpha1.ResourceSelector{Name: "web"}),
+		selecting(namespaced("b-by-labels", marking("b-by-labels")), policyv1alpha1.ResourceSelector{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}),
+		namespaced("z-every-kind", marking("z-every-kind")),
+		selecting(namespaced("y-by-kind", marking("y-by-kind")), policyv1alpha1.ResourceSelector{}),
+		selecting(namespaced("c-other", marking("c-other")), policyv1alpha1.ResourceSelector{Name: "db"}),
+	}}
+	got, applied, err := Apply(object(t, deployment), member1, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"OverridePolicy/y-by-kind", "OverridePolicy/z-every-kind", "OverridePolicy/b-by-labels", "OverridePolicy/a-by-name"}
+	if diff := cmp.Diff(want, applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	if l := got.GetLabels(); l["last"] != "a-by-name" {
+		t.Errorf("last %q, want a-by-name, the most precise", l["last"])
 	}
 }
 
@@ -49,7 +76,7 @@ func TestOverriderOrderWithinRule(t *testing.T) {
 			{Path: "/metadata/labels/added", Operator: "remove"},
 		},
 		LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"added": "x"}}},
-		ImageOverrider:  []policyv1alpha1.ImageOverrider{img("Registry", "add", "mirror.example")},
+		ImageOverrider:  []policyv1alpha1.ImageOverrider{img("Registry", "add", ".mirror")},
 	}
 	got, _, err := Apply(object(t, deployment), member1, Policies{Namespaced: []policyv1alpha1.OverridePolicy{namespaced("p", rule(o))}})
 	if err != nil {
@@ -59,8 +86,8 @@ func TestOverriderOrderWithinRule(t *testing.T) {
 	if img := containers[0].(map[string]any)["image"]; img != "pinned/nginx:1.0" {
 		t.Errorf("image %v: plaintext did not run after the image overrider", img)
 	}
-	if img := containers[1].(map[string]any)["image"]; img != "reg.example/team/proxy:v1" {
-		t.Errorf("sidecar image %v changed", img)
+	if img := containers[1].(map[string]any)["image"]; img != "reg.example.mirror/team/proxy:v1" {
+		t.Errorf("sidecar image %v, want its registry appended to", img)
 	}
 	if _, ok := got.GetLabels()["added"]; ok {
 		t.Errorf("label added survives: plaintext did not run after the labels overrider")

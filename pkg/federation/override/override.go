@@ -9,6 +9,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/selector"
 )
 
 // Policies are the override policies that may apply to a template: the ClusterOverridePolicies, and the
@@ -25,23 +26,54 @@ type policy struct {
 	// namespace is the OverridePolicy's namespace; empty for a ClusterOverridePolicy.
 	namespace string
 	spec      *policyv1alpha1.OverrideSpec
+	// precision is how precisely the policy selects the object (selector.Best; no selectors select by kind).
+	precision selector.Precision
 }
 
-// ordered returns the policies in the order they are applied: cluster-wide by name, then namespaced by name.
-func (ps Policies) ordered() []policy {
+// selecting returns the policies that select obj in the order they are applied, as Karmada applies them:
+// cluster-wide ones, then namespaced ones; within each, the least precise selection first (by kind, then by
+// labels, then by name), so that the most precise policy has the last word, then by name. A policy whose
+// selectors cannot be read is an error.
+func (ps Policies) selecting(obj *unstructured.Unstructured) ([]policy, error) {
 	var cluster, namespaced []policy
+	add := func(to *[]policy, p policy) error {
+		if p.namespace != "" && p.namespace != obj.GetNamespace() {
+			return nil
+		}
+		p.precision = selector.KindMatch
+		if len(p.spec.ResourceSelectors) > 0 {
+			prec, err := selector.Best(p.spec.ResourceSelectors, p.namespace, obj)
+			if err != nil {
+				return &PolicyError{Policy: p.id, Invalid: true, Err: err}
+			}
+			p.precision = prec
+		}
+		if p.precision != selector.NoMatch {
+			*to = append(*to, p)
+		}
+		return nil
+	}
 	for i := range ps.Cluster {
 		p := &ps.Cluster[i]
-		cluster = append(cluster, policy{id: "ClusterOverridePolicy/" + p.Name, spec: &p.Spec})
+		if err := add(&cluster, policy{id: "ClusterOverridePolicy/" + p.Name, spec: &p.Spec}); err != nil {
+			return nil, err
+		}
 	}
 	for i := range ps.Namespaced {
 		p := &ps.Namespaced[i]
-		namespaced = append(namespaced, policy{id: "OverridePolicy/" + p.Name, namespace: p.Namespace, spec: &p.Spec})
+		if err := add(&namespaced, policy{id: "OverridePolicy/" + p.Name, namespace: p.Namespace, spec: &p.Spec}); err != nil {
+			return nil, err
+		}
 	}
-	byID := func(a, b policy) int { return strings.Compare(a.id, b.id) }
-	slices.SortFunc(cluster, byID)
-	slices.SortFunc(namespaced, byID)
-	return append(cluster, namespaced...)
+	order := func(a, b policy) int {
+		if a.precision != b.precision {
+			return int(a.precision) - int(b.precision)
+		}
+		return strings.Compare(a.id, b.id)
+	}
+	slices.SortFunc(cluster, order)
+	slices.SortFunc(namespaced, order)
+	return append(cluster, namespaced...), nil
 }
 
 // PolicyError is a policy that cannot be applied, either because it is invalid (Invalid) or because one of its
@@ -70,10 +102,11 @@ func (e *PolicyError) Unwrap() error { return e.Err }
 func Apply(obj *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, ps Policies) (*unstructured.Unstructured, []string, error) {
 	out := obj.DeepCopy()
 	var applied []string
-	for _, p := range ps.ordered() {
-		if p.namespace != "" && p.namespace != obj.GetNamespace() {
-			continue
-		}
+	selecting, err := ps.selecting(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range selecting {
 		used, err := applyPolicy(out, cluster, p)
 		if err != nil {
 			return nil, nil, err
@@ -85,16 +118,9 @@ func Apply(obj *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, ps 
 	return out, applied, nil
 }
 
-// applyPolicy applies p's rules that target cluster to obj, if p selects obj.
+// applyPolicy applies p's rules that target cluster to obj, which p selects.
 func applyPolicy(obj *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, p policy) (bool, error) {
 	invalid := func(err error) (bool, error) { return false, &PolicyError{Policy: p.id, Invalid: true, Err: err} }
-	ok, err := selectsResource(p.spec.ResourceSelectors, p.namespace, obj)
-	if err != nil {
-		return invalid(err)
-	}
-	if !ok {
-		return false, nil
-	}
 	// Checked before any rule runs, so an invalid policy is refused as a whole rather than half applied.
 	if err := Validate(p.spec); err != nil {
 		return invalid(err)

@@ -105,10 +105,11 @@ func TestOverriders(t *testing.T) {
 	}{{
 		name: "image without predicate: every container and init container",
 		obj:  deployment,
-		o:    policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "add", "mirror.example")}},
+		o:    policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "replace", "mirror.example")}},
 		want: func(o map[string]any) {
 			setContainer(o, "initContainers", 0, "image", "mirror.example/busybox")
 			setContainer(o, "containers", 0, "image", "mirror.example/nginx:1.27")
+			setContainer(o, "containers", 1, "image", "mirror.example/team/proxy:v1")
 		},
 	}, {
 		name: "image with predicate: only that field",
@@ -143,15 +144,15 @@ func TestOverriders(t *testing.T) {
 			setContainer(o, "containers", 1, "args", []any{"--verbose"})
 		},
 	}, {
-		name: "labels: add keeps present keys, replace skips absent keys, remove deletes",
+		name: "labels: add sets keys present or not (as a JSON-patch add), replace skips absent keys, remove deletes",
 		obj:  deployment,
 		o: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
-			{Operator: "add", Value: map[string]string{"app": "ignored", "region": "eu"}},
+			{Operator: "add", Value: map[string]string{"app": "api", "region": "eu"}},
 			{Operator: "replace", Value: map[string]string{"tier": "back", "absent": "ignored"}},
 			{Operator: "remove", Value: map[string]string{"region": ""}},
 		}},
 		want: func(o map[string]any) {
-			_ = unstructured.SetNestedStringMap(o, map[string]string{"app": "web", "tier": "back"}, "metadata", "labels")
+			_ = unstructured.SetNestedStringMap(o, map[string]string{"app": "api", "tier": "back"}, "metadata", "labels")
 		},
 	}, {
 		name: "annotations: removing the last key drops the field",

@@ -152,8 +152,9 @@ func eachContainer(obj *unstructured.Unstructured, f func(map[string]any) error)
 	return nil
 }
 
-// overrideMap applies a labels or annotations overrider: add sets absent keys, replace changes present ones,
-// remove deletes keys. It returns nil rather than an empty map, so an emptied metadata field disappears.
+// overrideMap applies a labels or annotations overrider as Karmada's JSON-patch operations do: add sets keys
+// (present or not), replace changes present ones, remove deletes keys. It returns nil rather than an empty map, so
+// an emptied metadata field disappears.
 func overrideMap(m map[string]string, o policyv1alpha1.LabelAnnotationOverrider) map[string]string {
 	if m == nil {
 		m = map[string]string{}
@@ -161,7 +162,7 @@ func overrideMap(m map[string]string, o policyv1alpha1.LabelAnnotationOverrider)
 	for k, v := range o.Value {
 		_, present := m[k]
 		switch {
-		case o.Operator == policyv1alpha1.OverriderOpAdd && !present,
+		case o.Operator == policyv1alpha1.OverriderOpAdd,
 			o.Operator == policyv1alpha1.OverriderOpReplace && present:
 			m[k] = v
 		case o.Operator == policyv1alpha1.OverriderOpRemove:

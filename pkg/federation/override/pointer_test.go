@@ -74,7 +74,11 @@ func TestImage(t *testing.T) {
 		err   string
 	}{
 		{"nginx", img("Registry", "add", "reg.example"), "reg.example/nginx", ""},
-		{"docker.io/library/nginx:1.27", img("Registry", "add", "reg.example"), "docker.io/library/nginx:1.27", ""},
+		{"docker.io/library/nginx:1.27", img("Registry", "add", ".cn"), "docker.io.cn/library/nginx:1.27", ""},
+		{"reg.example/team/app:v1", img("Repository", "add", "/nginx"), "reg.example/team/app/nginx:v1", ""},
+		{"app:v1", img("Tag", "replace", "sha256:"+strings.Repeat("ab", 32)), "app@sha256:" + strings.Repeat("ab", 32), ""},
+		{"app:v1", img("Tag", "add", "sha256:"+strings.Repeat("ab", 32)), "app:v1", ""},
+		{"app", img("Tag", "add", "sha256:"+strings.Repeat("ab", 32)), "app@sha256:" + strings.Repeat("ab", 32), ""},
 		{"docker.io/library/nginx:1.27", img("Registry", "replace", "reg.example"), "reg.example/library/nginx:1.27", ""},
 		{"library/nginx:1.27", img("Registry", "replace", "reg.example"), "reg.example/library/nginx:1.27", ""},
 		{"localhost:5000/app:v1", img("Registry", "remove", ""), "app:v1", ""},

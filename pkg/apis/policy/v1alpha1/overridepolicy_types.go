@@ -19,7 +19,9 @@ type OverridePolicy struct {
 	Spec OverrideSpec `json:"spec"`
 }
 
-// OverrideSpec is what an (Cluster)OverridePolicy selects and how it changes it.
+// OverrideSpec is what an (Cluster)OverridePolicy selects and how it changes it. Of the policies that select a
+// template, ClusterOverridePolicies apply first, then OverridePolicies; within each, as in Karmada, those selecting
+// by kind alone first, then by labels, then by name (the most precise has the last word), and by name within that.
 type OverrideSpec struct {
 	// ResourceSelectors select the templates to override; empty means every template the policy can see.
 	// +kubebuilder:validation:MaxItems=256

@@ -90,7 +90,7 @@ const (
 	Registry ImageComponent = "Registry"
 	// Repository is the path part, e.g. "library/nginx".
 	Repository ImageComponent = "Repository"
-	// Tag is the tag or digest, e.g. "1.27" or "@sha256:...".
+	// Tag is the tag or digest, e.g. "1.27", or "sha256:..." (also "@sha256:...") for a digest.
 	Tag ImageComponent = "Tag"
 )
 
@@ -106,7 +106,9 @@ type ImageOverrider struct {
 	// +required
 	Component ImageComponent `json:"component"`
 
-	// Operator is add, remove or replace.
+	// Operator is add, remove or replace. As in Karmada, add appends the value to the registry or the repository
+	// (registry "reg.example" with add ".cn" becomes "reg.example.cn"), and sets a tag only on an image with
+	// neither tag nor digest; replace sets the part; remove drops it (not the repository).
 	// +kubebuilder:validation:Enum=add;remove;replace
 	// +required
 	Operator OverriderOperator `json:"operator"`
@@ -148,7 +150,8 @@ type CommandArgsOverrider struct {
 
 // LabelAnnotationOverrider changes labels or annotations.
 type LabelAnnotationOverrider struct {
-	// Operator: add sets keys that are absent, replace changes keys that are present, remove deletes the keys.
+	// Operator: add sets the keys (present or not, as a JSON-patch add), replace changes keys that are present,
+	// remove deletes the keys.
 	// +kubebuilder:validation:Enum=add;remove;replace
 	// +required
 	Operator OverriderOperator `json:"operator"`

@@ -1,0 +1,69 @@
+package selector
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+)
+
+// Precision is how closely a resource selector names a template.
+type Precision int
+
+// The precisions, least precise first.
+const (
+	NoMatch Precision = iota
+	KindMatch
+	LabelMatch
+	NameMatch
+)
+
+// Of is the precision of sel for obj. A selector without a namespace means defaultNamespace (a namespaced
+// policy's own), or any namespace when that is empty too. A name, when set, decides alone (a label selector
+// beside it is not consulted, as in Karmada). A label selector that does not parse is an error.
+func Of(sel *policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (Precision, error) {
+	if sel.APIVersion != obj.GetAPIVersion() || sel.Kind != obj.GetKind() {
+		return NoMatch, nil
+	}
+	ns := sel.Namespace
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	if ns != "" && ns != obj.GetNamespace() {
+		return NoMatch, nil
+	}
+	switch {
+	case sel.Name != "":
+		if sel.Name == obj.GetName() {
+			return NameMatch, nil
+		}
+		return NoMatch, nil
+	case sel.LabelSelector != nil:
+		s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+		if err != nil {
+			return NoMatch, fmt.Errorf("resource selector: %w", err)
+		}
+		if !s.Matches(labels.Set(obj.GetLabels())) {
+			return NoMatch, nil
+		}
+		return LabelMatch, nil
+	default:
+		return KindMatch, nil
+	}
+}
+
+// Best is the precision of the best of selectors for obj (see Of); the first error stops it.
+func Best(selectors []policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (Precision, error) {
+	best := NoMatch
+	for i := range selectors {
+		p, err := Of(&selectors[i], defaultNamespace, obj)
+		if err != nil {
+			return NoMatch, err
+		}
+		best = max(best, p)
+	}
+	return best, nil
+}
