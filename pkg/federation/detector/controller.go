@@ -44,6 +44,8 @@ const (
 	ReasonBindingNameTaken = "BindingNameTaken"
 	ReasonUnknownKind      = "UnknownKind"
 	ReasonIgnoredKind      = "IgnoredKind"
+	// ReasonClusterScopedKind: the policy selects a cluster-scoped kind, which is scheduled but not applied yet.
+	ReasonClusterScopedKind = "ClusterScopedKind"
 )
 
 const (

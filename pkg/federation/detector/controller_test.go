@@ -236,6 +236,13 @@ func TestDetector(t *testing.T) {
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "viewer"}}}})
 		key := client.ObjectKey{Name: "viewer-clusterrole"}
 		eventually(t, func() error { return c.Get(ctx, key, &workv1alpha1.ClusterResourceBinding{}) })
+		// Scheduled, but no Works are made of it: the policy says so.
+		eventually(t, func() error {
+			if !events.has(ReasonClusterScopedKind, "rbac.authorization.k8s.io/v1 ClusterRole") {
+				return fmt.Errorf("no ClusterScopedKind event among %v", events.all())
+			}
+			return nil
+		})
 		if err := c.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
-// ClusterResourceBinding is a ResourceBinding for a cluster-scoped template. Its Works live in fedmesh's system
-// namespace, which the cluster-scoped shard owns.
+// ClusterResourceBinding is a ResourceBinding for a cluster-scoped template. The detector makes it and the
+// scheduler places it; no Works are made of it yet, so cluster-scoped templates do not reach the members.
 type ClusterResourceBinding struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
