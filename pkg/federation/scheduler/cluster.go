@@ -64,7 +64,8 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 }
 
 // availableReplicas estimates how many replicas needing req fit in what summary says is free: for each resource a
-// replica requests (and one pod each, when the cluster counts pods), free / request, the smallest of them.
+// replica requests (and one pod each, when the cluster counts pods), free / request, the smallest of them; none
+// when the cluster has none of a resource requested.
 func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alpha1.ReplicaRequirements) (int32, bool) {
 	if summary == nil || summary.Allocatable == nil {
 		return 0, false
@@ -87,7 +88,9 @@ func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alph
 	for name, per := range requests {
 		allocatable, ok := summary.Allocatable[name]
 		if !ok {
-			continue // the cluster does not report it; it constrains nothing we can see
+			// No node of the cluster has it (the summary adds up every node's allocatable): a replica asking
+			// for a GPU fits nowhere without GPUs, as Karmada's estimator has it.
+			return 0, true
 		}
 		free := allocatable.DeepCopy()
 		if q, ok := summary.Allocated[name]; ok {

@@ -59,7 +59,7 @@ func TestAvailableReplicas(t *testing.T) {
 		{name: "memory bounds: 6Gi free / 2Gi", summary: summary, req: request("cpu", "100m", "memory", "2Gi"), want: 3, known: true},
 		{name: "pods bound: 10 free", summary: summary, req: request("cpu", "10m"), want: 10, known: true},
 		{name: "no requests: pods", summary: summary, want: 10, known: true},
-		{name: "a resource the cluster does not report constrains nothing", summary: summary, req: request("nvidia.com/gpu", "1"), want: 10, known: true},
+		{name: "a resource the cluster does not have: none fit", summary: summary, req: request("nvidia.com/gpu", "1"), want: 0, known: true},
 		{name: "nothing reported that the replicas need: unknown",
 			summary: &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceCPU: q("4")}}},
 		{name: "over-allocated: none",

@@ -99,7 +99,7 @@ func kept(clusters []Cluster, previous map[string]int32) (map[string]int32, int3
 // dynamic divides replicas by the clusters' room, moving as little as it can: replicas that stay on their
 // clusters stay; new ones (a scale-up, or those of clusters that left) go out in proportion to each cluster's
 // room; a scale-down takes from every cluster in proportion to what it has. When any cluster's room is unknown,
-// rooms cannot be compared and the clusters weigh equally.
+// rooms cannot be compared and the clusters weigh equally, but for those known to be full.
 func dynamic(clusters []Cluster, replicas int32, previous map[string]int32) (map[string]int32, error) {
 	have, sum := kept(clusters, previous)
 	if replicas <= sum {
@@ -117,7 +117,14 @@ func dynamic(clusters []Cluster, replicas int32, previous map[string]int32) (map
 		}
 	}
 	if unknown {
-		shares = equalWeights(clusters, have)
+		// Rooms cannot be compared, but a cluster known to be full still takes nothing.
+		var open []Cluster
+		for _, c := range clusters {
+			if !c.AvailableKnown || c.Available > 0 {
+				open = append(open, c)
+			}
+		}
+		shares = equalWeights(open, have)
 	} else if free < int64(extra) {
 		return nil, fmt.Errorf("the clusters have room for %d more replicas, %d are needed", free, extra)
 	}

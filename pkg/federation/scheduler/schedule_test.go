@@ -294,6 +294,12 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 3, "b", 2),
 		},
 		{
+			name: "dynamic weights: with a room unknown, a cluster known to be full still gets nothing",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("full", free(0)), cluster("b"), cluster("c", free(9))},
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights}},
+			want: targets("b", 2, "c", 2),
+		},
+		{
 			name: "aggregated: a cluster of unknown room is not limited by it",
 			in: Input{Replicas: 50, Clusters: []Cluster{cluster("a", free(9)), cluster("b")},
 				Placement: &policyv1alpha1.Placement{ReplicaScheduling: aggregate}},
