@@ -67,8 +67,8 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 // replica requests (and one pod each, when the cluster counts pods), free / request, the smallest of them; none
 // when the cluster has none of a resource requested.
 func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alpha1.ReplicaRequirements) (int32, bool) {
-	if summary == nil || summary.Allocatable == nil {
-		return 0, false
+	if summary == nil || len(summary.Allocatable) == 0 {
+		return 0, false // no nodes seen (yet): nothing to go by
 	}
 	requests := corev1.ResourceList{}
 	if req != nil {
