@@ -152,3 +152,29 @@ func TestExecHoldsUpNoOwnershipChange(t *testing.T) {
 		t.Errorf("a write while an exec session is open: %s", resp.Status)
 	}
 }
+
+// A write that comes when the lease has run out, its timer not fired yet, is fenced as under a lapsed lease.
+func TestWriteWithNoLeaseLeftIsFenced(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("forwarded %s %s with no lease left", r.Method, r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	p := newOwningProxy(t, upstream)
+	p.lease.duration = time.Hour
+	p.Contact(true)
+	p.Contact(false)
+	p.lease.mu.Lock()
+	p.lease.ends = time.Now().Add(-time.Millisecond) // as if the timer were late
+	p.lease.mu.Unlock()
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(srv.URL+"/api/v1/namespaces/a/configmaps", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a write with no lease left: %d %s, want 403 as under a lapsed lease", resp.StatusCode, body)
+	}
+}

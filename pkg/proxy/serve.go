@@ -33,18 +33,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
 	// pod proxy requests are fenced like writes but change no object, and their connections may stay open for
 	// hours: they neither hold up an ownership change nor get a deadline.
+	leaseLeft := true
 	if write && !req.longRunning() {
 		p.writeGate.RLock()
 		defer p.writeGate.RUnlock()
 		bounded, cancel, ok := p.boundWrite(r)
-		if !ok {
-			refuse(w, http.StatusGatewayTimeout, string(metav1.StatusReasonTimeout), "the proxy's ownership lease is running out: no time left for a write")
-			return
+		if ok {
+			defer cancel()
+			r = bounded
 		}
-		defer cancel()
-		r = bounded
+		leaseLeft = ok
 	}
 	own := p.ownership() // read after taking the gate: a write never runs under revoked ranges
+	if !leaseLeft {
+		own = nil // the lease ends before a write could: as good as run out, the write is fenced
+	}
 	if own != nil {
 		if rename, ok := leaseRenameFor(own, req); ok {
 			ours, err := rename.request(r, req)
