@@ -132,8 +132,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	// A binding deleted behind the detector's back is made again; other binding changes are other stages' work.
+	// At start, each binding's template is looked at once: a policy deleted while no detector ran left claims that
+	// no event will ever bring back (for a kind no live policy selects, no informer even lists the templates).
 	onlyDeletes := builder.WithPredicates(predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
+		CreateFunc:  func(e event.CreateEvent) bool { return e.IsInInitialList },
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
