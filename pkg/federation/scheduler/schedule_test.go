@@ -208,6 +208,24 @@ func TestSchedule(t *testing.T) {
 			want: targets("b", 0, "c", 0),
 		},
 		{
+			name: "spread by region and by cluster: the cut keeps the regions the region constraint needs",
+			in: Input{Clusters: []Cluster{cluster("a1", region("a"), free(9)), cluster("a2", region("a"), free(8)), cluster("b1", region("b"), free(1))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 2, MaxGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 2},
+				}}},
+			want: targets("a1", 0, "b1", 0),
+		},
+		{
+			name: "spread by cluster allowing fewer clusters than the regions needed",
+			in: Input{Clusters: []Cluster{cluster("a1", region("a")), cluster("b1", region("b")), cluster("c1", region("c"))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 3},
+					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 2},
+				}}},
+			wantError: []string{"spread by cluster allows at most 2 clusters, fewer than the 3 the other spread constraints need"},
+		},
+		{
 			name: "spread by cluster: at least 3",
 			in: Input{Clusters: []Cluster{cluster("a"), cluster("b")}, Placement: &policyv1alpha1.Placement{
 				SpreadConstraints: []policyv1alpha1.SpreadConstraint{{MinGroups: 3}}}},

@@ -43,7 +43,7 @@ func room(c Cluster) int64 {
 // field or label, the preferred groups (at least minGroups, at most maxGroups); then, for a constraint by
 // cluster, at least minGroups and at most maxGroups clusters.
 func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
-	var byCluster []policyv1alpha1.SpreadConstraint
+	var byCluster, byGroup []policyv1alpha1.SpreadConstraint
 	for _, sc := range constraints {
 		key, label := groupKey(sc)
 		if key == string(policyv1alpha1.SpreadByFieldCluster) {
@@ -65,16 +65,58 @@ func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, p
 			}
 		}
 		clusters = slices.DeleteFunc(clusters, func(c Cluster) bool { return !chosen[c.Name] })
+		byGroup = append(byGroup, sc)
 	}
 	for _, sc := range byCluster {
 		if want := max(sc.MinGroups, 1); len(clusters) < int(want) {
 			return nil, fmt.Errorf("spread by cluster needs at least %d clusters, only %d fit", want, len(clusters))
 		}
 		if sc.MaxGroups > 0 && len(clusters) > int(sc.MaxGroups) {
-			clusters = clusters[:sc.MaxGroups]
+			picked, err := pick(clusters, int(sc.MaxGroups), byGroup, previous)
+			if err != nil {
+				return nil, err
+			}
+			clusters = picked
 		}
 	}
 	return clusters, nil
+}
+
+// pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
+// minGroups among them: first the preferred cluster of each group a constraint needs, then the most preferred of
+// the rest. Cutting the list at n alone could leave all n in one region of a constraint that wants two.
+func pick(clusters []Cluster, n int, byGroup []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
+	chosen := map[string]bool{}
+	for _, sc := range byGroup {
+		key, label := groupKey(sc)
+		groups := groupClusters(clusters, key, label)
+		orderGroups(groups, previous)
+		have := 0
+		for _, g := range groups {
+			if slices.ContainsFunc(g.clusters, func(c Cluster) bool { return chosen[c.Name] }) {
+				have++
+			}
+		}
+		for _, g := range groups {
+			if have >= int(max(sc.MinGroups, 1)) {
+				break
+			}
+			if !slices.ContainsFunc(g.clusters, func(c Cluster) bool { return chosen[c.Name] }) {
+				chosen[g.clusters[0].Name] = true // clusters keep their preference order within a group
+				have++
+			}
+		}
+	}
+	if len(chosen) > n {
+		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, fewer than the %d the other spread constraints need", n, len(chosen))
+	}
+	for _, c := range clusters {
+		if len(chosen) == n {
+			break
+		}
+		chosen[c.Name] = true
+	}
+	return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] }), nil
 }
 
 // groupKey is what sc groups by: a field name, or a label when label is true.
