@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,14 +97,11 @@ func TestExecHoldsUpNoOwnershipChange(t *testing.T) {
 			io.WriteString(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}`)
 			return
 		}
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
+		conn, rw, ok := switchProtocols(t, w)
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
-		rw.Flush()
 		close(execOpen)
 		rw.ReadString('\n') // the session lasts until the client ends it
 	}))
@@ -116,16 +111,7 @@ func TestExecHoldsUpNoOwnershipChange(t *testing.T) {
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	io.WriteString(conn, "POST /api/v1/namespaces/a/pods/web/exec?command=sh HTTP/1.1\r\nHost: x\r\n"+
-		"Connection: Upgrade\r\nUpgrade: test-stream\r\nContent-Length: 0\r\n\r\n")
-	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("exec: %v %v", resp, err)
-	}
+	openExec(t, srv.URL, "Bearer caller")
 	<-execOpen
 
 	applied := make(chan error, 1)

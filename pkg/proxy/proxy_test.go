@@ -49,14 +49,11 @@ func TestUpgradesPassThrough(t *testing.T) {
 			http.Error(w, "unexpected "+r.URL.Path+" "+r.Header.Get("Authorization"), http.StatusBadRequest)
 			return
 		}
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
+		conn, rw, ok := switchProtocols(t, w)
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
-		rw.Flush()
 		line, _ := rw.ReadString('\n')
 		rw.WriteString("echo: " + line)
 		rw.Flush()
@@ -64,12 +61,35 @@ func TestUpgradesPassThrough(t *testing.T) {
 	defer upstream.Close()
 	srv := newTestProxy(t, upstream)
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	conn, br := openExec(t, srv.URL, "Bearer caller")
+	io.WriteString(conn, "hello\n")
+	if got, _ := br.ReadString('\n'); got != "echo: hello\n" {
+		t.Errorf("through the upgraded connection: %q", got)
+	}
+}
+
+// switchProtocols answers an upgrade as the API server answers exec; the caller closes conn.
+func switchProtocols(t *testing.T, w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, bool) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Error(err)
+		return nil, nil, false
+	}
+	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+	rw.Flush()
+	return conn, rw, true
+}
+
+// openExec asks the proxy at url for an exec session of pod a/web with authorization, and returns the connection
+// once switched to the session's stream; the test's end closes it.
+func openExec(t *testing.T, url, authorization string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	io.WriteString(conn, "POST /api/v1/namespaces/a/pods/web/exec?command=sh HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer caller\r\n"+
+	t.Cleanup(func() { conn.Close() })
+	io.WriteString(conn, "POST /api/v1/namespaces/a/pods/web/exec?command=sh HTTP/1.1\r\nHost: x\r\nAuthorization: "+authorization+"\r\n"+
 		"Connection: Upgrade\r\nUpgrade: test-stream\r\nContent-Length: 0\r\n\r\n")
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
@@ -80,10 +100,7 @@ func TestUpgradesPassThrough(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("upgrade: %s %s", resp.Status, body)
 	}
-	io.WriteString(conn, "hello\n")
-	if got, _ := br.ReadString('\n'); got != "echo: hello\n" {
-		t.Errorf("through the upgraded connection: %q", got)
-	}
+	return conn, br
 }
 
 // Non-resource requests (discovery, OpenAPI, /version) pass unchanged, to the host or to a member.

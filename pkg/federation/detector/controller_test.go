@@ -39,14 +39,7 @@ var (
 func TestDetector(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, c := startHost(t)
 	create := func(objs ...client.Object) {
 		t.Helper()
 		for _, o := range objs {
@@ -308,6 +301,20 @@ func TestDetector(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// startHost starts a host API server with fedmesh's CRDs and returns a client of it.
+func startHost(t *testing.T) (*cluster.Cluster, client.Client) {
+	t.Helper()
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(context.Background(), fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, c
 }
 
 func startDetector(t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {

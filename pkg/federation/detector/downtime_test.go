@@ -11,22 +11,13 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
-	"github.com/fedmesh/fedmesh/test/cluster"
-	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // A policy deleted while no detector runs, the only one to select its kind, is noticed at the next start: no
 // event of the policy will ever come, and no informer of that kind runs, yet its template must be released.
 func TestPolicyDeletedWhileDownIsReleasedAtStart(t *testing.T) {
 	ctx := context.Background()
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, c := startHost(t)
 	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"},
 		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("web")}}
 	for _, o := range []client.Object{namespace("a"), webDeployment("a", "web", 3), policy} {
