@@ -3,12 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -45,6 +49,9 @@ func (c *Cluster) ServiceAccount(ctx context.Context, namespace, name string, ru
 	if err := create("clusterrolebinding", err); err != nil {
 		return nil, err
 	}
+	if err := c.awaitGrant(ctx, namespace, name, rules); err != nil {
+		return nil, err
+	}
 	hour := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
@@ -54,4 +61,42 @@ func (c *Cluster) ServiceAccount(ctx context.Context, namespace, name string, ru
 	cfg := c.Config()
 	cfg.BearerToken = tr.Status.Token
 	return cfg, nil
+}
+
+// awaitGrant waits until the authorizer allows the service account the first verb of the first resource rule: RBAC
+// reaches the authorizer through an informer, so a request made right after the binding may still be refused.
+func (c *Cluster) awaitGrant(ctx context.Context, namespace, name string, rules []rbacv1.PolicyRule) error {
+	var attrs *authorizationv1.ResourceAttributes
+	for _, r := range rules {
+		if len(r.Verbs) > 0 && len(r.Resources) > 0 && len(r.APIGroups) > 0 {
+			attrs = &authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+			break
+		}
+	}
+	if attrs == nil {
+		return nil
+	}
+	if attrs.Verb == "*" {
+		attrs.Verb = "get"
+	}
+	if attrs.Group == "*" {
+		attrs.Group = ""
+	}
+	if attrs.Resource == "*" {
+		attrs.Resource = "configmaps"
+	}
+	attrs.Resource, attrs.Subresource, _ = strings.Cut(attrs.Resource, "/")
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + namespace + ":" + name,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		ResourceAttributes: attrs,
+	}}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		out, err := c.Clientset().AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && out.Status.Allowed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the grant to %s/%s never took effect: %w", namespace, name, err)
+	}
+	return nil
 }
