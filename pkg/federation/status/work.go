@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -236,7 +237,10 @@ func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, m
 		ms := workv1alpha1.ManifestStatus{Identifier: id}
 		if r.Interpreter.Handles(obj.GroupVersionKind(), interpreter.InterpretStatus) {
 			if ms.Status, err = r.Interpreter.InterpretStatus(ctx, obj); err != nil {
-				log.FromContext(ctx).Error(err, "interpret status", "object", key)
+				// The status recorded last stays, as Karmada keeps it: a script failing on this version of the
+				// object must not take the cluster out of the aggregated status.
+				log.FromContext(ctx).Error(err, "interpret status; keeping the last status recorded", "object", key)
+				ms.Status = lastStatus(work.Status.ManifestStatuses, id)
 			}
 		}
 		if ms.Health, err = interpreter.Health(ctx, r.Interpreter, obj); err != nil {
@@ -318,4 +322,14 @@ func notSynced(resources []string) *metav1.Condition {
 	slices.Sort(resources)
 	return &metav1.Condition{Type: conditionWatchesSynced, Status: metav1.ConditionFalse, Reason: "WatchNotSynced",
 		Message: "the member's watch of " + strings.Join(resources, ", ") + " has not synced (can they be listed?); their objects' status is unknown"}
+}
+
+// lastStatus is the status recorded for id, nil if none.
+func lastStatus(statuses []workv1alpha1.ManifestStatus, id workv1alpha1.ResourceIdentifier) *runtime.RawExtension {
+	for i := range statuses {
+		if statuses[i].Identifier == id {
+			return statuses[i].Status
+		}
+	}
+	return nil
 }

@@ -7,7 +7,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// shapes remembers which Lua tables came from JSON arrays, so that an empty one goes back as [] and not {}.
+// shapes remembers the Lua tables that came from the input objects, each true when it was a JSON array: an empty
+// one goes back as [] or {}, as it came. An empty table the script made itself has no shape to keep.
 type shapes map[*lua.LTable]bool
 
 // toLua converts a JSON-like Go value (maps, slices, strings, numbers, bools, nil) into a Lua value.
@@ -34,6 +35,7 @@ func toLua(L *lua.LState, v any, arrays shapes) lua.LValue {
 		for k, e := range v {
 			t.RawSetString(k, toLua(L, e, arrays))
 		}
+		arrays[t] = false
 		return t
 	case []any:
 		t := L.CreateTable(len(v), 0)
@@ -52,7 +54,9 @@ const maxDepth = 100
 
 // fromLua converts a Lua value into a JSON-like Go value: tables with keys 1..n become slices, other tables maps
 // with string keys; whole numbers become int64 and other numbers float64. An empty table is a slice when it came
-// from an array (per arrays) and a map otherwise.
+// from an array (per arrays) and a map otherwise; as a field of an object, an empty table the script made itself
+// is left out, as Karmada leaves it out: whether it stands for [] or {} cannot be known, and the wrong one would
+// make the API server refuse the object (status.conditions: {}).
 func fromLua(v lua.LValue, arrays shapes) (any, error) {
 	return fromLuaDepth(v, arrays, 0)
 }
@@ -118,6 +122,11 @@ func tableFromLua(t *lua.LTable, arrays shapes, depth int) (any, error) {
 		if err != nil {
 			return
 		}
+		if et, ok := e.(*lua.LTable); ok && empty(et) {
+			if _, came := arrays[et]; !came {
+				return
+			}
+		}
 		var g any
 		if g, err = fromLuaDepth(e, arrays, depth+1); err != nil {
 			err = fmt.Errorf("%s: %w", k, err)
@@ -126,4 +135,10 @@ func tableFromLua(t *lua.LTable, arrays shapes, depth int) (any, error) {
 		out[string(k.(lua.LString))] = g
 	})
 	return out, err
+}
+
+// empty reports whether t has no entries.
+func empty(t *lua.LTable) bool {
+	k, _ := t.Next(lua.LNil)
+	return k == lua.LNil
 }

@@ -311,3 +311,54 @@ func TestConflicts(t *testing.T) {
 		t.Errorf("Operations = %v", got)
 	}
 }
+
+// Shapes as Karmada's scripts meet them: a list result may be an empty table, an empty table the script makes
+// inside an object has no shape to keep and is left out, and a status must be a table.
+func TestKarmadaShapes(t *testing.T) {
+	ctx := context.Background()
+	reflect := func(script string) *Interpreter {
+		t.Helper()
+		in, err := New([]configv1alpha1.ResourceInterpreterCustomization{status("s", script)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	raw, err := reflect(`function ReflectStatus(o) return {conditions = {}, ready = true, nested = {list = {}}} end`).
+		InterpretStatus(ctx, widget(nil))
+	if err != nil || string(raw.Raw) != `{"nested":{},"ready":true}` {
+		t.Errorf("script-made empty tables: %s (%v), want them left out", raw.Raw, err)
+	}
+	raw, err = reflect(`function ReflectStatus(o) return {} end`).InterpretStatus(ctx, widget(nil))
+	if err != nil || string(raw.Raw) != `{}` {
+		t.Errorf("an empty status: %s (%v), want {}", raw.Raw, err)
+	}
+	if _, err := reflect(`function ReflectStatus(o) return "x" end`).InterpretStatus(ctx, widget(nil)); err == nil ||
+		!strings.Contains(err.Error(), "returned a string, want a table") {
+		t.Errorf("a string as status: %v, want an error", err)
+	}
+
+	deps := configv1alpha1.ResourceInterpreterCustomization{}
+	deps.Name = "d"
+	deps.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	deps.Spec.Customizations.DependencyInterpretation = &configv1alpha1.DependencyInterpretation{LuaScript: `
+function GetDependencies(desiredObj)
+  local refs = {}
+  if desiredObj.spec ~= nil and desiredObj.spec.config ~= nil then
+    table.insert(refs, {apiVersion = "v1", kind = "ConfigMap", namespace = "a", name = desiredObj.spec.config})
+  end
+  return refs
+end`}
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{deps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := in.InterpretDependency(ctx, widget(nil))
+	if err != nil || len(got) != 0 {
+		t.Errorf("no dependencies: %v (%v), want an empty list", got, err)
+	}
+	got, err = in.InterpretDependency(ctx, widget(map[string]any{"spec": map[string]any{"config": "c"}}))
+	if err != nil || len(got) != 1 || got[0].Name != "c" {
+		t.Errorf("one dependency: %v (%v)", got, err)
+	}
+}

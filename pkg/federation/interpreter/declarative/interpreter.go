@@ -126,6 +126,7 @@ func (i *Interpreter) InterpretComponent(ctx context.Context, obj *unstructured.
 	}
 	cs := []interpreter.Component{}
 	if out[0] != lua.LNil {
+		asList(out[0], arrays)
 		if err := decode(out[0], arrays, &cs); err != nil {
 			return nil, fmt.Errorf("GetComponents returned components that %w", err)
 		}
@@ -177,6 +178,9 @@ func (i *Interpreter) InterpretStatus(ctx context.Context, obj *unstructured.Uns
 	if out[0] == lua.LNil {
 		return nil, nil
 	}
+	if _, ok := out[0].(*lua.LTable); !ok {
+		return nil, fmt.Errorf("ReflectStatus returned a %s, want a table (or nil for no status)", out[0].Type())
+	}
 	v, err := fromLua(out[0], arrays)
 	if err != nil {
 		return nil, fmt.Errorf("ReflectStatus returned a status that %w", err)
@@ -210,11 +214,19 @@ func (i *Interpreter) InterpretDependency(ctx context.Context, obj *unstructured
 	}
 	deps := []interpreter.DependentObjectReference{}
 	if out[0] != lua.LNil {
+		asList(out[0], arrays)
 		if err := decode(out[0], arrays, &deps); err != nil {
 			return nil, fmt.Errorf("GetDependencies returned dependencies that %w", err)
 		}
 	}
 	return deps, nil
+}
+
+// asList marks v, a result that must be a list, as one: an empty table is then [] (no dependencies), not {}.
+func asList(v lua.LValue, arrays shapes) {
+	if t, ok := v.(*lua.LTable); ok {
+		arrays[t] = true
+	}
 }
 
 func toInt32(v lua.LValue) (int32, error) {
