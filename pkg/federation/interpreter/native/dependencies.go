@@ -111,7 +111,42 @@ func (d *deps) volume(v *corev1.Volume) {
 		}
 	case v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
 		d.add("Secret", v.CSI.NodePublishSecretRef.Name)
+	default:
+		// The in-tree volume plugins that read a Secret of the pod's namespace, as Kubernetes' own list of a
+		// pod's Secrets has them.
+		if ref := volumeSecretRef(v); ref != "" {
+			d.add("Secret", ref)
+		}
 	}
+}
+
+// volumeSecretRef is the Secret an in-tree volume plugin reads, "" for none.
+func volumeSecretRef(v *corev1.Volume) string {
+	ref := func(r *corev1.LocalObjectReference) string {
+		if r == nil {
+			return ""
+		}
+		return r.Name
+	}
+	switch {
+	case v.AzureFile != nil:
+		return v.AzureFile.SecretName
+	case v.CephFS != nil:
+		return ref(v.CephFS.SecretRef)
+	case v.Cinder != nil:
+		return ref(v.Cinder.SecretRef)
+	case v.FlexVolume != nil:
+		return ref(v.FlexVolume.SecretRef)
+	case v.RBD != nil:
+		return ref(v.RBD.SecretRef)
+	case v.ScaleIO != nil:
+		return ref(v.ScaleIO.SecretRef)
+	case v.ISCSI != nil:
+		return ref(v.ISCSI.SecretRef)
+	case v.StorageOS != nil:
+		return ref(v.StorageOS.SecretRef)
+	}
+	return ""
 }
 
 func (d *deps) env(env []corev1.EnvVar, from []corev1.EnvFromSource) {
