@@ -67,6 +67,7 @@ func newSandbox() *sandbox {
 	}
 	osTable := L.NewTable()
 	osTable.RawSetString("time", L.NewFunction(osTime))
+	osTable.RawSetString("date", L.NewFunction(osDate))
 	g.RawSetString("os", osTable)
 
 	sb := &sandbox{L: L, envMeta: protected(L, g), shared: []*lua.LTable{g}}

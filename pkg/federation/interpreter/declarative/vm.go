@@ -45,10 +45,6 @@ func (p *pool) put(sb *sandbox) {
 	p.p.Put(sb)
 }
 
-func osTime(L *lua.LState) int {
-	L.Push(lua.LNumber(time.Now().Unix()))
-	return 1
-}
 
 func stringRep(L *lua.LState) int {
 	s := L.CheckString(1)
