@@ -45,7 +45,6 @@ func (p *pool) put(sb *sandbox) {
 	p.p.Put(sb)
 }
 
-
 func stringRep(L *lua.LState) int {
 	s := L.CheckString(1)
 	n := L.CheckInt(2)
