@@ -29,8 +29,9 @@ type Cluster struct {
 	ReadyChanged time.Time
 	// Available is how many more replicas of the binding fit, when AvailableKnown.
 	Available int32
-	// AvailableKnown is false when the cluster reported no resource summary, or the replicas need nothing it
-	// reports: capacity is then not a reason to leave the cluster out.
+	// AvailableKnown is false when the cluster reported no resource summary (or one of no nodes), or the replicas
+	// need nothing it counts: capacity is then not a reason to leave the cluster out. A resource the replicas
+	// request that the cluster has none of makes it known, with no room.
 	AvailableKnown bool
 	// Deleting is set once the Cluster has a deletionTimestamp (a finalizer may hold it for long): it is leaving,
 	// so no binding is placed or kept there.

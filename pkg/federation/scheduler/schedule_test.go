@@ -223,7 +223,18 @@ func TestSchedule(t *testing.T) {
 					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 3},
 					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 2},
 				}}},
-			wantError: []string{"spread by cluster allows at most 2 clusters, fewer than the 3 the other spread constraints need"},
+			wantError: []string{"spread by cluster allows at most 2 clusters, too few to cover the groups the other spread constraints need (3 found)"},
+		},
+		{
+			name: "spread by provider, region and cluster: two clusters cover both providers and both regions",
+			in: Input{Clusters: []Cluster{cluster("c1", provider("p1"), region("r1"), free(9)), cluster("c2", provider("p1"), region("r2"), free(8)),
+				cluster("c3", provider("p2"), region("r1"), free(7)), cluster("c4", provider("p2"), region("r2"), free(6))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldProvider, MinGroups: 2, MaxGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 2, MaxGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 2},
+				}}},
+			want: targets("c1", 0, "c4", 0),
 		},
 		{
 			name: "spread by cluster: at least 3",

@@ -83,32 +83,56 @@ func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, p
 }
 
 // pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
-// minGroups among them: first the preferred cluster of each group a constraint needs, then the most preferred of
-// the rest. Cutting the list at n alone could leave all n in one region of a constraint that wants two.
+// minGroups among them. Cutting the list at n alone could leave all n in one region of a constraint that wants two.
+// Greedily, the next cluster taken is the one that brings the most groups still wanted (the more preferred on a
+// tie); once none is wanted, the most preferred of the rest fill up to n.
 func pick(clusters []Cluster, n int, byGroup []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
-	chosen := map[string]bool{}
+	type need struct {
+		groupOf map[string]string // cluster name -> its group under the constraint
+		have    map[string]bool   // groups already among the chosen
+		want    int
+	}
+	var needs []*need
 	for _, sc := range byGroup {
 		key, label := groupKey(sc)
-		groups := groupClusters(clusters, key, label)
-		orderGroups(groups, previous)
-		have := 0
-		for _, g := range groups {
-			if slices.ContainsFunc(g.clusters, func(c Cluster) bool { return chosen[c.Name] }) {
-				have++
+		nd := &need{groupOf: map[string]string{}, have: map[string]bool{}, want: int(max(sc.MinGroups, 1))}
+		for _, g := range groupClusters(clusters, key, label) {
+			for _, c := range g.clusters {
+				nd.groupOf[c.Name] = g.value
 			}
 		}
-		for _, g := range groups {
-			if have >= int(max(sc.MinGroups, 1)) {
-				break
+		needs = append(needs, nd)
+	}
+	gain := func(c Cluster) int {
+		n := 0
+		for _, nd := range needs {
+			if g, ok := nd.groupOf[c.Name]; ok && len(nd.have) < nd.want && !nd.have[g] {
+				n++
 			}
-			if !slices.ContainsFunc(g.clusters, func(c Cluster) bool { return chosen[c.Name] }) {
-				chosen[g.clusters[0].Name] = true // clusters keep their preference order within a group
-				have++
+		}
+		return n
+	}
+	chosen := map[string]bool{}
+	for {
+		best, bestGain := -1, 0
+		for i, c := range clusters {
+			if g := gain(c); !chosen[c.Name] && g > bestGain {
+				best, bestGain = i, g
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := clusters[best]
+		chosen[c.Name] = true
+		for _, nd := range needs {
+			if g, ok := nd.groupOf[c.Name]; ok {
+				nd.have[g] = true
 			}
 		}
 	}
 	if len(chosen) > n {
-		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, fewer than the %d the other spread constraints need", n, len(chosen))
+		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, len(chosen))
 	}
 	for _, c := range clusters {
 		if len(chosen) == n {
