@@ -223,16 +223,23 @@ func TestDetector(t *testing.T) {
 	})
 
 	t.Run("a cluster-scoped template gets a ClusterResourceBinding", func(t *testing.T) {
+		create(&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a-roles"},
+			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
+				{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "absent"}}}})
 		create(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}},
 			&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roles"},
 				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "viewer"}}}})
 		key := client.ObjectKey{Name: "viewer-clusterrole"}
 		eventually(t, func() error { return c.Get(ctx, key, &workv1alpha1.ClusterResourceBinding{}) })
-		// Scheduled, but no Works are made of it: the policy says so.
+		// Scheduled, but no Works are made of it: each policy selecting the kind says so.
 		eventually(t, func() error {
-			if !events.has(ReasonClusterScopedKind, "rbac.authorization.k8s.io/v1 ClusterRole") {
-				return fmt.Errorf("no ClusterScopedKind event among %v", events.all())
+			for _, policy := range []string{"a-roles", "roles"} {
+				if !slices.ContainsFunc(events.all(), func(ev string) bool {
+					return strings.HasPrefix(ev, policy+": ") && strings.Contains(ev, " "+ReasonClusterScopedKind+" ")
+				}) {
+					return fmt.Errorf("no ClusterScopedKind event on %s among %v", policy, events.all())
+				}
 			}
 			return nil
 		})
@@ -421,10 +428,14 @@ type eventLog struct {
 	events []string
 }
 
-func (e *eventLog) Eventf(_, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
+func (e *eventLog) Eventf(regarding, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
+	name := ""
+	if o, ok := regarding.(metav1.Object); ok {
+		name = o.GetName()
+	}
+	e.events = append(e.events, name+": "+eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
 }
 
 func (e *eventLog) has(reason, text string) bool {

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,23 +48,25 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 				}
 				continue
 			}
-			if wanted[gvk] != nil {
-				continue
-			}
-			m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if meta.IsNoMatchError(err) {
-				if mine {
-					unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
+			m := wanted[gvk]
+			if m == nil {
+				var err error
+				m, err = r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				if meta.IsNoMatchError(err) {
+					if mine {
+						unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
+					}
+					continue
 				}
-				continue
+				if err != nil {
+					return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
+				}
+				wanted[gvk] = m
 			}
-			if err != nil {
-				return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
-			}
-			if mine && m.Scope.Name() == meta.RESTScopeNameRoot {
+			// Only a ClusterPropagationPolicy selects cluster-scoped templates.
+			if mine && p.IsCluster() && m.Scope.Name() == meta.RESTScopeNameRoot && !slices.Contains(clusterScoped, sel.APIVersion+" "+sel.Kind) {
 				clusterScoped = append(clusterScoped, sel.APIVersion+" "+sel.Kind)
 			}
-			wanted[gvk] = m
 		}
 	}
 	r.Templates.Sync(wanted)
