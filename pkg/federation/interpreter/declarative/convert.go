@@ -54,14 +54,15 @@ const maxDepth = 100
 
 // fromLua converts a Lua value into a JSON-like Go value: tables with keys 1..n become slices, other tables maps
 // with string keys; whole numbers become int64 and other numbers float64. An empty table is a slice when it came
-// from an array (per arrays) and a map otherwise; as a field of an object, an empty table the script made itself
-// is left out, as Karmada leaves it out: whether it stands for [] or {} cannot be known, and the wrong one would
-// make the API server refuse the object (status.conditions: {}).
-func fromLua(v lua.LValue, arrays shapes) (any, error) {
-	return fromLuaDepth(v, arrays, 0)
+// from an array (per arrays) and a map otherwise. With dropMade (a status, which has no object to follow), an
+// empty table the script made itself as a field of an object is left out, as Karmada leaves it out: whether it
+// stands for [] or {} cannot be known, and the wrong one would make the API server refuse the status
+// (conditions: {}). In an object (Retain, ReviseReplica) it stays {}: selfSigned: {} means something.
+func fromLua(v lua.LValue, arrays shapes, dropMade bool) (any, error) {
+	return fromLuaDepth(v, arrays, dropMade, 0)
 }
 
-func fromLuaDepth(v lua.LValue, arrays shapes, depth int) (any, error) {
+func fromLuaDepth(v lua.LValue, arrays shapes, dropMade bool, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels (a table that contains itself?)", maxDepth)
 	}
@@ -75,7 +76,7 @@ func fromLuaDepth(v lua.LValue, arrays shapes, depth int) (any, error) {
 	case lua.LNumber:
 		return number(float64(v)), nil
 	case *lua.LTable:
-		return tableFromLua(v, arrays, depth)
+		return tableFromLua(v, arrays, dropMade, depth)
 	default:
 		return nil, fmt.Errorf("cannot convert a Lua %s to JSON", v.Type())
 	}
@@ -88,7 +89,7 @@ func number(f float64) any {
 	return f
 }
 
-func tableFromLua(t *lua.LTable, arrays shapes, depth int) (any, error) {
+func tableFromLua(t *lua.LTable, arrays shapes, dropMade bool, depth int) (any, error) {
 	n := t.Len()
 	count := 0
 	allStrings := true
@@ -106,7 +107,7 @@ func tableFromLua(t *lua.LTable, arrays shapes, depth int) (any, error) {
 	case n == count:
 		out := make([]any, 0, n)
 		for i := 1; i <= n; i++ {
-			e, err := fromLuaDepth(t.RawGetInt(i), arrays, depth+1)
+			e, err := fromLuaDepth(t.RawGetInt(i), arrays, dropMade, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -122,13 +123,13 @@ func tableFromLua(t *lua.LTable, arrays shapes, depth int) (any, error) {
 		if err != nil {
 			return
 		}
-		if et, ok := e.(*lua.LTable); ok && empty(et) {
+		if et, ok := e.(*lua.LTable); ok && dropMade && empty(et) {
 			if _, came := arrays[et]; !came {
 				return
 			}
 		}
 		var g any
-		if g, err = fromLuaDepth(e, arrays, depth+1); err != nil {
+		if g, err = fromLuaDepth(e, arrays, dropMade, depth+1); err != nil {
 			err = fmt.Errorf("%s: %w", k, err)
 			return
 		}

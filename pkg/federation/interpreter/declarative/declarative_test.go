@@ -338,6 +338,27 @@ func TestKarmadaShapes(t *testing.T) {
 		t.Errorf("a string as status: %v, want an error", err)
 	}
 
+	// In an object an empty table stays: {} means something there (a cert-manager Issuer's selfSigned: {}).
+	retain := configv1alpha1.ResourceInterpreterCustomization{}
+	retain.Name = "r"
+	retain.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	retain.Spec.Customizations.Retention = &configv1alpha1.LocalValueRetention{LuaScript: `
+function Retain(desiredObj, observedObj)
+  desiredObj.spec = {selfSigned = {}}
+  return desiredObj
+end`}
+	rin, err := New([]configv1alpha1.ResourceInterpreterCustomization{retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := rin.Retain(ctx, widget(nil), widget(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := unstructured.NestedMap(kept.Object, "spec", "selfSigned"); !ok || len(v) != 0 {
+		t.Errorf("Retain's spec.selfSigned: %v (present %v), want {}", v, ok)
+	}
+
 	deps := configv1alpha1.ResourceInterpreterCustomization{}
 	deps.Name = "d"
 	deps.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}

@@ -140,7 +140,7 @@ func (i *Interpreter) ReviseReplica(ctx context.Context, obj *unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	return toObject("ReviseReplica", out[0], arrays)
+	return toObject("ReviseReplica", out[0], arrays, false)
 }
 
 // Retain calls Retain(desiredObj, observedObj), which returns desiredObj with the member's fields kept.
@@ -152,7 +152,7 @@ func (i *Interpreter) Retain(ctx context.Context, desired, observed *unstructure
 	if err != nil {
 		return nil, err
 	}
-	return toObject("Retain", out[0], arrays)
+	return toObject("Retain", out[0], arrays, false)
 }
 
 // AggregateStatus calls AggregateStatus(desiredObj, statusItems), statusItems being a list of {clusterName,
@@ -166,7 +166,7 @@ func (i *Interpreter) AggregateStatus(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	return toObject("AggregateStatus", out[0], arrays)
+	return toObject("AggregateStatus", out[0], arrays, true)
 }
 
 // InterpretStatus calls ReflectStatus(observedObj), which returns the status to record, or nil for none.
@@ -181,7 +181,7 @@ func (i *Interpreter) InterpretStatus(ctx context.Context, obj *unstructured.Uns
 	if _, ok := out[0].(*lua.LTable); !ok {
 		return nil, fmt.Errorf("ReflectStatus returned a %s, want a table (or nil for no status)", out[0].Type())
 	}
-	v, err := fromLua(out[0], arrays)
+	v, err := fromLua(out[0], arrays, true)
 	if err != nil {
 		return nil, fmt.Errorf("ReflectStatus returned a status that %w", err)
 	}
@@ -243,7 +243,7 @@ func toInt32(v lua.LValue) (int32, error) {
 
 // decode converts v into out through JSON; its errors read after "... that".
 func decode(v lua.LValue, arrays shapes, out any) error {
-	g, err := fromLua(v, arrays)
+	g, err := fromLua(v, arrays, false)
 	if err != nil {
 		return fmt.Errorf("cannot be converted: %w", err)
 	}
@@ -257,11 +257,12 @@ func decode(v lua.LValue, arrays shapes, out any) error {
 	return nil
 }
 
-func toObject(fn string, v lua.LValue, arrays shapes) (*unstructured.Unstructured, error) {
+// toObject converts the object fn returned; dropMade as fromLua has it.
+func toObject(fn string, v lua.LValue, arrays shapes, dropMade bool) (*unstructured.Unstructured, error) {
 	if _, ok := v.(*lua.LTable); !ok {
 		return nil, fmt.Errorf("%s returned a %s, want an object", fn, v.Type())
 	}
-	g, err := fromLua(v, arrays)
+	g, err := fromLua(v, arrays, dropMade)
 	if err != nil {
 		return nil, fmt.Errorf("%s returned an object that cannot be converted: %w", fn, err)
 	}

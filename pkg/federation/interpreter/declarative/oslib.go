@@ -39,8 +39,8 @@ func osTime(L *lua.LState) int {
 	return 1
 }
 
-// osDate is os.date([format [, time]]): format "*t" gives a time table, any other is strftime-like (%Y %m %d %H %M
-// %S %y %b %B %a %A %p %j %c %x %X %Z %%); a leading "!" means UTC.
+// osDate is os.date([format [, time]]): format "*t" gives a time table, any other is strftime-like (%Y %y %m %d %e
+// %H %I %M %S %p %j %w %a %A %b %B %c %x %X %F %T %D %z %Z %%; others are left as they are); a leading "!" means UTC.
 func osDate(L *lua.LState) int {
 	format := L.OptString(1, "%c")
 	at := time.Now()
@@ -94,10 +94,24 @@ func osDate(L *lua.LState) int {
 			b.WriteString(at.Format("Mon"))
 		case 'A':
 			b.WriteString(at.Format("Monday"))
+		case 'e':
+			fmt.Fprintf(&b, "%2d", at.Day())
+		case 'I':
+			b.WriteString(at.Format("03"))
+		case 'w':
+			fmt.Fprintf(&b, "%d", int(at.Weekday()))
 		case 'p':
 			b.WriteString(at.Format("PM"))
 		case 'c':
-			b.WriteString(at.Format("Mon Jan  2 15:04:05 2006"))
+			b.WriteString(at.Format(time.ANSIC))
+		case 'F':
+			b.WriteString(at.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(at.Format("15:04:05"))
+		case 'D':
+			b.WriteString(at.Format("01/02/06"))
+		case 'z':
+			b.WriteString(at.Format("-0700"))
 		case 'x':
 			b.WriteString(at.Format("01/02/06"))
 		case 'X':
@@ -107,7 +121,8 @@ func osDate(L *lua.LState) int {
 		case '%':
 			b.WriteByte('%')
 		default:
-			L.ArgError(1, fmt.Sprintf("invalid conversion '%%%c' to 'date'", format[i]))
+			b.WriteByte('%')
+			b.WriteByte(format[i])
 		}
 	}
 	L.Push(lua.LString(b.String()))

@@ -16,6 +16,9 @@ function ReflectStatus(o)
   return {
     epoch = os.time({year = 1970, month = 1, day = 2, hour = 0, min = 0, sec = 0}) - os.time({year = 1970, month = 1, day = 1, hour = 0}),
     stamp = os.date("!%Y-%m-%dT%H:%M:%SZ", 1577836800),
+    iso = os.date("!%FT%T%z", 1579046400),
+    ansi = os.date("!%c", 1579046400),
+    kept = os.date("!%q %e", 1577836800),
     day = d.day, hour = d.hour, yday = d.yday,
     later = os.time() > t,
   }
@@ -27,7 +30,8 @@ end`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"day":2,"epoch":86400,"hour":1,"later":true,"stamp":"2020-01-01T00:00:00Z","yday":2}`; string(raw.Raw) != want {
+	want := `{"ansi":"Wed Jan 15 00:00:00 2020","day":2,"epoch":86400,"hour":1,"iso":"2020-01-15T00:00:00+0000","kept":"%q  1","later":true,"stamp":"2020-01-01T00:00:00Z","yday":2}`
+	if string(raw.Raw) != want {
 		t.Errorf("got %s, want %s", raw.Raw, want)
 	}
 }
