@@ -182,7 +182,8 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
 			Coalesce: o.statusCoalesce, Cached: cached},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
-		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce},
+		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce,
+			Recorder: recorder},
 		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Renderings: renderings, Discovery: disc, Coalesce: o.statusCoalesce,
 			HoldLimit: statusHoldWindows * o.statusCoalesce},
 	}

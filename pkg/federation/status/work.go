@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,11 +65,26 @@ type WorkReconciler struct {
 	// Coalesce is how long a member object's changes are gathered before its Work's status is written; 0 writes
 	// every change.
 	Coalesce time.Duration
+	// Recorder records events on Works (a status script failing); nil records none.
+	Recorder EventRecorder
 
 	watches *memberWatches
 	wakeups *wakeups
 	written written
 }
+
+// EventRecorder records events (k8s.io/client-go/tools/events.EventRecorder, as the manager's GetEventRecorder
+// returns it, satisfies it).
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// ReasonReflectStatusFailed: a status script failed on a member's object; the status recorded last stays.
+const ReasonReflectStatusFailed = "ReflectStatusFailed"
+
+// reflectRetry is how soon a Work whose status script failed is looked at again, though its objects do not change:
+// a customization fixed meanwhile then takes effect.
+const reflectRetry = 30 * time.Second
 
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
 // Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop).
@@ -177,7 +193,11 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, errors.Join(err, r.write(ctx, &work, work.Status.ManifestStatuses, unsyncedShown(&work)))
 	}
 	if len(obs.unsynced) == 0 {
-		return ctrl.Result{}, r.write(ctx, &work, obs.statuses, nil)
+		var again ctrl.Result
+		if obs.reflectFailed {
+			again.RequeueAfter = reflectRetry
+		}
+		return again, r.write(ctx, &work, obs.statuses, nil)
 	}
 	write, again := awaitSync(time.Since(obs.youngest), r.SyncGrace, r.SyncPoll)
 	if !write {
@@ -194,6 +214,8 @@ type observation struct {
 	// when the last of those started.
 	unsynced []string
 	youngest time.Time
+	// reflectFailed: a status script failed on one of the objects, whose status recorded last was kept.
+	reflectFailed bool
 }
 
 // observe reads each manifest's object from the member's informers. An object not (yet) in the member has no
@@ -241,6 +263,11 @@ func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, m
 				// object must not take the cluster out of the aggregated status.
 				log.FromContext(ctx).Error(err, "interpret status; keeping the last status recorded", "object", key)
 				ms.Status = lastStatus(work.Status.ManifestStatuses, id)
+				obs.reflectFailed = true
+				if r.Recorder != nil {
+					r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, ReasonReflectStatusFailed, "ReflectStatus",
+						"status of %s in cluster %s: %v; the status recorded last stays", key, work.Spec.ClusterName, err)
+				}
 			}
 		}
 		if ms.Health, err = interpreter.Health(ctx, r.Interpreter, obj); err != nil {

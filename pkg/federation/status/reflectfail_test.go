@@ -1,0 +1,113 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// failingStatus is the native interpreter with a status script that fails, as a broken customization's would.
+type failingStatus struct{ interpreter.Interpreter }
+
+func (failingStatus) Handles(schema.GroupVersionKind, interpreter.Operation) bool { return true }
+func (failingStatus) InterpretStatus(context.Context, *unstructured.Unstructured) (*runtime.RawExtension, error) {
+	return nil, errors.New("ReflectStatus: attempt to index a nil value")
+}
+
+type recordedEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *recordedEvents) Eventf(_, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
+}
+
+func (e *recordedEvents) find(reason string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ev := range e.events {
+		if strings.Contains(ev, " "+reason+" ") {
+			return ev
+		}
+	}
+	return ""
+}
+
+// A status script failing on a member's object keeps the status recorded last for it (the cluster stays in the
+// aggregated status) and says so on the Work.
+func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 1})
+	ctx := context.Background()
+	host, m := f.Host, f.Members[0]
+	for _, cs := range []interface {
+		Create(context.Context, *corev1.Namespace, metav1.CreateOptions) (*corev1.Namespace, error)
+	}{f.Federation.Host.Clientset().CoreV1().Namespaces(), m.Clientset().CoreV1().Namespaces()} {
+		if _, err := cs.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := deployment(1)
+	d.Labels[names.ManagedLabel] = "true" // as the execution stage marks what it applies
+	if _, err := m.Clientset().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w := work(t, "web-deployment", m.Name(), deployment(1))
+	if err := host.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	id := workv1alpha1.ResourceIdentifier{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: ns, Name: "web"}
+	last := &runtime.RawExtension{Raw: []byte(`{"replicas":7}`)}
+	w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Identifier: id, Status: last, Health: workv1alpha1.ResourceHealthy}}
+	if err := host.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.Config()
+	mc := &member.Client{Name: m.Name(), Config: cfg, Dynamic: dynamic.NewForConfigOrDie(cfg),
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))}
+	events := &recordedEvents{}
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		r := &WorkReconciler{Client: mgr.GetClient(), Members: oneMember{mc}, Verdicts: appliedVerdicts{},
+			Interpreter: failingStatus{interpreter.Layers{Native: native.New()}.Chain()}, Recorder: events}
+		return r.SetupWithManager(mgr)
+	})
+	fedtest.Eventually(t, 20*time.Second, "a Warning event on the Work", func() error {
+		if ev := events.find(ReasonReflectStatusFailed); !strings.Contains(ev, "attempt to index a nil value") {
+			return fmt.Errorf("no %s event yet", ReasonReflectStatusFailed)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the pass's write lands
+	var cur workv1alpha1.Work
+	if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if ms := cur.Status.ManifestStatuses; len(ms) != 1 || ms[0].Status == nil || string(ms[0].Status.Raw) != `{"replicas":7}` {
+		t.Errorf("manifestStatuses %+v, want the last status {\"replicas\":7} kept", ms)
+	}
+}
