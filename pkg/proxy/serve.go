@@ -145,7 +145,7 @@ func fenceMessage(own *config.Ownership, req *Request, namespaced bool, owner sh
 	what := fmt.Sprintf("%s %s", req.Verb, resourceLabel(req))
 	switch {
 	case own == nil:
-		return fmt.Sprintf("%s refused: this proxy has no shard configuration yet, so it owns nothing", what)
+		return fmt.Sprintf("%s refused: this proxy owns nothing (no shard configuration yet, or out of contact with the manager past its ownership lease)", what)
 	case !namespaced:
 		return fmt.Sprintf("%s refused: cluster-scoped objects belong to shard %d, and this is shard %d", what, owner, own.Shard)
 	case owner == shard.NoShard:

@@ -70,6 +70,9 @@ func (c *Cluster) awaitGrant(ctx context.Context, namespace, name string, rules 
 	for _, r := range rules {
 		if len(r.Verbs) > 0 && len(r.Resources) > 0 && len(r.APIGroups) > 0 {
 			attrs = &authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+			if len(r.ResourceNames) > 0 {
+				attrs.Name = r.ResourceNames[0]
+			}
 			break
 		}
 	}

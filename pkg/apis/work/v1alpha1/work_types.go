@@ -18,8 +18,8 @@ const ClusterLabel = "work.fedmesh.io/cluster"
 
 // Work is what the federation applies to one member cluster for one binding: the final manifests, with overrides
 // applied. Unlike Karmada, where a Work's namespace names its cluster, a Work lives in its template's namespace
-// (fedmesh's system namespace for cluster-scoped templates) and names its cluster in spec.clusterName and in the
-// work.fedmesh.io/cluster label, so that one shard owns everything about a namespace.
+// and names its cluster in spec.clusterName and in the work.fedmesh.io/cluster label, so that one shard owns
+// everything about a namespace. (Cluster-scoped templates get no Works yet.)
 type Work struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
