@@ -9,22 +9,16 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
-	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
@@ -65,13 +59,7 @@ func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 1})
 	ctx := context.Background()
 	host, m := f.Host, f.Members[0]
-	for _, cs := range []interface {
-		Create(context.Context, *corev1.Namespace, metav1.CreateOptions) (*corev1.Namespace, error)
-	}{f.Federation.Host.Clientset().CoreV1().Namespaces(), m.Clientset().CoreV1().Namespaces()} {
-		if _, err := cs.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespace(t, f.Federation.Host, m)
 	d := deployment(1)
 	d.Labels[names.ManagedLabel] = "true" // as the execution stage marks what it applies
 	if _, err := m.Clientset().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
@@ -87,9 +75,7 @@ func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
 	if err := host.Status().Update(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	cfg := m.Config()
-	mc := &member.Client{Name: m.Name(), Config: cfg, Dynamic: dynamic.NewForConfigOrDie(cfg),
-		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))}
+	mc := memberClient(m.Name(), m.Config())
 	events := &recordedEvents{}
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		r := &WorkReconciler{Client: mgr.GetClient(), Members: oneMember{mc}, Verdicts: appliedVerdicts{},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -40,6 +42,23 @@ func (appliedVerdicts) Current(metav1.Object, []metav1.Condition) *metav1.Condit
 
 type oneMember struct{ mc *member.Client }
 
+// memberClient is a member client of cfg, as the federator makes one.
+func memberClient(name string, cfg *rest.Config) *member.Client {
+	return &member.Client{Name: name, Config: cfg, Dynamic: dynamic.NewForConfigOrDie(cfg),
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))}
+}
+
+// createNamespace creates the test's namespace in each of clusters.
+func createNamespace(t *testing.T, clusters ...*cluster.Cluster) {
+	t.Helper()
+	for _, c := range clusters {
+		if _, err := c.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func (m oneMember) Client(context.Context, string) (*member.Client, error) { return m.mc, nil }
 
 // TestUnsyncedWatchStillWritesStatus: the member lets fedmesh get Secrets but not list them, so its watch of
@@ -49,13 +68,7 @@ func TestUnsyncedWatchStillWritesStatus(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 1})
 	ctx := context.Background()
 	host, m := f.Host, f.Members[0]
-	for _, cs := range []interface {
-		Create(context.Context, *corev1.Namespace, metav1.CreateOptions) (*corev1.Namespace, error)
-	}{f.Federation.Host.Clientset().CoreV1().Namespaces(), m.Clientset().CoreV1().Namespaces()} {
-		if _, err := cs.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespace(t, f.Federation.Host, m)
 	cfg, err := m.ServiceAccount(ctx, names.SystemNamespace, "fedmesh-restricted", []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "patch"}},
@@ -63,8 +76,7 @@ func TestUnsyncedWatchStillWritesStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := &member.Client{Name: m.Name(), Config: cfg, Dynamic: dynamic.NewForConfigOrDie(cfg),
-		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))}
+	mc := memberClient(m.Name(), cfg)
 	d := deployment(1)
 	d.Labels[names.ManagedLabel] = "true"
 	if _, err := m.Clientset().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {

@@ -39,6 +39,13 @@ func osTime(L *lua.LState) int {
 	return 1
 }
 
+// dateLayouts are the strftime conversions Go's time layouts say directly.
+var dateLayouts = map[byte]string{
+	'Y': "2006", 'm': "01", 'd': "02", 'e': "_2", 'H': "15", 'I': "03", 'M': "04", 'S': "05", 'p': "PM",
+	'a': "Mon", 'A': "Monday", 'b': "Jan", 'B': "January", 'c': time.ANSIC, 'x': "01/02/06", 'X': "15:04:05",
+	'F': "2006-01-02", 'T': "15:04:05", 'D': "01/02/06", 'z': "-0700", 'Z': "MST",
+}
+
 // osDate is os.date([format [, time]]): format "*t" gives a time table, any other is strftime-like (%Y %y %m %d %e
 // %H %I %M %S %p %j %w %a %A %b %B %c %x %X %F %T %D %z %Z %%; others are left as they are); a leading "!" means UTC.
 func osDate(L *lua.LState) int {
@@ -69,56 +76,16 @@ func osDate(L *lua.LState) int {
 			continue
 		}
 		i++
-		switch format[i] {
-		case 'Y':
-			fmt.Fprintf(&b, "%d", at.Year())
-		case 'y':
-			fmt.Fprintf(&b, "%02d", at.Year()%100)
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(at.Month()))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", at.Day())
-		case 'H':
-			fmt.Fprintf(&b, "%02d", at.Hour())
-		case 'M':
-			fmt.Fprintf(&b, "%02d", at.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", at.Second())
-		case 'j':
+		switch layout, ok := dateLayouts[format[i]]; {
+		case ok:
+			b.WriteString(at.Format(layout))
+		case format[i] == 'j':
 			fmt.Fprintf(&b, "%03d", at.YearDay())
-		case 'b':
-			b.WriteString(at.Format("Jan"))
-		case 'B':
-			b.WriteString(at.Format("January"))
-		case 'a':
-			b.WriteString(at.Format("Mon"))
-		case 'A':
-			b.WriteString(at.Format("Monday"))
-		case 'e':
-			fmt.Fprintf(&b, "%2d", at.Day())
-		case 'I':
-			b.WriteString(at.Format("03"))
-		case 'w':
+		case format[i] == 'w':
 			fmt.Fprintf(&b, "%d", int(at.Weekday()))
-		case 'p':
-			b.WriteString(at.Format("PM"))
-		case 'c':
-			b.WriteString(at.Format(time.ANSIC))
-		case 'F':
-			b.WriteString(at.Format("2006-01-02"))
-		case 'T':
-			b.WriteString(at.Format("15:04:05"))
-		case 'D':
-			b.WriteString(at.Format("01/02/06"))
-		case 'z':
-			b.WriteString(at.Format("-0700"))
-		case 'x':
-			b.WriteString(at.Format("01/02/06"))
-		case 'X':
-			b.WriteString(at.Format("15:04:05"))
-		case 'Z':
-			b.WriteString(at.Format("MST"))
-		case '%':
+		case format[i] == 'y':
+			fmt.Fprintf(&b, "%02d", at.Year()%100)
+		case format[i] == '%':
 			b.WriteByte('%')
 		default:
 			b.WriteByte('%')
