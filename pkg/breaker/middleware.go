@@ -2,14 +2,12 @@ package breaker
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,12 +42,11 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 
 		start := engine.opts.Clock.Now()
 		rw := &outcomeWriter{ResponseWriter: w}
-		excused := new(atomic.Bool)
 		var once sync.Once
 		report := func(o Outcome) {
 			once.Do(func() {
 				o.Latency = engine.opts.Clock.Now().Sub(start)
-				if o.Err == nil && req.Context().Err() != nil || excused.Load() {
+				if o.Err == nil && req.Context().Err() != nil || rw.excused {
 					o.Canceled = true
 				}
 				engine.Done(r, d, o)
@@ -70,18 +67,25 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 			}
 			report(Outcome{Code: code})
 		}()
-		next.ServeHTTP(rw, req.WithContext(context.WithValue(req.Context(), excuseKey{}, excused)))
+		next.ServeHTTP(rw, req)
 	})
 }
 
-type excuseKey struct{}
-
-// Excuse tells the Middleware that the response to the request of ctx, whatever its code, is no outcome of the
+// Excuse tells the Middleware that the response it is writing to w, whatever its code, is no outcome of the
 // upstream's: the handler gave up on the request itself (the proxy's own deadline on a write, say). Like a caller
-// that left, it counts neither as a success nor as a failure.
-func Excuse(ctx context.Context) {
-	if excused, ok := ctx.Value(excuseKey{}).(*atomic.Bool); ok {
-		excused.Store(true)
+// that left, it counts neither as a success nor as a failure. It marks the writer the Middleware handed on (or one
+// that wraps it and unwraps to it), so it costs the requests that are not excused nothing.
+func Excuse(w http.ResponseWriter) {
+	for w != nil {
+		if ow, ok := w.(*outcomeWriter); ok {
+			ow.excused = true
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
 	}
 }
 
@@ -109,6 +113,7 @@ type outcomeWriter struct {
 	http.ResponseWriter
 	code     int
 	onHeader func(code int)
+	excused  bool // set by Excuse, in the handler's goroutine
 }
 
 func (w *outcomeWriter) WriteHeader(code int) {

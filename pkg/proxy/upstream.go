@@ -96,7 +96,7 @@ func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
 		// Only a write's own deadline (boundWrite) ends a request so: the caller's leaving cancels it. The proxy
 		// gave up, not the upstream: no failure for a breaker to count.
-		breaker.Excuse(r.Context())
+		breaker.Excuse(w)
 		writeStatus(w, http.StatusGatewayTimeout, string(metav1.StatusReasonTimeout),
 			"the write did not finish within the proxy's ownership lease and was cancelled (it may still have taken effect if the API server was storing it); read the object before retrying")
 		return
