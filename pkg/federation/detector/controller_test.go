@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -56,7 +53,7 @@ func TestDetector(t *testing.T) {
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byKind(), Priority: ptr.To[int32](10)}},
 	)
 
-	events := &eventLog{}
+	events := &fedtest.Events{}
 	r := startDetector(t, host, events)
 
 	t.Run("the namespaced policy claims its template and writes the binding", func(t *testing.T) {
@@ -235,10 +232,8 @@ func TestDetector(t *testing.T) {
 		// Scheduled, but no Works are made of it: each policy selecting the kind says so.
 		eventually(t, func() error {
 			for _, policy := range []string{"a-roles", "roles"} {
-				if !slices.ContainsFunc(events.all(), func(ev string) bool {
-					return strings.HasPrefix(ev, policy+": ") && strings.Contains(ev, " "+ReasonClusterScopedKind+" ")
-				}) {
-					return fmt.Errorf("no ClusterScopedKind event on %s among %v", policy, events.all())
+				if events.Find(policy, ReasonClusterScopedKind, "") == "" {
+					return fmt.Errorf("no ClusterScopedKind event on %s among %v", policy, events.All())
 				}
 			}
 			return nil
@@ -284,8 +279,8 @@ func TestDetector(t *testing.T) {
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
 				{APIVersion: "example.com/v1", Kind: "Widget"}}}})
 		eventually(t, func() error {
-			if !events.has(ReasonUnknownKind, "example.com/v1 Widget") {
-				return fmt.Errorf("no UnknownKind event among %v", events.all())
+			if events.Find("", ReasonUnknownKind, "example.com/v1 Widget") == "" {
+				return fmt.Errorf("no UnknownKind event among %v", events.All())
 			}
 			return nil
 		})
@@ -324,7 +319,7 @@ func startHost(t *testing.T) (*cluster.Cluster, client.Client) {
 	return host, c
 }
 
-func startDetector(t *testing.T, host *cluster.Cluster, events *eventLog) *Reconciler {
+func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events) *Reconciler {
 	t.Helper()
 	r := &Reconciler{
 		Interpreter:      interpreter.Layers{Native: native.New()}.Chain(),
@@ -420,35 +415,4 @@ func waitLabels(t *testing.T, c client.Client, ns, name string, want map[string]
 		}
 		return nil
 	})
-}
-
-// eventLog is a record.EventRecorder keeping what it is told.
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (e *eventLog) Eventf(regarding, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(metav1.Object); ok {
-		name = o.GetName()
-	}
-	e.events = append(e.events, name+": "+eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
-}
-
-func (e *eventLog) has(reason, text string) bool {
-	for _, ev := range e.all() {
-		if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, text) {
-			return true
-		}
-	}
-	return false
-}
-
-func (e *eventLog) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.events)
 }

@@ -11,6 +11,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // A policy deleted while no detector runs, the only one to select its kind, is noticed at the next start: no
@@ -25,7 +26,7 @@ func TestPolicyDeletedWhileDownIsReleasedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	events := &eventLog{}
+	events := &fedtest.Events{}
 	t.Run("a detector claims the template", func(t *testing.T) {
 		startDetector(t, host, events) // stopped when this subtest ends
 		waitBinding(t, c, "a", "web-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })

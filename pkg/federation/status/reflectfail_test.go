@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,28 +29,6 @@ func (failingStatus) InterpretStatus(context.Context, *unstructured.Unstructured
 	return nil, errors.New("ReflectStatus: attempt to index a nil value")
 }
 
-type recordedEvents struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (e *recordedEvents) Eventf(_, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = append(e.events, eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
-}
-
-func (e *recordedEvents) find(reason string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, ev := range e.events {
-		if strings.Contains(ev, " "+reason+" ") {
-			return ev
-		}
-	}
-	return ""
-}
-
 // A status script failing on a member's object keeps the status recorded last for it (the cluster stays in the
 // aggregated status) and says so on the Work.
 func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
@@ -76,14 +52,14 @@ func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := memberClient(m.Name(), m.Config())
-	events := &recordedEvents{}
+	events := &fedtest.Events{}
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		r := &WorkReconciler{Client: mgr.GetClient(), Members: oneMember{mc}, Verdicts: appliedVerdicts{},
 			Interpreter: failingStatus{interpreter.Layers{Native: native.New()}.Chain()}, Recorder: events}
 		return r.SetupWithManager(mgr)
 	})
 	fedtest.Eventually(t, 20*time.Second, "a Warning event on the Work", func() error {
-		if ev := events.find(ReasonReflectStatusFailed); !strings.Contains(ev, "attempt to index a nil value") {
+		if events.Find(w.Name, ReasonReflectStatusFailed, "attempt to index a nil value") == "" {
 			return fmt.Errorf("no %s event yet", ReasonReflectStatusFailed)
 		}
 		return nil
