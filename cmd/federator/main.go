@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -102,16 +101,11 @@ func (o *options) customize(opts *ctrl.Options) {
 	}
 }
 
-// clusterProber elects, among every shard and replica, the federator that probes the members: a Lease named
-// after the leader-election Lease, with "-clusters", in its namespace (the pod's, else the system namespace).
-func (o *options) clusterProber(mgr ctrl.Manager) (*elect.Elector, error) {
-	ns := o.Manager.LeaderElectionNamespace
-	if ns == "" {
-		ns = names.SystemNamespace
-		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-			ns = strings.TrimSpace(string(b))
-		}
-	}
+// elected elects, among every shard and replica, the federator that probes the members and handles cluster-scoped
+// templates: a Lease named after the leader-election Lease, with "-clusters", in the system namespace. Behind the
+// proxy only the shard owning that namespace can hold it, and that shard may write the bindings and Works of
+// cluster-scoped templates, which are kept there.
+func (o *options) elected(mgr ctrl.Manager) (*elect.Elector, error) {
 	id := o.Manager.LeaderElectionID
 	if id == "" {
 		id = o.DefaultLeaseName
@@ -126,7 +120,7 @@ func (o *options) clusterProber(mgr ctrl.Manager) (*elect.Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &elect.Elector{Client: kc, Namespace: ns, Name: id + "-clusters", Identity: host + "_" + string(uuid.NewUUID())}
+	e := &elect.Elector{Client: kc, Namespace: names.SystemNamespace, Name: id + "-clusters", Identity: host + "_" + string(uuid.NewUUID())}
 	return e, mgr.Add(e)
 }
 
@@ -139,7 +133,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if o.memberThroughProxy {
 		members.ProxyConfig = rest.CopyConfig(mgr.GetConfig())
 	}
-	prober, err := o.clusterProber(mgr)
+	elected, err := o.elected(mgr)
 	if err != nil {
 		return err
 	}
@@ -162,7 +156,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	}
 	recorder := mgr.GetEventRecorder("fedmesh-federator")
 	// One waiter for the stages that wait for their own writes to reach the cache: one event handler per kind.
-	cached, err := cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}, &workv1alpha1.Work{})
+	cached, err := cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.Work{})
 	if err != nil {
 		return err
 	}
@@ -173,9 +167,10 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
-		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: prober.Elected,
+		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: elected.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
-		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached},
+		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached,
+			ClusterScoped: elected},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Cached: cached},
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.

@@ -80,24 +80,24 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(mapping.GroupVersionKind)
 	key := client.ObjectKey{Name: name}
-	worksNamespace := names.SystemNamespace // cluster-scoped templates keep their Works there
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if key.Namespace, err = o.templateNamespace(); err != nil {
 			return fedmeshctl.TemplateView{}, err
 		}
-		worksNamespace = key.Namespace
 	}
+	// A cluster-scoped template's binding and Works are in the system namespace.
+	bindingNamespace := names.BindingNamespace(key.Namespace)
 	if err := c.Get(ctx, key, tmpl); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("%s %s: %w", mapping.GroupVersionKind.Kind, name, err)
 	}
 
 	bindingName := names.Binding(mapping.GroupVersionKind.Kind, name)
-	rb, err := binding(cmd, c, key.Namespace, bindingName)
+	rb, err := binding(cmd, c, bindingNamespace, bindingName)
 	if err != nil {
 		return fedmeshctl.TemplateView{}, err
 	}
 	var works workv1alpha1.WorkList
-	if err := c.List(ctx, &works, client.InNamespace(worksNamespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(bindingName)}); err != nil {
+	if err := c.List(ctx, &works, client.InNamespace(bindingNamespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(bindingName)}); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
 	}
 	v := fedmeshctl.NewTemplateView(tmpl, rb, works.Items)
@@ -162,29 +162,15 @@ func resolveKind(mapper meta.RESTMapper, kind string) (*meta.RESTMapping, error)
 	return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
-// binding reads the template's ResourceBinding, or its ClusterResourceBinding when namespace is empty; nil when
-// none exists yet (no policy claimed the template).
+// binding reads the template's ResourceBinding; nil when none exists yet (no policy claimed the template).
 func binding(cmd *cobra.Command, c client.Client, namespace, name string) (*workv1alpha1.ResourceBinding, error) {
-	ctx := cmd.Context()
-	if namespace != "" {
-		var rb workv1alpha1.ResourceBinding
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &rb)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ResourceBinding %s/%s: %w", namespace, name, err)
-		}
-		return &rb, nil
-	}
-	var crb workv1alpha1.ClusterResourceBinding
-	err := c.Get(ctx, client.ObjectKey{Name: name}, &crb)
+	var rb workv1alpha1.ResourceBinding
+	err := c.Get(cmd.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &rb)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ClusterResourceBinding %s: %w", name, err)
+		return nil, fmt.Errorf("ResourceBinding %s/%s: %w", namespace, name, err)
 	}
-	// The view reads spec and status, which the two kinds share.
-	return &workv1alpha1.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}, nil
+	return &rb, nil
 }

@@ -78,6 +78,7 @@ func testFederation(t *testing.T, shards int) {
 	t.Run("takeover with Overwrite keeps the pods; Abort leaves it alone", e.takeover)
 	t.Run("member-owned replicas are not fought over", e.retainedReplicas)
 	t.Run("deleting the template cleans up the members", e.deletion)
+	t.Run("a cluster-scoped template, overridden, then deleted", e.clusterScoped)
 	t.Run("what the host allocated stays home", e.hostAllocatedFieldsStayHome)
 	t.Run("member watches outlive Cluster status writes", e.watchesOutliveClusterStatus)
 	t.Run("failover off a stopped member and back", e.failover) // last: it stops a member

@@ -200,7 +200,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	} else {
 		r.dependents.forget(client.ObjectKeyFromObject(b))
 	}
-	if in.policies, err = r.policies(ctx, b.Namespace); err != nil {
+	if in.policies, err = r.policies(ctx, b.Spec.Resource.Namespace); err != nil {
 		return err
 	}
 	var written []string
@@ -350,15 +350,18 @@ func (r *Reconciler) template(ctx context.Context, b *workv1alpha1.ResourceBindi
 	return stripServerFields(obj), nil
 }
 
-// policies lists the override policies that may apply in namespace, leaving out those being deleted.
+// policies lists the override policies that may apply to a template of namespace ("" for a cluster-scoped one,
+// which only ClusterOverridePolicies select), leaving out those being deleted.
 func (r *Reconciler) policies(ctx context.Context, namespace string) (override.Policies, error) {
 	var cops policyv1alpha1.ClusterOverridePolicyList
 	if err := r.Client.List(ctx, &cops); err != nil {
 		return override.Policies{}, err
 	}
 	var ops policyv1alpha1.OverridePolicyList
-	if err := r.Client.List(ctx, &ops, client.InNamespace(namespace)); err != nil {
-		return override.Policies{}, err
+	if namespace != "" { // a cluster-scoped template has only ClusterOverridePolicies
+		if err := r.Client.List(ctx, &ops, client.InNamespace(namespace)); err != nil {
+			return override.Policies{}, err
+		}
 	}
 	var ps override.Policies
 	for _, p := range cops.Items {

@@ -103,32 +103,28 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 		return reconcile.Result{}, err
 	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b := newBinding(obj.GetNamespace())
+		b := &workv1alpha1.ResourceBinding{}
 		err := r.Client.Get(ctx, key, b)
 		if apierrors.IsNotFound(err) {
-			b = newBinding(obj.GetNamespace())
-			b.SetNamespace(key.Namespace)
-			b.SetName(key.Name)
+			b = &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 			setBindingMeta(b, obj, p, digest)
-			SetDesired(bindingSpec(b), desired)
-			if _, ok := b.(*workv1alpha1.ResourceBinding); ok {
-				// Born with the binding stage's finalizer, which that stage would otherwise add in a write of
-				// its own before its first Work.
-				controllerutil.AddFinalizer(b, names.BindingFinalizer)
-			}
+			SetDesired(&b.Spec, desired)
+			// Born with the binding stage's finalizer, which that stage would otherwise add in a write of its own
+			// before its first Work.
+			controllerutil.AddFinalizer(b, names.BindingFinalizer)
 			if err := r.Client.Create(ctx, b); err != nil {
 				return err
 			}
 			logf.FromContext(ctx).Info("created binding", "binding", key, "replicas", desired.Replicas)
 			// The claim's own label patch queues the template again at once; a cache that has not seen the
 			// binding yet would make that pass try to create it again.
-			r.Cached.Created(ctx, r.Client, key, newBinding(key.Namespace))
+			r.Cached.Created(ctx, r.Client, key, &workv1alpha1.ResourceBinding{})
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if !sameTemplate(bindingSpec(b), obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
+		if !sameTemplate(&b.Spec, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonBindingNameTaken, ReasonBindingNameTaken,
 				"binding %s already belongs to another template", key)
 			return nil
@@ -140,13 +136,13 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 		if b.GetAnnotations()[names.TemplateDigestAnnotation] == digest {
 			// Only the template's status or bookkeeping changed since the version the binding names (the status
 			// stage's own writes do that): that version still stands, and nothing after the binding is redone.
-			want.Resource.ResourceVersion = bindingSpec(b).Resource.ResourceVersion
+			want.Resource.ResourceVersion = b.Spec.Resource.ResourceVersion
 		}
-		if HeldBack(bindingSpec(b), b.GetLabels(), want, p) {
+		if HeldBack(&b.Spec, b.GetLabels(), want, p) {
 			return nil
 		}
 		metaChanged := setBindingMeta(b, obj, p, digest)
-		if !SetDesired(bindingSpec(b), want) && !metaChanged {
+		if !SetDesired(&b.Spec, want) && !metaChanged {
 			return nil
 		}
 		if err := r.Client.Update(ctx, b); err != nil {
@@ -170,11 +166,11 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 func (r *Reconciler) deleteBinding(ctx context.Context, key templates.Key, preserve bool) error {
 	bkey := bindingKey(key.GVK.Kind, key.Namespace, key.Name)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		b := newBinding(key.Namespace)
+		b := &workv1alpha1.ResourceBinding{}
 		if err := r.Client.Get(ctx, bkey, b); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		spec := bindingSpec(b)
+		spec := &b.Spec
 		if !sameTemplate(spec, key.GVK, key.Namespace, key.Name) || b.GetDeletionTimestamp() != nil {
 			return nil
 		}
@@ -194,27 +190,10 @@ func (r *Reconciler) deleteBinding(ctx context.Context, key templates.Key, prese
 	})
 }
 
-// bindingKey is where the binding of a template is: a ResourceBinding beside a namespaced template, a
-// ClusterResourceBinding for a cluster-scoped one.
+// bindingKey is where the binding of a template is: beside a namespaced template, in the system namespace for a
+// cluster-scoped one.
 func bindingKey(kind, namespace, name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: namespace, Name: names.Binding(kind, name)}
-}
-
-func newBinding(namespace string) client.Object {
-	if namespace == "" {
-		return &workv1alpha1.ClusterResourceBinding{}
-	}
-	return &workv1alpha1.ResourceBinding{}
-}
-
-func bindingSpec(obj client.Object) *workv1alpha1.ResourceBindingSpec {
-	switch b := obj.(type) {
-	case *workv1alpha1.ResourceBinding:
-		return &b.Spec
-	case *workv1alpha1.ClusterResourceBinding:
-		return &b.Spec
-	}
-	return nil
+	return types.NamespacedName{Namespace: names.BindingNamespace(namespace), Name: names.Binding(kind, name)}
 }
 
 // sameTemplate reports whether spec's template is the one of kind gvk called namespace/name (in any version).

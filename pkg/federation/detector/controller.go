@@ -27,8 +27,18 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
+
+// Elector tells whether this federator is the one, among all shards, that handles cluster-scoped templates
+// (elect.Elector is one): every shard sees them, but their bindings live in the system namespace, which only one
+// shard may write.
+type Elector interface {
+	Elected() bool
+	// OnElected registers a call made every time this federator is elected.
+	OnElected(func())
+}
 
 // ReplicaInterpreter finds a template's replicas and what each replica needs.
 type ReplicaInterpreter interface {
@@ -44,8 +54,6 @@ const (
 	ReasonBindingNameTaken = "BindingNameTaken"
 	ReasonUnknownKind      = "UnknownKind"
 	ReasonIgnoredKind      = "IgnoredKind"
-	// ReasonClusterScopedKind: the policy selects a cluster-scoped kind, which is scheduled but not applied yet.
-	ReasonClusterScopedKind = "ClusterScopedKind"
 )
 
 const (
@@ -73,11 +81,14 @@ type Reconciler struct {
 	Interpreter ReplicaInterpreter
 	// Recorder records events on templates and policies; the manager's when nil.
 	Recorder events.EventRecorder
+	// ClusterScoped elects the federator that handles cluster-scoped templates; nil handles them here.
+	ClusterScoped Elector
 	// UnknownKindRetry is how soon a policy selecting a kind the API server does not serve is looked at again
 	// (its CRD may be installed later); default 30s.
 	UnknownKindRetry time.Duration
 
 	queue *templateQueue
+	log   logr.Logger
 	// Cached waits for the cache to show a binding once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
@@ -99,7 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	var err error
 	if r.Cached == nil {
-		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}); err != nil {
 			return err
 		}
 	}
@@ -121,6 +132,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.queue = &templateQueue{}
 	r.Templates.OnChange(r.queue.add)
+	r.log = mgr.GetLogger().WithValues("controller", templatesControllerName)
+	if r.ClusterScoped != nil {
+		r.ClusterScoped.OnElected(func() { r.takeUpClusterScoped(mgr.GetCache()) })
+	}
 	// One policy at a time: each reconcile lists every policy and sets the running informers from the list, so
 	// two at once could leave the informers of the older list running.
 	err = ctrl.NewControllerManagedBy(mgr).Named(policiesControllerName).
@@ -139,18 +154,39 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
-	log := mgr.GetLogger().WithValues("controller", templatesControllerName)
 	return builder.TypedControllerManagedBy[templates.Key](mgr).Named(templatesControllerName).
 		WatchesRawSource(r.queue).
 		Watches(&workv1alpha1.ResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
-		Watches(&workv1alpha1.ClusterResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
 		WithLogConstructor(func(k *templates.Key) logr.Logger {
 			if k == nil {
-				return log
+				return r.log
 			}
-			return log.WithValues("kind", k.GVK.Kind, "namespace", k.Namespace, "name", k.Name)
+			return r.log.WithValues("kind", k.GVK.Kind, "namespace", k.Namespace, "name", k.Name)
 		}).
 		Complete(reconcile.TypedFunc[templates.Key](r.reconcileTemplate))
+}
+
+// takeUpClusterScoped queues every cluster-scoped template, once this federator is elected to handle them: those
+// in the informers and those the bindings in the system namespace name (a template deleted while no federator
+// was elected has only its binding left). Passes skipped while another federator was elected are done now.
+func (r *Reconciler) takeUpClusterScoped(reader client.Reader) {
+	for _, k := range r.Templates.Keys(func(u *unstructured.Unstructured) bool { return u.GetNamespace() == "" }) {
+		r.queue.add(k)
+	}
+	// The Lease was won while this shard owned the system namespace, so its cache shows the bindings there (but
+	// for a relist still in flight).
+	var rbs workv1alpha1.ResourceBindingList
+	if err := reader.List(context.Background(), &rbs, client.InNamespace(names.SystemNamespace)); err != nil {
+		r.log.Error(err, "listing the bindings of cluster-scoped templates")
+		return
+	}
+	for i := range rbs.Items {
+		for _, k := range bindingTemplate(context.Background(), &rbs.Items[i]) {
+			if k.Namespace == "" {
+				r.queue.add(k)
+			}
+		}
+	}
 }
 
 // WatchedKinds lists the template kinds the detector runs an informer for: those some policy selects.
@@ -161,6 +197,10 @@ func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
 // reconcileTemplate claims the template for the policy that wins it and writes its binding, or releases it and
 // deletes its binding when no policy selects it or it is gone.
 func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (reconcile.Result, error) {
+	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
+		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped).
+		return reconcile.Result{}, nil
+	}
 	obj, err := r.Templates.Template(ctx, key)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -262,10 +302,11 @@ func (t *templateQueue) String() string { return "detector templates" }
 
 // bindingTemplate is the template a binding was made for.
 func bindingTemplate(_ context.Context, obj client.Object) []templates.Key {
-	spec := bindingSpec(obj)
-	if spec == nil {
+	b, ok := obj.(*workv1alpha1.ResourceBinding)
+	if !ok {
 		return nil
 	}
+	spec := &b.Spec
 	gv, err := schema.ParseGroupVersion(spec.Resource.APIVersion)
 	if err != nil {
 		return nil

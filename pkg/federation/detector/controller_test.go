@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +55,8 @@ func TestDetector(t *testing.T) {
 	)
 
 	events := &fedtest.Events{}
-	r := startDetector(t, host, events)
+	elector := &testElector{}
+	r := startDetector(t, host, events, elector)
 
 	t.Run("the namespaced policy claims its template and writes the binding", func(t *testing.T) {
 		rb := waitBinding(t, c, "a", "web-deployment", func(rb *workv1alpha1.ResourceBinding) error {
@@ -219,29 +221,33 @@ func TestDetector(t *testing.T) {
 		waitGone(t, c, client.ObjectKey{Namespace: "a", Name: "web-deployment"}, &workv1alpha1.ResourceBinding{})
 	})
 
-	t.Run("a cluster-scoped template gets a ClusterResourceBinding", func(t *testing.T) {
-		create(&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "a-roles"},
-			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
-				{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "absent"}}}})
-		create(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}},
+	t.Run("a cluster-scoped template is handled once elected, its binding in the system namespace", func(t *testing.T) {
+		create(namespace(names.SystemNamespace), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}},
 			&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roles"},
 				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "viewer"}}}})
-		key := client.ObjectKey{Name: "viewer-clusterrole"}
-		eventually(t, func() error { return c.Get(ctx, key, &workv1alpha1.ClusterResourceBinding{}) })
-		// Scheduled, but no Works are made of it: each policy selecting the kind says so.
-		eventually(t, func() error {
-			for _, policy := range []string{"a-roles", "roles"} {
-				if events.Find(policy, ReasonClusterScopedKind, "") == "" {
-					return fmt.Errorf("no ClusterScopedKind event on %s among %v", policy, events.All())
-				}
-			}
-			return nil
-		})
+		key := client.ObjectKey{Namespace: names.SystemNamespace, Name: "viewer-clusterrole"}
+		// Not elected: another federator handles it. Namespaced templates go on meanwhile.
+		create(webDeployment("b", "while-unelected", 1))
+		waitBinding(t, c, "b", "while-unelected-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+		if err := c.Get(ctx, key, &workv1alpha1.ResourceBinding{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("binding of a cluster-scoped template made unelected: %v", err)
+		}
+		if role := getRole(t, c, "viewer"); role.Labels[names.ClusterPropagationPolicyLabel] != "" {
+			t.Fatalf("claimed unelected: %v", role.Labels)
+		}
+		elector.elect()
+		rb := waitBinding(t, c, key.Namespace, key.Name, func(*workv1alpha1.ResourceBinding) error { return nil })
+		if ref := rb.Spec.Resource; ref.Kind != "ClusterRole" || ref.Namespace != "" || ref.Name != "viewer" {
+			t.Errorf("binding names %+v, want ClusterRole viewer", ref)
+		}
+		if role := getRole(t, c, "viewer"); role.Labels[names.ClusterPropagationPolicyLabel] != "roles" {
+			t.Errorf("claim labels %v", role.Labels)
+		}
 		if err := c.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(t, c, key, &workv1alpha1.ClusterResourceBinding{})
+		waitGone(t, c, key, &workv1alpha1.ResourceBinding{})
 	})
 
 	t.Run("a lazy policy's change waits for the template's next change", func(t *testing.T) {
@@ -319,12 +325,16 @@ func startHost(t *testing.T) (*cluster.Cluster, client.Client) {
 	return host, c
 }
 
-func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events) *Reconciler {
+// startDetector runs a detector; with elector nil, it handles cluster-scoped templates unelected.
+func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events, elector *testElector) *Reconciler {
 	t.Helper()
 	r := &Reconciler{
 		Interpreter:      interpreter.Layers{Native: native.New()}.Chain(),
 		Recorder:         events,
 		UnknownKindRetry: time.Second,
+	}
+	if elector != nil {
+		r.ClusterScoped = elector
 	}
 	fedtest.StartManager(t, host.Config(), r.SetupWithManager)
 	fedtest.StartManager(t, host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.ResourceBinding{}, names.BindingFinalizer))
@@ -415,4 +425,42 @@ func waitLabels(t *testing.T, c client.Client, ns, name string, want map[string]
 		}
 		return nil
 	})
+}
+
+func getRole(t *testing.T, c client.Client, name string) *rbacv1.ClusterRole {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &role); err != nil {
+		t.Fatal(err)
+	}
+	return &role
+}
+
+// testElector is an election the test decides: not elected until elect.
+type testElector struct {
+	mu        sync.Mutex
+	elected   bool
+	onElected []func()
+}
+
+func (e *testElector) Elected() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.elected
+}
+
+func (e *testElector) OnElected(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onElected = append(e.onElected, fn)
+}
+
+func (e *testElector) elect() {
+	e.mu.Lock()
+	e.elected = true
+	fns := e.onElected
+	e.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }

@@ -28,14 +28,14 @@ func TestPolicyDeletedWhileDownIsReleasedAtStart(t *testing.T) {
 	}
 	events := &fedtest.Events{}
 	t.Run("a detector claims the template", func(t *testing.T) {
-		startDetector(t, host, events) // stopped when this subtest ends
+		startDetector(t, host, events, nil) // stopped when this subtest ends
 		waitBinding(t, c, "a", "web-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
 		waitLabels(t, c, "a", "web", map[string]string{names.PropagationPolicyLabel: "web"})
 	})
 	if err := c.Delete(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	startDetector(t, host, events)
+	startDetector(t, host, events, nil)
 	waitGone(t, c, client.ObjectKey{Namespace: "a", Name: "web-deployment"}, &workv1alpha1.ResourceBinding{})
 	eventually(t, func() error {
 		var d metav1.PartialObjectMetadata

@@ -2,7 +2,6 @@ package detector
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +36,7 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	wanted := map[schema.GroupVersionKind]*meta.RESTMapping{}
-	var unknown, ignored, clusterScoped []string
+	var unknown, ignored []string
 	for _, p := range all {
 		mine := p.Key() == req.NamespacedName
 		for _, sel := range p.Spec.ResourceSelectors {
@@ -63,10 +62,6 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 				}
 				wanted[gvk] = m
 			}
-			// Only a ClusterPropagationPolicy selects cluster-scoped templates.
-			if mine && p.IsCluster() && m.Scope.Name() == meta.RESTScopeNameRoot && !slices.Contains(clusterScoped, sel.APIVersion+" "+sel.Kind) {
-				clusterScoped = append(clusterScoped, sel.APIVersion+" "+sel.Kind)
-			}
 		}
 	}
 	r.Templates.Sync(wanted)
@@ -76,12 +71,6 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 	if len(ignored) > 0 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonIgnoredKind, ReasonIgnoredKind,
 			"fedmesh's own kinds are never propagated: %s", strings.Join(ignored, ", "))
-	}
-	if len(clusterScoped) > 0 {
-		// Claimed and scheduled (ClusterResourceBindings), but the binding stage makes Works of ResourceBindings
-		// only: say so rather than show a placement that never reaches a member.
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonClusterScopedKind, ReasonClusterScopedKind,
-			"cluster-scoped kinds are scheduled but not applied to member clusters yet: %s; create them in each member", strings.Join(clusterScoped, ", "))
 	}
 	if len(unknown) > 0 {
 		logf.FromContext(ctx).Info("policy selects kinds the API server does not serve", "kinds", unknown)
@@ -146,18 +135,6 @@ func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedN
 	}
 	for i := range rbs.Items {
 		for _, k := range bindingTemplate(ctx, &rbs.Items[i]) {
-			r.queue.add(k)
-		}
-	}
-	if !p.IsCluster() {
-		return nil
-	}
-	var crbs workv1alpha1.ClusterResourceBindingList
-	if err := r.Client.List(ctx, &crbs, label); err != nil {
-		return err
-	}
-	for i := range crbs.Items {
-		for _, k := range bindingTemplate(ctx, &crbs.Items[i]) {
 			r.queue.add(k)
 		}
 	}

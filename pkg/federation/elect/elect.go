@@ -2,6 +2,7 @@ package elect
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,17 @@ type Elector struct {
 	Identity string
 
 	elected atomic.Bool
+
+	mu        sync.Mutex
+	onElected []func()
+}
+
+// OnElected registers fn to be called every time this process is elected, after Elected turns true: work that
+// was skipped while another process held the Lease is taken up then. fn must not block.
+func (e *Elector) OnElected(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onElected = append(e.onElected, fn)
 }
 
 // Elected reports whether this process holds the Lease now.
@@ -50,6 +62,12 @@ func (e *Elector) Start(ctx context.Context) error {
 				OnStartedLeading: func(context.Context) {
 					log.Info("Elected")
 					e.elected.Store(true)
+					e.mu.Lock()
+					fns := e.onElected
+					e.mu.Unlock()
+					for _, fn := range fns {
+						fn()
+					}
 				},
 				OnStoppedLeading: func() {
 					if e.elected.Swap(false) {

@@ -3,6 +3,7 @@ package elect
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +23,15 @@ func TestOneElected(t *testing.T) {
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fedmesh-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	elections := map[string]*atomic.Int32{"a": {}, "b": {}}
 	start := func(id string) (*Elector, context.CancelFunc, chan struct{}) {
 		e := &Elector{Client: kc, Namespace: "fedmesh-system", Name: "federator-clusters", Identity: id}
+		e.OnElected(func() {
+			if !e.Elected() {
+				t.Errorf("%s: OnElected called before Elected is true", id)
+			}
+			elections[id].Add(1)
+		})
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -83,4 +91,9 @@ func TestOneElected(t *testing.T) {
 		}
 		return nil
 	})
+	for id, n := range map[string]int32{holder.e.Identity: 1, other.e.Identity: 1} {
+		if got := elections[id].Load(); got != n {
+			t.Errorf("%s: OnElected called %d times, want %d", id, got, n)
+		}
+	}
 }

@@ -94,13 +94,22 @@ const (
 	BindingFinalizer = "work.fedmesh.io/binding"
 )
 
-// SystemNamespace holds what belongs to no namespace: Cluster credentials Secrets and the bindings of
-// cluster-scoped templates.
+// SystemNamespace holds what belongs to no namespace: Cluster credentials Secrets, and the ResourceBindings and
+// Works of cluster-scoped templates, so that one shard (the one owning this namespace) handles those.
 const SystemNamespace = "fedmesh-system"
 
-// Binding is the name of the ResourceBinding of the template kind/name (in the template's namespace).
+// Binding is the name of the ResourceBinding of the template kind/name (in BindingNamespace of the template's).
 func Binding(kind, name string) string {
 	return join(name, strings.ToLower(kind))
+}
+
+// BindingNamespace is where the ResourceBinding of a template of namespace is: beside the template, or in
+// SystemNamespace for a cluster-scoped template ("").
+func BindingNamespace(namespace string) string {
+	if namespace == "" {
+		return SystemNamespace
+	}
+	return namespace
 }
 
 // Work is the name of the Work of binding for cluster (in the binding's namespace).

@@ -31,7 +31,7 @@ type EventRecorder interface {
 	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
-// Reconciler schedules ResourceBindings and ClusterResourceBindings.
+// Reconciler schedules ResourceBindings.
 type Reconciler struct {
 	// Client reads (from the cache) and writes bindings and reads Clusters.
 	Client client.Client
@@ -51,8 +51,8 @@ type Reconciler struct {
 	Cached *cachewait.Waiter
 }
 
-// SetupWithManager registers two controllers, one per binding kind; both look at bindings again when a Cluster
-// changes (see clusterEvents).
+// SetupWithManager registers the controller; it looks at bindings again when a Cluster changes (see
+// clusterEvents).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
@@ -65,39 +65,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	var err error
 	if r.Cached == nil {
-		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.ClusterResourceBinding{}); err != nil {
+		if r.Cached, err = cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}); err != nil {
 			return err
 		}
 	}
 	// A binding is placed by its spec (and the Clusters): the status the other stages write (FullyApplied, the
 	// aggregated status, two or more writes per binding) changes nothing the scheduler reads.
 	specChanges := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	err = ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}, specChanges).
-		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ResourceBindingList{})).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
-		}))
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("scheduler-clusterresourcebinding").
-		For(&workv1alpha1.ClusterResourceBinding{}, specChanges).
-		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents(&workv1alpha1.ClusterResourceBindingList{})).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return r.reconcile(ctx, req, &workv1alpha1.ClusterResourceBinding{})
-		}))
+		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents()).
+		Complete(r)
 }
 
-// clusterEvents enqueues, on a Cluster change, the bindings of list's kind whose placement it can change: every
+// clusterEvents enqueues, on a Cluster change, the bindings whose placement it can change: every
 // one when a Cluster comes, goes or changes what filters and scores clusters; only those not scheduled when just
 // its free resources moved (see scheduler.ClusterChange). Scheduling a binding whose result does not change costs
 // no write, but with many bindings, looking at each again on every capacity report would keep the scheduler busy.
-func (r *Reconciler) clusterEvents(list client.ObjectList) handler.EventHandler {
+func (r *Reconciler) clusterEvents() handler.EventHandler {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		r.enqueueBindings(ctx, list, q, func(*workv1alpha1.ResourceBindingStatus) bool { return true })
+		r.enqueueBindings(ctx, q, func(*workv1alpha1.ResourceBindingStatus) bool { return true })
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -119,7 +107,7 @@ func (r *Reconciler) clusterEvents(list client.ObjectList) handler.EventHandler 
 			case scheduler.PlacementChanged:
 				all(ctx, q)
 			case scheduler.CapacityChanged:
-				r.enqueueBindings(ctx, list, q, func(st *workv1alpha1.ResourceBindingStatus) bool {
+				r.enqueueBindings(ctx, q, func(st *workv1alpha1.ResourceBindingStatus) bool {
 					return !meta.IsStatusConditionTrue(st.Conditions, workv1alpha1.ConditionScheduled)
 				})
 			}
@@ -127,50 +115,31 @@ func (r *Reconciler) clusterEvents(list client.ObjectList) handler.EventHandler 
 	}
 }
 
-// enqueueBindings adds the bindings of list's kind whose status passes keep.
-func (r *Reconciler) enqueueBindings(ctx context.Context, list client.ObjectList, q workqueue.TypedRateLimitingInterface[reconcile.Request], keep func(*workv1alpha1.ResourceBindingStatus) bool) {
-	l := list.DeepCopyObject().(client.ObjectList)
+// enqueueBindings adds the bindings whose status passes keep.
+func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], keep func(*workv1alpha1.ResourceBindingStatus) bool) {
+	var l workv1alpha1.ResourceBindingList
 	// Read only: the cache's objects need no copies.
-	if err := r.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list bindings for a cluster change")
 		return
 	}
-	add := func(obj client.Object, st *workv1alpha1.ResourceBindingStatus) {
-		if keep(st) {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		}
-	}
-	switch l := l.(type) {
-	case *workv1alpha1.ResourceBindingList:
-		for i := range l.Items {
-			add(&l.Items[i], &l.Items[i].Status)
-		}
-	case *workv1alpha1.ClusterResourceBindingList:
-		for i := range l.Items {
-			add(&l.Items[i], &l.Items[i].Status)
+	for i := range l.Items {
+		if keep(&l.Items[i].Status) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
 		}
 	}
 }
 
-// parts are the spec and status of a binding of either kind.
-func parts(obj client.Object) (*workv1alpha1.ResourceBindingSpec, *workv1alpha1.ResourceBindingStatus) {
-	switch b := obj.(type) {
-	case *workv1alpha1.ResourceBinding:
-		return &b.Spec, &b.Status
-	case *workv1alpha1.ClusterResourceBinding:
-		return &b.Spec, &b.Status
-	}
-	panic("not a binding")
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, obj client.Object) (reconcile.Result, error) {
+// Reconcile places the binding req names.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := &workv1alpha1.ResourceBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return reconcile.Result{}, nil
 	}
-	if spec, _ := parts(obj); spec.SchedulerName != "" && spec.SchedulerName != r.SchedulerName {
+	if spec := obj.Spec; spec.SchedulerName != "" && spec.SchedulerName != r.SchedulerName {
 		return reconcile.Result{}, nil
 	}
 	var clusters clusterv1alpha1.ClusterList

@@ -181,21 +181,25 @@ func testDivided(t *testing.T, c client.Client) {
 
 func testUnschedulable(t *testing.T, c client.Client) {
 	ctx := context.Background()
-	crb := &workv1alpha1.ClusterResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "admin-clusterrole"},
+	// The binding of a cluster-scoped template, in the system namespace.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "admin-clusterrole"},
 		Spec: workv1alpha1.ResourceBindingSpec{
 			Resource:  workv1alpha1.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "admin"},
 			Placement: &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}},
 		},
 	}
-	if err := c.Create(ctx, crb); err != nil {
+	if err := c.Create(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
 	fedtest.Eventually(t, 20*time.Second, "Scheduled False", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(crb.Status.Conditions, workv1alpha1.ConditionScheduled)
+		cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
 		want := "no cluster fits (member1: not in clusterNames, member2: not in clusterNames)"
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Message != want {
 			return fmt.Errorf("condition %+v, want False with %q", cond, want)
@@ -208,7 +212,7 @@ func testUnschedulable(t *testing.T, c client.Client) {
 			return err
 		}
 		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
-			return e.Reason == ReasonUnschedulable && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == crb.Name
+			return e.Reason == ReasonUnschedulable && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == rb.Name
 		}) {
 			return fmt.Errorf("no %s event", ReasonUnschedulable)
 		}
@@ -221,14 +225,14 @@ func testUnschedulable(t *testing.T, c client.Client) {
 	}
 	setReady(t, c, "member3", metav1.ConditionTrue)
 	fedtest.Eventually(t, 20*time.Second, "placed on member3", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(crb), crb); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil {
 			return err
 		}
-		if want := []workv1alpha1.TargetCluster{{Name: "member3"}}; !slices.Equal(crb.Spec.Clusters, want) {
-			return fmt.Errorf("clusters %v, want %v", crb.Spec.Clusters, want)
+		if want := []workv1alpha1.TargetCluster{{Name: "member3"}}; !slices.Equal(rb.Spec.Clusters, want) {
+			return fmt.Errorf("clusters %v, want %v", rb.Spec.Clusters, want)
 		}
-		if !meta.IsStatusConditionTrue(crb.Status.Conditions, workv1alpha1.ConditionScheduled) {
-			return fmt.Errorf("not Scheduled: %+v", crb.Status.Conditions)
+		if !meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {
+			return fmt.Errorf("not Scheduled: %+v", rb.Status.Conditions)
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-// Package scheduling is the scheduler's controller: it places ResourceBindings and ClusterResourceBindings on
+// Package scheduling is the scheduler's controller: it places ResourceBindings (of cluster-scoped templates too) on
 // member clusters with the pure decisions of package scheduler, and writes the result to spec.clusters with the
 // Scheduled condition and the scheduler fields of the status. It reschedules when a binding changes, when a
 // Cluster comes, goes or changes what placement reads (every binding is looked at again; a result that does not

@@ -74,7 +74,7 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 
 // schedule places obj (a binding read from the cache) and writes what changed: spec.clusters, then the status.
 // It returns when failover has to look again.
-func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters []clusterv1alpha1.Cluster) (time.Duration, error) {
+func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBinding, clusters []clusterv1alpha1.Cluster) (time.Duration, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var d decision
 	var placed bool
@@ -86,14 +86,14 @@ func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters [
 			}
 		}
 		first = false
-		spec, status := parts(obj)
-		d = decide(spec, status, clusters, r.Now(), r.DefaultToleration)
+		spec := &obj.Spec
+		d = decide(spec, &obj.Status, clusters, r.Now(), r.DefaultToleration)
 		d.observed = obj.GetGeneration()
 		if d.err != nil || sameTargets(spec.Clusters, d.result.Clusters) {
 			placed = false
 			return nil
 		}
-		before := obj.DeepCopyObject().(client.Object)
+		before := obj.DeepCopy()
 		spec.Clusters = d.result.Clusters
 		// The optimistic lock keeps a result computed from an older spec (say, fewer replicas) from being
 		// written over a newer one, and so the generation after the patch is the one the result is for.
@@ -107,9 +107,8 @@ func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters [
 	if err != nil {
 		return 0, fmt.Errorf("write spec.clusters: %w", err)
 	}
-	_, status := parts(obj)
 	var before metav1.Condition
-	if c := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); c != nil {
+	if c := meta.FindStatusCondition(obj.Status.Conditions, workv1alpha1.ConditionScheduled); c != nil {
 		before = *c
 	}
 	if err := r.writeStatus(ctx, obj, d, placed); err != nil {
@@ -133,8 +132,8 @@ func (r *Reconciler) schedule(ctx context.Context, obj client.Object, clusters [
 
 // writeStatus sets the scheduler's fields of the status for d, if they change; fields and conditions of other
 // stages are left as they are.
-func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decision, placed bool) error {
-	_, status := parts(obj)
+func (r *Reconciler) writeStatus(ctx context.Context, obj *workv1alpha1.ResourceBinding, d decision, placed bool) error {
+	status := &obj.Status
 	next := status.DeepCopy()
 	if !applyStatus(next, d, placed, metav1.NewTime(r.Now())) {
 		return nil
@@ -151,11 +150,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, d decis
 	*status = *next
 	// The spec patch's own event queues the binding again; read from a cache without this status, it would be
 	// scheduled, and its status written, a second time.
-	r.Cached.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object), func(cached client.Object) bool {
+	r.Cached.Shows(ctx, r.Client, client.ObjectKeyFromObject(obj), obj.DeepCopy(), func(cached client.Object) bool {
 		if cached.GetGeneration() > d.observed {
 			return true // changed since: that is another pass's to schedule
 		}
-		_, st := parts(cached)
+		st := &cached.(*workv1alpha1.ResourceBinding).Status
 		c := meta.FindStatusCondition(st.Conditions, workv1alpha1.ConditionScheduled)
 		return st.SchedulerObservedGeneration == d.observed && c != nil && c.Status == owned.Conditions[0].Status &&
 			c.Reason == owned.Conditions[0].Reason && c.Message == owned.Conditions[0].Message

@@ -147,7 +147,7 @@ type GracefulEvictionTask struct {
 
 // BindingSnapshot is a dependent binding and where it was scheduled.
 type BindingSnapshot struct {
-	// Namespace of the binding; empty for a ClusterResourceBinding.
+	// Namespace of the binding.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 

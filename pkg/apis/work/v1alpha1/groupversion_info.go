@@ -30,7 +30,6 @@ func Resource(resource string) schema.GroupResource {
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ResourceBinding{}, &ResourceBindingList{},
-		&ClusterResourceBinding{}, &ClusterResourceBindingList{},
 		&Work{}, &WorkList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
