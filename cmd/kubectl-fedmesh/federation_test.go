@@ -291,6 +291,33 @@ member2   1          <none>                   False     Unknown   cluster member
 		}
 	}
 
+	// A cluster-scoped template: its binding and Works are in the system namespace.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: map[string]string{names.ClusterPropagationPolicyLabel: "roles"}}}
+	if err := f.Host.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	roleBinding := names.Binding("ClusterRole", "reader")
+	for _, obj := range []client.Object{
+		&workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: roleBinding},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader"},
+				Clusters: []workv1alpha1.TargetCluster{{Name: "member1"}}}},
+		&workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: names.Work(roleBinding, "member1"),
+			Labels: map[string]string{names.BindingLabel: roleBinding, names.ClusterLabel: "member1"}},
+			Spec: workv1alpha1.WorkSpec{ClusterName: "member1", Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+				Raw: []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"reader"}}`)}}}}}},
+	} {
+		if err := f.Host.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v = fedmeshctl.TemplateView{}
+	if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "get", "clusterrole", "reader", "-o", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Binding != roleBinding || len(v.Works) != 1 || v.Works[0].Name != names.Work(roleBinding, "member1") || v.Policy != "ClusterPropagationPolicy/roles" {
+		t.Errorf("get of a cluster-scoped template: %+v", v)
+	}
+
 	// A binding whose name is longer than a label value: its Works carry it shortened; and so does the claim label
 	// of a policy whose name is too long for it.
 	long := strings.Repeat("checkout", 7) // 56 characters; its binding's name has 67
