@@ -57,7 +57,7 @@ func apportion(total int32, shares []share) map[string]int32 {
 }
 
 // staticWeights weighs each cluster by the heaviest entry of list that selects it; clusters no entry selects get
-// no weight, and no replicas.
+// no weight, and no replicas (unless no cluster has one: see divide).
 func staticWeights(clusters []Cluster, list []policyv1alpha1.StaticClusterWeight, previous map[string]int32) []share {
 	var shares []share
 	for _, c := range clusters {

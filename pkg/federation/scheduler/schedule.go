@@ -207,7 +207,8 @@ func divide(rs *policyv1alpha1.ReplicaSchedulingStrategy, clusters []Cluster, re
 	case wp != nil && len(wp.StaticWeightList) > 0:
 		shares := staticWeights(clusters, wp.StaticWeightList, previous)
 		if len(shares) == 0 {
-			return nil, fmt.Errorf("no fitting cluster has a static weight")
+			// As Karmada: with no fitting cluster in the list, every fitting cluster weighs the same.
+			shares = equalWeights(clusters, previous)
 		}
 		return apportion(replicas, shares), nil
 	}

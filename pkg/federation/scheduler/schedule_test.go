@@ -282,9 +282,9 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 2, "b", 2, "c", 3),
 		},
 		{
-			name:      "static weights: no fitting cluster has one",
-			in:        Input{Replicas: 1, Clusters: abc, Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("z", 1)}},
-			wantError: []string{"no fitting cluster has a static weight"},
+			name: "static weights: no fitting cluster has one, so all weigh the same (as Karmada)",
+			in:   Input{Replicas: 4, Clusters: abc, Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("z", 1)}},
+			want: targets("a", 2, "b", 1, "c", 1),
 		},
 		{
 			name: "dynamic weights by room",
