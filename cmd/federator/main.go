@@ -27,6 +27,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
 	"github.com/fedmesh/fedmesh/pkg/federation/detector"
 	"github.com/fedmesh/fedmesh/pkg/federation/elect"
+	"github.com/fedmesh/fedmesh/pkg/federation/eviction"
 	"github.com/fedmesh/fedmesh/pkg/federation/execution"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
@@ -57,6 +58,7 @@ type options struct {
 	webhookPort        int
 	workers            int
 	statusCoalesce     time.Duration
+	evictionTimeout    time.Duration
 }
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
@@ -70,6 +72,8 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook.")
 	fs.IntVar(&o.workers, "concurrent-reconciles", 8,
 		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
+	fs.DurationVar(&o.evictionTimeout, "graceful-eviction-timeout", eviction.DefaultTimeout,
+		"How long a workload failed over from a cluster with purgeMode Gracefully keeps its copy there waiting for the substitute to be healthy, when the eviction task names no grace period.")
 	fs.DurationVar(&o.statusCoalesce, "status-coalesce-window", 250*time.Millisecond,
 		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits until every target cluster has reported, while each reports within 4 windows of the one before (up to 20 when reports come further apart). 0 writes every change.")
 }
@@ -81,6 +85,9 @@ func (o *options) Validate() error {
 	}
 	if o.statusCoalesce < 0 {
 		errs = append(errs, errors.New("--status-coalesce-window must not be negative"))
+	}
+	if o.evictionTimeout <= 0 {
+		errs = append(errs, errors.New("--graceful-eviction-timeout must be positive"))
 	}
 	if o.workers <= 0 {
 		errs = append(errs, errors.New("--concurrent-reconciles must be positive"))
@@ -176,6 +183,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		// included) would hold them all in memory for one read per rendering.
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
 			Coalesce: o.statusCoalesce, Cached: cached},
+		&eviction.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Timeout: o.evictionTimeout},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce,
 			Recorder: recorder},

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +27,7 @@ import (
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/eviction"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/shard"
@@ -535,7 +537,13 @@ func (e *fedEnv) failover(t *testing.T) {
 	e.create(policy(ns, "web", selectDeployment("web"), placement, func(s *policyv1alpha1.PropagationSpec) {
 		s.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: "Directly"}}
 	}))
+	// The same with Karmada's default purge mode, Gracefully: member2's copy is kept until member1's is healthy.
+	e.create(deployment(ns, "graceful", 2))
+	e.create(policy(ns, "graceful", selectDeployment("graceful"), placement, func(s *policyv1alpha1.PropagationSpec) {
+		s.Failover = &policyv1alpha1.FailoverBehavior{}
+	}))
 	e.waitMemberReplicas(ns, "web", map[string]int32{"member1": 2, "member2": 2}, 60*time.Second)
+	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 1, "member2": 1}, 60*time.Second)
 
 	m2 := e.f.Member("member2")
 	m2.StopAPIServer()
@@ -571,6 +579,33 @@ func (e *fedEnv) failover(t *testing.T) {
 		return *d.Spec.Replicas == 4 && len(rb.Spec.Clusters) == 1, fmt.Errorf("member1 replicas %d, binding clusters %s", *d.Spec.Replicas, clusters)
 	})
 
+	evictionsDone := func(binding string) []string {
+		var events eventsv1.EventList
+		if err := e.f.Host.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range events.Items {
+			if ev.Reason == eviction.ReasonEvictionDone && ev.Regarding.Name == binding {
+				out = append(out, ev.Note)
+			}
+		}
+		return out
+	}
+	eventually(t, 90*time.Second, "graceful: member2's copy released once member1's is healthy", func() (bool, error) {
+		rb, err := e.binding(ns, "graceful")
+		if err != nil {
+			return false, err
+		}
+		done := evictionsDone(rb.Name)
+		return len(rb.Spec.Clusters) == 1 && len(rb.Spec.GracefulEvictionTasks) == 0 &&
+				slices.Contains(done, "the copy on member2 goes: "+eviction.DoneHealthy),
+			fmt.Errorf("clusters %v, tasks %v, events %v", rb.Spec.Clusters, rb.Spec.GracefulEvictionTasks, done)
+	})
+	if done := evictionsDone(names.Binding("Deployment", "web")); len(done) > 0 {
+		t.Errorf("purgeMode Directly made eviction tasks: %v", done)
+	}
+
 	if err := m2.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -579,4 +614,5 @@ func (e *fedEnv) failover(t *testing.T) {
 		d := e.template(ns, "web")
 		return d.Status.ReadyReplicas == 4, fmt.Errorf("status %+v", d.Status)
 	})
+	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 2}, 60*time.Second)
 }

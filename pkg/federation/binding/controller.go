@@ -142,6 +142,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, tc := range b.Spec.Clusters {
 		targeted[tc.Name] = true
 	}
+	// A cluster failed over from gracefully keeps its Work, as it is, until its eviction task is done.
+	evicting := map[string]bool{}
+	for _, t := range b.Spec.GracefulEvictionTasks {
+		evicting[t.FromCluster] = true
+	}
 	for i := range works {
 		w := &works[i]
 		if !w.DeletionTimestamp.IsZero() {
@@ -155,6 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if targeted[w.Spec.ClusterName] {
 			o.works[w.Spec.ClusterName] = w
+			continue
+		}
+		if evicting[w.Spec.ClusterName] {
 			continue
 		}
 		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {

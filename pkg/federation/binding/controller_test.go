@@ -204,10 +204,30 @@ func TestBindingController(t *testing.T) {
 		return nil
 	})
 
-	// member2 is no longer targeted: its Work goes.
-	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
-	b.Spec.Clusters = b.Spec.Clusters[:1]
-	must(t, h.Update(ctx, b))
+	// member2 is failed over from gracefully: no longer targeted, its Work stays, as it is, while its eviction task
+	// does; then it goes.
+	setApplied(ctx, t, h, work1, metav1.ConditionTrue, "Applied", "")
+	rv2 = resourceVersion(ctx, t, h, work2)
+	editBinding := func(edit func(*workv1alpha1.ResourceBinding)) {
+		t.Helper()
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := h.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			edit(b)
+			return h.Update(ctx, b)
+		}))
+	}
+	editBinding(func(b *workv1alpha1.ResourceBinding) {
+		b.Spec.Clusters = b.Spec.Clusters[:1]
+		b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "member2", Reason: "TaintUntolerated", Producer: "test"}}
+	})
+	// (The dependency is still missing; member2 is no longer among what is judged.)
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonDependencyNotFound, "dependencies not found: Secret demo/absent")
+	if got := resourceVersion(ctx, t, h, work2); got != rv2 {
+		t.Errorf("the Work of a cluster being evicted gracefully changed: resourceVersion %s, was %s", got, rv2)
+	}
+	editBinding(func(b *workv1alpha1.ResourceBinding) { b.Spec.GracefulEvictionTasks = nil })
 	eventually(t, "member2's Work deleted", func() error { return gone(ctx, h, work2) })
 
 	// Deleting the binding deletes its Works and waits until they are gone (a finalizer stands in for the execution

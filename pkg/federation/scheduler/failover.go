@@ -29,10 +29,9 @@ const DefaultToleration = 300 * time.Second
 
 // FailoverInput is what a failover decision depends on.
 type FailoverInput struct {
-	// Failover is the binding's failover behavior; nil disables failover, and any value enables cluster failover
-	// whatever its parts say: an evicted cluster is dropped from the binding, so its copy is deleted as on any
-	// cluster the binding leaves. Nothing here reads purgeMode, statePreservation or application failover, and
-	// no gracefulEvictionTasks are made.
+	// Failover is the binding's failover behavior; nil disables failover, and any value enables cluster failover:
+	// an evicted cluster is dropped from the binding (its copy kept for a while with purgeMode Gracefully, see
+	// EvictionTasks). Nothing here reads statePreservation or application failover.
 	Failover *policyv1alpha1.FailoverBehavior
 	// Clusters are the member clusters.
 	Clusters []Cluster

@@ -94,6 +94,8 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 			return nil
 		}
 		before := obj.DeepCopy()
+		// A cluster failed over from gracefully keeps its copy, through a task, until the substitute is healthy.
+		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover, d.evicted, spec.Clusters, d.result.Clusters, r.Now())
 		spec.Clusters = d.result.Clusters
 		// The optimistic lock keeps a result computed from an older spec (say, fewer replicas) from being
 		// written over a newer one, and so the generation after the patch is the one the result is for.

@@ -1,23 +1,24 @@
 package v1alpha1
 
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
-// NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once, so its copy
-// there is deleted as on any cluster the binding leaves, whatever the fields below say. The fields are accepted for
-// compatibility with Karmada's API; fedmesh does not read them today.
+// NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
+// there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
+// (Directly). Application failover and state preservation are accepted for compatibility with Karmada's API and
+// not acted on today.
 type FailoverBehavior struct {
 	// Application is Karmada's application failover (moving a workload away from a cluster where it stays
 	// unhealthy). Accepted for compatibility; fedmesh does not act on it today.
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
-	// Cluster tunes cluster failover in Karmada. Accepted for compatibility; fedmesh does not read it today:
-	// set or unset, a failed cluster is left at once and its copy deleted without waiting for a substitute.
+	// Cluster tunes cluster failover: when the copy on a cluster left is deleted. Unset behaves as purgeMode
+	// Gracefully.
 	// +optional
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says, in Karmada, when the copy on the cluster a workload leaves is deleted. fedmesh accepts it for
-// compatibility and does not read it today: the copy is deleted as soon as the workload leaves, whatever the mode.
+// PurgeMode says when the copy on the cluster a workload leaves is deleted. fedmesh reads it for cluster failover
+// (Directly, Gracefully and their older names); application failover is not acted on.
 type PurgeMode string
 
 // The purge modes, with their meaning in Karmada. Immediately and Graciously are the older names of Directly and
@@ -25,10 +26,10 @@ type PurgeMode string
 const (
 	// PurgeModeDirectly deletes the old copy as soon as the workload is moved.
 	PurgeModeDirectly PurgeMode = "Directly"
-	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (not
-	// implemented by fedmesh, which deletes it at once).
+	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (the
+	// eviction task's gracePeriodSeconds, else the federator's --graceful-eviction-timeout, 10 minutes).
 	PurgeModeGracefully PurgeMode = "Gracefully"
-	// PurgeModeNever leaves the old copy for a person to clean up (not implemented by fedmesh, which deletes it).
+	// PurgeModeNever leaves the old copy for a person to clean up (application failover only, not acted on).
 	PurgeModeNever PurgeMode = "Never"
 	// PurgeModeImmediately is the older name of Directly.
 	PurgeModeImmediately PurgeMode = "Immediately"
@@ -70,11 +71,11 @@ type DecisionConditions struct {
 	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
 }
 
-// ClusterFailoverBehavior tunes, in Karmada, failover for failed clusters. fedmesh accepts it for compatibility and
-// does not read it today: a failed cluster's copy is deleted at once.
+// ClusterFailoverBehavior tunes failover for failed clusters.
 type ClusterFailoverBehavior struct {
-	// PurgeMode says, in Karmada, when the copy on the failed cluster is deleted; the default, Gracefully, waits
-	// for the new copy to be healthy. Not read by fedmesh today: the copy is deleted at once, whatever the mode.
+	// PurgeMode says when the copy on the failed cluster is deleted: Gracefully (the default) keeps it, through a
+	// gracefulEvictionTask on the binding, until the workload is healthy on the clusters it moved to or the grace
+	// period is over; Directly deletes it at once.
 	// +kubebuilder:validation:Enum=Directly;Gracefully
 	// +kubebuilder:default=Gracefully
 	// +optional

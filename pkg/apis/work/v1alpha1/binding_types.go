@@ -88,8 +88,10 @@ type TargetCluster struct {
 	Replicas int32 `json:"replicas,omitempty"`
 }
 
-// GracefulEvictionTask is, in Karmada, the removal of a template's copy from a cluster once it is safe. fedmesh
-// accepts it for compatibility and does not act on it today; the fields say what they mean in Karmada.
+// GracefulEvictionTask is the removal of a template's copy from a cluster the binding left, once it is safe: the
+// scheduler makes one when it fails over from a cluster with purgeMode Gracefully, the binding stage keeps that
+// cluster's Work while it stands, and the eviction stage removes it once the workload is healthy on the binding's
+// clusters or the grace period is over. statePreservation and preservedLabelState are not acted on.
 // +kubebuilder:validation:XValidation:rule="!(has(self.gracePeriodSeconds) && has(self.suppressDeletion))",message="gracePeriodSeconds and suppressDeletion are mutually exclusive"
 type GracefulEvictionTask struct {
 	// FromCluster is the cluster being left.

@@ -61,9 +61,8 @@ type ResourceBindingSpec struct {
 	// +optional
 	Placement *policyv1alpha1.Placement `json:"placement,omitempty"`
 
-	// GracefulEvictionTasks are, in Karmada, clusters the template is leaving, whose copy is removed once a
-	// substitute is healthy. Accepted for compatibility with Karmada's API; fedmesh makes none and does not act on
-	// them today: a cluster the template leaves is dropped from clusters and its copy deleted at once.
+	// GracefulEvictionTasks are clusters the template left whose copy stays until the substitute is healthy or
+	// the grace period is over (failover with purgeMode Gracefully).
 	// +kubebuilder:validation:MaxItems=1024
 	// +listType=atomic
 	// +optional

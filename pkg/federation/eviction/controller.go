@@ -1,0 +1,95 @@
+package eviction
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+// ReasonEvictionDone is the event on a binding whose copy on a cluster it left is released for deletion.
+const ReasonEvictionDone = "GracefulEvictionDone"
+
+// EventRecorder records events on bindings (the manager's GetEventRecorder returns one).
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler removes the eviction tasks that are done from bindings.
+type Reconciler struct {
+	// Client reads bindings (cached) and writes their spec; the manager's when nil.
+	Client client.Client
+	// Recorder records an event for each task done; nil records none.
+	Recorder EventRecorder
+	// Timeout is how long a task without a grace period of its own waits; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager watches the bindings that have eviction tasks: their status (the substitute's health) and
+// spec (new tasks).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	hasTasks := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		b, ok := obj.(*workv1alpha1.ResourceBinding)
+		return ok && len(b.Spec.GracefulEvictionTasks) > 0
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("eviction").
+		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(hasTasks, predicate.Funcs{
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		Complete(r)
+}
+
+// Reconcile removes the binding's tasks that are done and comes back when the next grace period ends.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var b workv1alpha1.ResourceBinding
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if len(b.Spec.GracefulEvictionTasks) == 0 || !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	v := Assess(&b, r.Now(), r.Timeout)
+	if len(v.Done) == 0 {
+		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
+	}
+	before := b.DeepCopy()
+	b.Spec.GracefulEvictionTasks = v.Keep
+	// The lock keeps a task the scheduler added since the read from being dropped with the rest.
+	if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, err
+	}
+	clusters := make([]string, 0, len(v.Done))
+	for c := range v.Done {
+		clusters = append(clusters, c)
+	}
+	slices.Sort(clusters)
+	for _, c := range clusters {
+		ctrl.LoggerFrom(ctx).Info("graceful eviction done", "cluster", c, "why", v.Done[c])
+		if r.Recorder != nil {
+			r.Recorder.Eventf(&b, nil, corev1.EventTypeNormal, ReasonEvictionDone, "Evict",
+				"the copy on %s goes: %s", c, v.Done[c])
+		}
+	}
+	return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
+}

@@ -1,0 +1,97 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/cluster"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestController runs the stage against a real API server: a task ends when the substitute turns healthy, another
+// when its grace period is over; a suppressed one stays.
+func TestController(t *testing.T) {
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	ctx := context.Background()
+	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
+		t.Fatal(err)
+	}
+	events := &fedtest.Events{}
+	fedtest.StartManager(t, host.Config(), (&Reconciler{Recorder: events}).SetupWithManager)
+
+	now := metav1.Now()
+	yes := true
+	grace := int32(2)
+	b := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "apps", Name: "web"},
+			Clusters: []workv1alpha1.TargetCluster{{Name: "m1", Replicas: 4}},
+			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{
+				{FromCluster: "m2", Reason: "TaintUntolerated", Producer: "test", CreationTimestamp: &now},
+				{FromCluster: "m3", Reason: "TaintUntolerated", Producer: "test", CreationTimestamp: &now, GracePeriodSeconds: &grace},
+				{FromCluster: "m4", Reason: "TaintUntolerated", Producer: "test", CreationTimestamp: &now, SuppressDeletion: &yes},
+			},
+		},
+	}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	tasks := func(want ...string) func() error {
+		return func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			var got []string
+			for _, t := range b.Spec.GracefulEvictionTasks {
+				got = append(got, t.FromCluster)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("tasks of %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	// m3's grace period ends; m2 waits for a healthy substitute, m4 for a person.
+	fedtest.Eventually(t, 10*time.Second, "m3's task done", tasks("m2", "m4"))
+	time.Sleep(time.Second)
+	if err := tasks("m2", "m4")(); err != nil {
+		t.Fatal(err)
+	}
+	// The substitute on m1 turns healthy, as the scheduler and the status stages would write it.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		b.Status = workv1alpha1.ResourceBindingStatus{
+			SchedulerObservedGeneration: b.Generation,
+			Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, Reason: "FullyApplied",
+				ObservedGeneration: b.Generation, LastTransitionTime: now}},
+			AggregatedStatus: []workv1alpha1.AggregatedStatusItem{{ClusterName: "m1", Applied: true, Health: workv1alpha1.ResourceHealthy}},
+		}
+		return c.Status().Update(ctx, b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fedtest.Eventually(t, 10*time.Second, "m2's task done", tasks("m4"))
+	for _, cluster := range []string{"m2", "m3"} {
+		if events.Find(b.Name, ReasonEvictionDone, cluster) == "" {
+			t.Errorf("no %s event for %s among %v", ReasonEvictionDone, cluster, events.All())
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+func TestGracefulPurge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    *policyv1alpha1.FailoverBehavior
+		want bool
+	}{
+		{"no failover", nil, false},
+		{"failover without cluster behavior: Karmada's default", &policyv1alpha1.FailoverBehavior{}, true},
+		{"Gracefully", &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeGracefully}}, true},
+		{"Graciously", &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeGraciously}}, true},
+		{"unset mode", &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{}}, true},
+		{"Directly", &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeDirectly}}, false},
+		{"Immediately", &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeImmediately}}, false},
+	} {
+		if got := GracefulPurge(tc.f); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestEvictionTasks(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	created := metav1.NewTime(now)
+	earlier := metav1.NewTime(now.Add(-time.Minute))
+	graceful := &policyv1alpha1.FailoverBehavior{}
+	direct := &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeDirectly}}
+	targets := func(pairs ...any) []workv1alpha1.TargetCluster {
+		var out []workv1alpha1.TargetCluster
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, workv1alpha1.TargetCluster{Name: pairs[i].(string), Replicas: int32(pairs[i+1].(int))})
+		}
+		return out
+	}
+	task := func(cluster string, replicas int32, at *metav1.Time, before ...string) workv1alpha1.GracefulEvictionTask {
+		return workv1alpha1.GracefulEvictionTask{FromCluster: cluster, Replicas: &replicas, Reason: EvictionReason,
+			Producer: EvictionProducer, PurgeMode: policyv1alpha1.PurgeModeGracefully, CreationTimestamp: at, ClustersBeforeFailover: before,
+			Message: "cluster " + cluster + " unhealthy past the binding's tolerations; its copy stays until the substitute is healthy"}
+	}
+	for _, tc := range []struct {
+		name          string
+		tasks         []workv1alpha1.GracefulEvictionTask
+		f             *policyv1alpha1.FailoverBehavior
+		evicted       []string
+		before, after []workv1alpha1.TargetCluster
+		want          []workv1alpha1.GracefulEvictionTask
+	}{
+		{name: "nothing evicted", f: graceful, before: targets("m1", 2), after: targets("m1", 2)},
+		{name: "evicted gracefully: a task with the replicas it had", f: graceful, evicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{task("m2", 2, &created, "m1", "m2")}},
+		{name: "evicted directly: no task", f: direct, evicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4)},
+		{name: "an existing task stays, none doubled", f: graceful, evicted: []string{"m2"},
+			tasks:  []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier)},
+			before: targets("m1", 4), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier)}},
+		{name: "back on the cluster: its task dropped", f: graceful,
+			tasks:  []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier), task("m3", 1, &earlier)},
+			before: targets("m1", 4), after: targets("m1", 2, "m2", 2),
+			want: []workv1alpha1.GracefulEvictionTask{task("m3", 1, &earlier)}},
+		{name: "evicted but placed there again: no task", f: graceful, evicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 2, "m2", 2)},
+		{name: "evicted from a cluster it was not on: no task", f: graceful, evicted: []string{"m3"},
+			before: targets("m1", 2), after: targets("m1", 2)},
+	} {
+		got := EvictionTasks(tc.tasks, tc.f, tc.evicted, tc.before, tc.after, now)
+		if !equality.Semantic.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
