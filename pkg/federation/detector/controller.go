@@ -148,9 +148,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// A binding deleted behind the detector's back is made again; other binding changes are other stages' work.
 	// At start, each binding's template is looked at once: a policy deleted while no detector ran left claims that
-	// no event will ever bring back (for a kind no live policy selects, no informer even lists the templates).
+	// no event will ever bring back (for a kind no live policy selects, no informer even lists the templates). So
+	// is the template of every binding that appears in the system namespace: a shard given that namespace sees its
+	// bindings arrive after the start, and may be elected to handle cluster-scoped templates just then.
 	onlyDeletes := builder.WithPredicates(predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return e.IsInInitialList },
+		CreateFunc: func(e event.CreateEvent) bool {
+			return e.IsInInitialList || e.Object.GetNamespace() == names.SystemNamespace
+		},
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
@@ -173,8 +177,8 @@ func (r *Reconciler) takeUpClusterScoped(reader client.Reader) {
 	for _, k := range r.Templates.Keys(func(u *unstructured.Unstructured) bool { return u.GetNamespace() == "" }) {
 		r.queue.add(k)
 	}
-	// The Lease was won while this shard owned the system namespace, so its cache shows the bindings there (but
-	// for a relist still in flight).
+	// The Lease was won while this shard owned the system namespace, so its cache shows the bindings there, or
+	// will, with an event that queues their templates (see SetupWithManager).
 	var rbs workv1alpha1.ResourceBindingList
 	if err := reader.List(context.Background(), &rbs, client.InNamespace(names.SystemNamespace)); err != nil {
 		r.log.Error(err, "listing the bindings of cluster-scoped templates")

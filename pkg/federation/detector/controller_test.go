@@ -248,6 +248,12 @@ func TestDetector(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitGone(t, c, key, &workv1alpha1.ResourceBinding{})
+		// A binding that appears in the system namespace (as to a shard just given it) whose template is gone,
+		// deleted while another shard handled cluster-scoped templates: it goes too.
+		ghost := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "ghost-clusterrole"},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "ghost"}}}
+		create(ghost)
+		waitGone(t, c, client.ObjectKeyFromObject(ghost), &workv1alpha1.ResourceBinding{})
 	})
 
 	t.Run("a lazy policy's change waits for the template's next change", func(t *testing.T) {
