@@ -77,7 +77,7 @@ func (p Policy) priority() int32 {
 // parse selects nothing). A PropagationPolicy only selects templates of its own namespace, and no policy selects
 // fedmesh's own kinds or system namespaces.
 func (p Policy) Match(obj *unstructured.Unstructured) selector.Precision {
-	if Ignored(obj.GroupVersionKind(), obj.GetNamespace()) {
+	if Ignored(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
 		return selector.NoMatch
 	}
 	if !p.IsCluster() && obj.GetNamespace() != p.Namespace {
@@ -100,9 +100,14 @@ var ignoredNamespaces = map[string]bool{
 	names.SystemNamespace:  true,
 }
 
-// Ignored reports whether templates of kind gvk in namespace are out of every policy's reach: fedmesh's own kinds
-// (*.fedmesh.io) and the system namespaces.
-func Ignored(gvk schema.GroupVersionKind, namespace string) bool {
+// Ignored reports whether the template of kind gvk called namespace/name is out of every policy's reach: fedmesh's
+// own kinds (*.fedmesh.io), what is in the system namespaces, and those namespaces themselves (propagated, a
+// member's fedmesh-system, which holds the credentials fedmesh reaches it with, would be taken over and could be
+// deleted with its template).
+func Ignored(gvk schema.GroupVersionKind, namespace, name string) bool {
+	if gvk.Group == "" && gvk.Kind == "Namespace" && ignoredNamespaces[name] {
+		return true
+	}
 	return IgnoredGroup(gvk.Group) || ignoredNamespaces[namespace]
 }
 

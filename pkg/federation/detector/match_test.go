@@ -184,18 +184,22 @@ func TestClaimedBy(t *testing.T) {
 
 func TestIgnored(t *testing.T) {
 	for _, tc := range []struct {
-		gvk       schema.GroupVersionKind
-		namespace string
-		want      bool
+		gvk             schema.GroupVersionKind
+		namespace, name string
+		want            bool
 	}{
-		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "a", false},
-		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-public", true},
-		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-node-lease", true},
-		{schema.GroupVersionKind{Group: "work.fedmesh.io", Version: "v1alpha1", Kind: "Work"}, "a", true},
-		{schema.GroupVersionKind{Group: "notfedmesh.io", Version: "v1", Kind: "X"}, "a", false},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "a", "web", false},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-public", "web", true},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "kube-node-lease", "web", true},
+		{schema.GroupVersionKind{Group: "work.fedmesh.io", Version: "v1alpha1", Kind: "Work"}, "a", "w", true},
+		{schema.GroupVersionKind{Group: "notfedmesh.io", Version: "v1", Kind: "X"}, "a", "x", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "apps", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "fedmesh-system", true},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "kube-system", true},
+		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Namespace"}, "", "kube-system", false},
 	} {
-		if got := Ignored(tc.gvk, tc.namespace); got != tc.want {
-			t.Errorf("Ignored(%s, %q) = %v, want %v", tc.gvk, tc.namespace, got, tc.want)
+		if got := Ignored(tc.gvk, tc.namespace, tc.name); got != tc.want {
+			t.Errorf("Ignored(%s, %q, %q) = %v, want %v", tc.gvk, tc.namespace, tc.name, got, tc.want)
 		}
 	}
 }
