@@ -165,11 +165,13 @@ func (c *Chain) InterpretDependency(ctx context.Context, obj *unstructured.Unstr
 	return i.InterpretDependency(ctx, obj)
 }
 
-// Health is obj's health as an AggregatedStatusItem records it: Unknown when no interpreter handles the kind or
-// the interpreter fails (the error is returned too), otherwise Healthy or Unhealthy.
+// Health is obj's health as an AggregatedStatusItem records it: Healthy when no interpreter judges the kind's
+// health (a ConfigMap or a ClusterRole is there or not), as Karmada has it, so that what waits for health (a
+// graceful eviction) does not wait for such kinds; Unknown when the interpreter fails (the error is returned
+// too); otherwise Healthy or Unhealthy.
 func Health(ctx context.Context, i Interpreter, obj *unstructured.Unstructured) (workv1alpha1.ResourceHealth, error) {
 	if !i.Handles(obj.GroupVersionKind(), InterpretHealth) {
-		return workv1alpha1.ResourceUnknown, nil
+		return workv1alpha1.ResourceHealthy, nil
 	}
 	healthy, err := i.InterpretHealth(ctx, obj)
 	switch {

@@ -100,7 +100,7 @@ func TestHealth(t *testing.T) {
 	chain := interpreter.NewChain(&fake{kinds: map[string]bool{"Good": true}, healthy: true},
 		&fake{kinds: map[string]bool{"Bad": true}})
 	for kind, want := range map[string]workv1alpha1.ResourceHealth{
-		"Good": workv1alpha1.ResourceHealthy, "Bad": workv1alpha1.ResourceUnhealthy, "Other": workv1alpha1.ResourceUnknown,
+		"Good": workv1alpha1.ResourceHealthy, "Bad": workv1alpha1.ResourceUnhealthy, "Other": workv1alpha1.ResourceHealthy,
 	} {
 		got, err := interpreter.Health(context.Background(), chain, object("x/v1", kind))
 		if err != nil || got != want {
