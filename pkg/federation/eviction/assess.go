@@ -24,6 +24,8 @@ const (
 type Verdict struct {
 	// Keep are the tasks still waiting, in their order.
 	Keep []workv1alpha1.GracefulEvictionTask
+	// Changed is whether Keep differs from the binding's tasks: some are done, or got their creation time.
+	Changed bool
 	// Done maps each cluster whose task is done to why.
 	Done map[string]string
 	// RecheckAfter is when the first kept task's grace period ends; 0 when none will.
@@ -32,8 +34,8 @@ type Verdict struct {
 
 // Assess decides which of b's eviction tasks are done at now: a task with suppressDeletion true waits for a
 // person (false ends it); any other ends once the substitute is healthy (SubstituteHealthy) or its grace period
-// (gracePeriodSeconds, else timeout) since its creation is over. A task without a creation time waits for a
-// healthy substitute only.
+// (gracePeriodSeconds, else timeout) since its creation is over. A task without a creation time (made by a person
+// or a tool) is stamped now, as Karmada does, and its grace period counts from then.
 func Assess(b *workv1alpha1.ResourceBinding, now time.Time, timeout time.Duration) Verdict {
 	v := Verdict{Done: map[string]string{}}
 	healthy := SubstituteHealthy(b)
@@ -51,8 +53,9 @@ func Assess(b *workv1alpha1.ResourceBinding, now time.Time, timeout time.Duratio
 			continue
 		}
 		if t.CreationTimestamp == nil {
-			v.Keep = append(v.Keep, t)
-			continue
+			stamp := metav1.NewTime(now)
+			t.CreationTimestamp = &stamp
+			v.Changed = true
 		}
 		grace := timeout
 		if t.GracePeriodSeconds != nil {
@@ -68,6 +71,7 @@ func Assess(b *workv1alpha1.ResourceBinding, now time.Time, timeout time.Duratio
 			v.RecheckAfter = left
 		}
 	}
+	v.Changed = v.Changed || len(v.Done) > 0
 	return v
 }
 

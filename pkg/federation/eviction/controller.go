@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -70,13 +71,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	v := Assess(&b, r.Now(), r.Timeout)
-	if len(v.Done) == 0 {
+	if !v.Changed {
 		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
 	}
 	before := b.DeepCopy()
 	b.Spec.GracefulEvictionTasks = v.Keep
 	// The lock keeps a task the scheduler added since the read from being dropped with the rest.
-	if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		// Another stage wrote the binding since it was read; its event brings the binding back.
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	clusters := make([]string, 0, len(v.Done))

@@ -63,13 +63,16 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 		if i < 0 || on(after, name) || slices.ContainsFunc(out, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == name }) {
 			continue
 		}
-		replicas := before[i].Replicas
+		var replicas *int32 // unset for templates without replicas
+		if r := before[i].Replicas; r > 0 {
+			replicas = &r
+		}
 		mode := policyv1alpha1.PurgeModeGracefully
 		if f.Cluster != nil && f.Cluster.PurgeMode != "" {
 			mode = f.Cluster.PurgeMode
 		}
 		out = append(out, workv1alpha1.GracefulEvictionTask{
-			FromCluster: name, Replicas: &replicas, Reason: EvictionReason, Producer: EvictionProducer, PurgeMode: mode,
+			FromCluster: name, Replicas: replicas, Reason: EvictionReason, Producer: EvictionProducer, PurgeMode: mode,
 			Message:                fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name),
 			ClustersBeforeFailover: wasOn, CreationTimestamp: &created,
 		})

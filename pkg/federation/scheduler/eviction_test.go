@@ -65,7 +65,7 @@ func TestEvictionTasks(t *testing.T) {
 			before: targets("m1", 2, "m2", 2), after: targets("m1", 4)},
 		{name: "an existing task stays, none doubled", f: graceful, evicted: []string{"m2"},
 			tasks:  []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier)},
-			before: targets("m1", 4), after: targets("m1", 4),
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
 			want: []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier)}},
 		{name: "back on the cluster: its task dropped", f: graceful,
 			tasks:  []workv1alpha1.GracefulEvictionTask{task("m2", 2, &earlier), task("m3", 1, &earlier)},
@@ -73,6 +73,13 @@ func TestEvictionTasks(t *testing.T) {
 			want: []workv1alpha1.GracefulEvictionTask{task("m3", 1, &earlier)}},
 		{name: "evicted but placed there again: no task", f: graceful, evicted: []string{"m2"},
 			before: targets("m1", 2, "m2", 2), after: targets("m1", 2, "m2", 2)},
+		{name: "without replicas: a task without them", f: graceful, evicted: []string{"m2"},
+			before: []workv1alpha1.TargetCluster{{Name: "m1"}, {Name: "m2"}}, after: []workv1alpha1.TargetCluster{{Name: "m1"}},
+			want: []workv1alpha1.GracefulEvictionTask{func() workv1alpha1.GracefulEvictionTask {
+				t := task("m2", 0, &created, "m1", "m2")
+				t.Replicas = nil
+				return t
+			}()}},
 		{name: "evicted from a cluster it was not on: no task", f: graceful, evicted: []string{"m3"},
 			before: targets("m1", 2), after: targets("m1", 2)},
 	} {

@@ -17,9 +17,9 @@ const ClusterLabel = "work.fedmesh.io/cluster"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Work is what the federation applies to one member cluster for one binding: the final manifests, with overrides
-// applied. Unlike Karmada, where a Work's namespace names its cluster, a Work lives in its template's namespace
-// and names its cluster in spec.clusterName and in the work.fedmesh.io/cluster label, so that one shard owns
-// everything about a namespace. (Cluster-scoped templates get no Works yet.)
+// applied. Unlike Karmada, where a Work's namespace names its cluster, a Work lives beside its binding, in its
+// template's namespace (fedmesh-system for a cluster-scoped template), and names its cluster in spec.clusterName
+// and in the work.fedmesh.io/cluster label, so that one shard owns everything about a namespace.
 type Work struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
