@@ -3,11 +3,10 @@ package v1alpha1
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
 // NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
 // there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
-// (Directly). Application failover and state preservation are accepted for compatibility with Karmada's API and
-// not acted on today.
+// (Directly). Application failover (set application) moves a workload off a cluster where it stays unhealthy.
+// State preservation is accepted for compatibility with Karmada's API and not acted on today.
 type FailoverBehavior struct {
-	// Application is Karmada's application failover (moving a workload away from a cluster where it stays
-	// unhealthy). Accepted for compatibility; fedmesh does not act on it today.
+	// Application moves a workload away from a cluster where it stays unhealthy (application failover).
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
@@ -17,8 +16,7 @@ type FailoverBehavior struct {
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says when the copy on the cluster a workload leaves is deleted. fedmesh reads it for cluster failover
-// (Directly, Gracefully and their older names); application failover is not acted on.
+// PurgeMode says when the copy on the cluster a workload leaves is deleted.
 type PurgeMode string
 
 // The purge modes, with their meaning in Karmada. Immediately and Graciously are the older names of Directly and
@@ -29,7 +27,8 @@ const (
 	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (the
 	// eviction task's gracePeriodSeconds, else the federator's --graceful-eviction-timeout, 10 minutes).
 	PurgeModeGracefully PurgeMode = "Gracefully"
-	// PurgeModeNever leaves the old copy for a person to clean up (application failover only, not acted on).
+	// PurgeModeNever leaves the old copy for a person to clean up (application failover only): its eviction task
+	// has suppressDeletion true until someone sets it to false.
 	PurgeModeNever PurgeMode = "Never"
 	// PurgeModeImmediately is the older name of Directly.
 	PurgeModeImmediately PurgeMode = "Immediately"
@@ -37,22 +36,24 @@ const (
 	PurgeModeGraciously PurgeMode = "Graciously"
 )
 
-// ApplicationFailoverBehavior is Karmada's failover for unhealthy applications. fedmesh accepts it for compatibility
-// and does not act on it today; the fields say what they mean in Karmada.
+// ApplicationFailoverBehavior moves a workload off a target cluster where its health stays Unhealthy past
+// decisionConditions.tolerationSeconds (never off every cluster). The federator keeps since when in memory, as
+// Karmada does: a restarted federator counts the toleration again.
 // +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.purgeMode) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is only allowed when purgeMode is Gracefully"
 type ApplicationFailoverBehavior struct {
 	// DecisionConditions must all hold before the workload is moved.
 	// +required
 	DecisionConditions DecisionConditions `json:"decisionConditions"`
 
-	// PurgeMode says when the copy on the failed cluster is deleted. Not read by fedmesh today.
+	// PurgeMode says when the copy on the cluster left is deleted: Gracefully once the workload is healthy on
+	// the other clusters or the grace period is over, Never when a person says, Directly at once.
 	// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
 	// +kubebuilder:default=Gracefully
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
 	// GracePeriodSeconds bounds how long the old copy is kept waiting for the new one to become healthy, with
-	// purgeMode Gracefully; Karmada defaults it to 600. Not read by fedmesh today.
+	// purgeMode Gracefully; default 600.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
@@ -62,7 +63,7 @@ type ApplicationFailoverBehavior struct {
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// DecisionConditions are the conditions for an application failover (not acted on by fedmesh today).
+// DecisionConditions are the conditions for an application failover.
 type DecisionConditions struct {
 	// TolerationSeconds is how long the application may stay unhealthy before it is moved.
 	// +kubebuilder:default=300
