@@ -22,7 +22,6 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli"
-	"github.com/fedmesh/fedmesh/pkg/federation/appfailover"
 	"github.com/fedmesh/fedmesh/pkg/federation/binding"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
@@ -184,7 +183,6 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		// included) would hold them all in memory for one read per rendering.
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
 			Coalesce: o.statusCoalesce, Cached: cached},
-		&appfailover.Reconciler{Client: mgr.GetClient(), Recorder: recorder},
 		&eviction.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Timeout: o.evictionTimeout},
 		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce,

@@ -30,9 +30,6 @@ type Input struct {
 	PreviousAffinity string
 	// Evicted are clusters failover is taking the binding off; they are not candidates.
 	Evicted []string
-	// Evicting are clusters the binding left whose copy is still there (its gracefulEvictionTasks); they are not
-	// candidates until the task is done, as in Karmada, so a workload is not placed back where it just failed.
-	Evicting []string
 	// Now is the time for time-limited tolerations.
 	Now time.Time
 }
@@ -175,9 +172,6 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 	previous map[string]int32, duplicated bool) string {
 	if slices.Contains(in.Evicted, c.Name) {
 		return "evicted by failover"
-	}
-	if slices.Contains(in.Evicting, c.Name) {
-		return "being evicted (gracefulEvictionTasks)"
 	}
 	if c.Deleting {
 		return "being deleted"

@@ -364,12 +364,6 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 0, "b", 0, "c", 0),
 		},
 		{
-			name: "a cluster being evicted is no candidate until its task is done",
-			in: Input{Replicas: 4, Clusters: abc, Previous: targets("a", 4), Evicting: []string{"b"},
-				Placement: &policyv1alpha1.Placement{ReplicaScheduling: divided("", nil)}},
-			want: targets("a", 2, "c", 2),
-		},
-		{
 			name: "static weights: an evicted cluster's share goes to the rest",
 			in: Input{Replicas: 6, Clusters: abc, Previous: targets("a", 4, "b", 2), Evicted: []string{"a"},
 				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 2, "b", 1, "c", 1)}},

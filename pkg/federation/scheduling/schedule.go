@@ -63,9 +63,6 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Evicted:          fo.Evict,
 		Now:              now,
 	}
-	for _, t := range spec.GracefulEvictionTasks {
-		in.Evicting = append(in.Evicting, t.FromCluster)
-	}
 	d := decision{evicted: fo.Evict, recheck: fo.RecheckAfter}
 	if t := spec.RescheduleTriggeredAt; t != nil && (status.LastScheduledTime == nil || t.After(status.LastScheduledTime.Time)) {
 		// Asked to start over: the previous result is no reason to stay.

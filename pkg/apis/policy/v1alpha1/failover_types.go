@@ -3,10 +3,11 @@ package v1alpha1
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
 // NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
 // there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
-// (Directly). Application failover (set application) moves a workload off a cluster where it stays unhealthy.
-// State preservation is accepted for compatibility with Karmada's API and not acted on today.
+// (Directly). Application failover and state preservation are accepted for compatibility with Karmada's API and
+// not acted on today.
 type FailoverBehavior struct {
-	// Application moves a workload away from a cluster where it stays unhealthy (application failover).
+	// Application is Karmada's application failover (moving a workload away from a cluster where it stays
+	// unhealthy). Accepted for compatibility; fedmesh does not act on it today.
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
@@ -16,7 +17,8 @@ type FailoverBehavior struct {
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says when the copy on the cluster a workload leaves is deleted.
+// PurgeMode says when the copy on the cluster a workload leaves is deleted. fedmesh reads it for cluster failover
+// (Directly, Gracefully and their older names); application failover is not acted on.
 type PurgeMode string
 
 // The purge modes, with their meaning in Karmada. Immediately and Graciously are the older names of Directly and
@@ -27,8 +29,7 @@ const (
 	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (the
 	// eviction task's gracePeriodSeconds, else the federator's --graceful-eviction-timeout, 10 minutes).
 	PurgeModeGracefully PurgeMode = "Gracefully"
-	// PurgeModeNever leaves the old copy for a person to clean up (application failover only): its eviction task
-	// has suppressDeletion true until someone sets it to false.
+	// PurgeModeNever leaves the old copy for a person to clean up (application failover only, not acted on).
 	PurgeModeNever PurgeMode = "Never"
 	// PurgeModeImmediately is the older name of Directly.
 	PurgeModeImmediately PurgeMode = "Immediately"
@@ -36,24 +37,22 @@ const (
 	PurgeModeGraciously PurgeMode = "Graciously"
 )
 
-// ApplicationFailoverBehavior moves a workload off a target cluster where its health stays Unhealthy past
-// decisionConditions.tolerationSeconds (never off every cluster). The federator keeps since when in memory, as
-// Karmada does: a restarted federator counts the toleration again.
+// ApplicationFailoverBehavior is Karmada's failover for unhealthy applications. fedmesh accepts it for compatibility
+// and does not act on it today; the fields say what they mean in Karmada.
 // +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.purgeMode) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is only allowed when purgeMode is Gracefully"
 type ApplicationFailoverBehavior struct {
 	// DecisionConditions must all hold before the workload is moved.
 	// +required
 	DecisionConditions DecisionConditions `json:"decisionConditions"`
 
-	// PurgeMode says when the copy on the cluster left is deleted: Gracefully once the workload is healthy on
-	// the other clusters or the grace period is over, Never when a person says, Directly at once.
+	// PurgeMode says when the copy on the failed cluster is deleted. Not read by fedmesh today.
 	// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
 	// +kubebuilder:default=Gracefully
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
 	// GracePeriodSeconds bounds how long the old copy is kept waiting for the new one to become healthy, with
-	// purgeMode Gracefully; default 600.
+	// purgeMode Gracefully; Karmada defaults it to 600. Not read by fedmesh today.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
@@ -63,7 +62,7 @@ type ApplicationFailoverBehavior struct {
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// DecisionConditions are the conditions for an application failover.
+// DecisionConditions are the conditions for an application failover (not acted on by fedmesh today).
 type DecisionConditions struct {
 	// TolerationSeconds is how long the application may stay unhealthy before it is moved.
 	// +kubebuilder:default=300
