@@ -91,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	slices.Sort(clusters)
 	for _, c := range clusters {
+		evictionsDone.WithLabelValues(outcomes[v.Done[c]]).Inc()
 		ctrl.LoggerFrom(ctx).Info("graceful eviction done", "cluster", c, "why", v.Done[c])
 		if r.Recorder != nil {
 			r.Recorder.Eventf(&b, nil, corev1.EventTypeNormal, ReasonEvictionDone, "Evict",

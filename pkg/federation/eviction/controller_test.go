@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
+	"github.com/fedmesh/fedmesh/test/promtest"
 )
 
 // TestController runs the stage against a real API server: a task ends when the substitute turns healthy, another
@@ -92,6 +94,12 @@ func TestController(t *testing.T) {
 	for _, cluster := range []string{"m2", "m3"} {
 		if events.Find(b.Name, ReasonEvictionDone, cluster) == "" {
 			t.Errorf("no %s event for %s among %v", ReasonEvictionDone, cluster, events.All())
+		}
+	}
+	for outcome, want := range map[string]float64{"healthy": 1, "timeout": 1} {
+		got, _, err := promtest.Sum(ctrlmetrics.Registry, "fedmesh_federation_graceful_evictions_done_total", map[string]string{"outcome": outcome})
+		if err != nil || got != want {
+			t.Errorf("evictions done %s: %v (%v), want %v", outcome, got, err, want)
 		}
 	}
 }
