@@ -166,6 +166,20 @@ func (f *Federation) Member(name string) *cluster.Cluster {
 	panic("no member " + name)
 }
 
+// Host starts a host API server with fedmesh's CRDs, and a client of it that knows fedmesh's kinds.
+func Host(t testing.TB) (*cluster.Cluster, client.Client) {
+	t.Helper()
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(context.Background(), CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(host.Config(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, c
+}
+
 // StartManager runs a controller-runtime manager for t against cfg with fedmesh's scheme, no metrics or probe
 // listeners, and t's logger: setup adds the controllers under test before it starts. It stops when t ends.
 func StartManager(t testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error) ctrl.Manager {

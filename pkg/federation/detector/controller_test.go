@@ -37,7 +37,7 @@ var (
 func TestDetector(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host, c := startHost(t)
+	host, c := fedtest.Host(t)
 	create := func(objs ...client.Object) {
 		t.Helper()
 		for _, o := range objs {
@@ -318,18 +318,6 @@ func TestDetector(t *testing.T) {
 }
 
 // startHost starts a host API server with fedmesh's CRDs and returns a client of it.
-func startHost(t *testing.T) (*cluster.Cluster, client.Client) {
-	t.Helper()
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	if err := host.InstallCRDs(context.Background(), fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return host, c
-}
 
 // startDetector runs a detector; with elector nil, it handles cluster-scoped templates unelected.
 func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events, elector *testElector) *Reconciler {

@@ -18,7 +18,7 @@ import (
 // event of the policy will ever come, and no informer of that kind runs, yet its template must be released.
 func TestPolicyDeletedWhileDownIsReleasedAtStart(t *testing.T) {
 	ctx := context.Background()
-	host, c := startHost(t)
+	host, c := fedtest.Host(t)
 	policy := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"},
 		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("web")}}
 	for _, o := range []client.Object{namespace("a"), webDeployment("a", "web", 3), policy} {

@@ -13,7 +13,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 	"github.com/fedmesh/fedmesh/test/promtest"
 )
@@ -21,15 +20,8 @@ import (
 // TestController runs the stage against a real API server: a task ends when the substitute turns healthy, another
 // when its grace period is over; a suppressed one stays.
 func TestController(t *testing.T) {
-	host := cluster.New(t, cluster.Options{Name: "host"})
+	host, c := fedtest.Host(t)
 	ctx := context.Background()
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
 		t.Fatal(err)
 	}

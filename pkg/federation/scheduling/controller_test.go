@@ -32,18 +32,11 @@ import (
 func startHost(t *testing.T) (client.Client, *cluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
+	host, c := fedtest.Host(t)
 	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
 		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("fedmesh-scheduler")}
 		return r.SetupWithManager(mgr)
 	})
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"member1", "member2"} {
 		mc := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
 		if err := c.Create(ctx, mc); err != nil {
