@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,7 +25,6 @@ import (
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/eviction"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/shard"
@@ -519,100 +516,4 @@ func (e *fedEnv) deletion(t *testing.T) {
 		return len(works.Items) == 0, fmt.Errorf("%d Works left", len(works.Items))
 	})
 	e.waitMemberReplicas(ns, "kept", map[string]int32{"member1": 1, "member2": 1}, time.Second)
-}
-
-// A member whose API server stops turns not-ready; the replicas on it move to the other member once the
-// policy's toleration is over; its status items never show it as ready meanwhile. When it comes back it is
-// Ready again.
-func (e *fedEnv) failover(t *testing.T) {
-	ctx := context.Background()
-	ns := "resilient"
-	e.namespace(ns)
-	placement := divided(map[string]int64{"member1": 1, "member2": 1})
-	placement.ClusterTolerations = []corev1.Toleration{
-		{Key: "cluster.fedmesh.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(2))},
-		{Key: "cluster.fedmesh.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(2))},
-	}
-	e.create(deployment(ns, "web", 4))
-	e.create(policy(ns, "web", selectDeployment("web"), placement, func(s *policyv1alpha1.PropagationSpec) {
-		s.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: "Directly"}}
-	}))
-	// The same with Karmada's default purge mode, Gracefully: member2's copy is kept until member1's is healthy.
-	e.create(deployment(ns, "graceful", 2))
-	e.create(policy(ns, "graceful", selectDeployment("graceful"), placement, func(s *policyv1alpha1.PropagationSpec) {
-		s.Failover = &policyv1alpha1.FailoverBehavior{}
-	}))
-	e.waitMemberReplicas(ns, "web", map[string]int32{"member1": 2, "member2": 2}, 60*time.Second)
-	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 1, "member2": 1}, 60*time.Second)
-
-	m2 := e.f.Member("member2")
-	m2.StopAPIServer()
-	eventually(t, 60*time.Second, "member2 not Ready", func() (bool, error) {
-		var c clusterv1alpha1.Cluster
-		if err := e.f.Host.Get(ctx, types.NamespacedName{Name: "member2"}, &c); err != nil {
-			return false, err
-		}
-		return meta.IsStatusConditionFalse(c.Status.Conditions, "Ready"), fmt.Errorf("conditions %+v", c.Status.Conditions)
-	})
-	eventually(t, 60*time.Second, "member2's status item not reported healthy", func() (bool, error) {
-		rb, err := e.binding(ns, "web")
-		if err != nil {
-			return false, err
-		}
-		for _, item := range rb.Status.AggregatedStatus {
-			if item.ClusterName == "member2" {
-				return item.Health != workv1alpha1.ResourceHealthy, fmt.Errorf("member2 item %+v", item)
-			}
-		}
-		return true, nil // moved away already
-	})
-	eventually(t, 90*time.Second, "all 4 replicas on member1", func() (bool, error) {
-		d, err := e.memberDeployment("member1", ns, "web")
-		if err != nil || d == nil {
-			return false, err
-		}
-		rb, err := e.binding(ns, "web")
-		if err != nil {
-			return false, err
-		}
-		clusters, _ := json.Marshal(rb.Spec.Clusters)
-		return *d.Spec.Replicas == 4 && len(rb.Spec.Clusters) == 1, fmt.Errorf("member1 replicas %d, binding clusters %s", *d.Spec.Replicas, clusters)
-	})
-
-	evictionsDone := func(binding string) []string {
-		var events eventsv1.EventList
-		if err := e.f.Host.List(ctx, &events, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, ev := range events.Items {
-			if ev.Reason == eviction.ReasonEvictionDone && ev.Regarding.Name == binding {
-				out = append(out, ev.Note)
-			}
-		}
-		return out
-	}
-	eventually(t, 90*time.Second, "graceful: member2's copy released once member1's is healthy", func() (bool, error) {
-		rb, err := e.binding(ns, "graceful")
-		if err != nil {
-			return false, err
-		}
-		done := evictionsDone(rb.Name)
-		return len(rb.Spec.Clusters) == 1 && len(rb.Spec.GracefulEvictionTasks) == 0 &&
-				slices.Contains(done, "the copy on member2 goes: "+eviction.DoneHealthy),
-			fmt.Errorf("clusters %v, tasks %v, events %v", rb.Spec.Clusters, rb.Spec.GracefulEvictionTasks, done)
-	})
-	if done := evictionsDone(names.Binding("Deployment", "web")); len(done) > 0 {
-		t.Errorf("purgeMode Directly made eviction tasks: %v", done)
-	}
-
-	if err := m2.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.waitClustersReady()
-	eventually(t, 60*time.Second, "the template converges: 4 ready replicas", func() (bool, error) {
-		d := e.template(ns, "web")
-		return d.Status.ReadyReplicas == 4, fmt.Errorf("status %+v", d.Status)
-	})
-	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 2}, 60*time.Second)
 }
