@@ -63,6 +63,11 @@ type options struct {
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
 	o.ControllerOptions.AddFlags(fs)
+	// The shared help says nothing of the federator's second Lease, which behind the proxy must be where one shard
+	// alone owns it.
+	if f := fs.Lookup("leader-election-namespace"); f != nil {
+		f.Usage += " The Lease \"<leader-election-id>-clusters\" (which federator probes the members and handles cluster-scoped templates) is always in " + names.SystemNamespace + "."
+	}
 	fs.BoolVar(&o.memberThroughProxy, "member-through-proxy", false,
 		"Reach member clusters through the API server of --kubeconfig at /clusters/<name>/ (the fedmesh proxy), so member traffic is sharded and fenced like host traffic.")
 	fs.DurationVar(&o.probeInterval, "cluster-probe-interval", 10*time.Second, "How often each member cluster's /readyz is probed.")
