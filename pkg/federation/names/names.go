@@ -36,6 +36,9 @@ const (
 	// spec.resource.resourceVersion names: a template whose version changed with the same digest (only its status
 	// did) needs no new binding.
 	TemplateDigestAnnotation = "work.fedmesh.io/template-digest"
+	// ScheduledPlacementAnnotation on a ResourceBinding is the placement (JSON) spec.clusters was last scheduled
+	// for: while the placement is the same, the scheduler keeps a result that still fits (scheduler.Input.Settled).
+	ScheduledPlacementAnnotation = "work.fedmesh.io/scheduled-placement"
 	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
 	BindingLabel = "work.fedmesh.io/binding"
 	// ClusterLabel on a Work names its target member cluster, as LabelValue(cluster) since a Cluster's name may be

@@ -28,6 +28,11 @@ type Input struct {
 	// PreviousAffinity is the clusterAffinities term Previous came from; scheduling tries it first, then the terms
 	// after it. Empty starts at the first term.
 	PreviousAffinity string
+	// Settled says the placement has not changed since Previous was made. A settled result of divided replicas
+	// stands while it holds every replica and each of its clusters still fits, as Karmada keeps it: a binding is
+	// placed afresh when its placement or replicas change, not when a cluster comes, recovers or changes (which
+	// would move running replicas back and forth). Duplicated placements follow the clusters.
+	Settled bool
 	// Evicted are clusters failover is taking the binding off; they are not candidates.
 	Evicted []string
 	// Now is the time for time-limited tolerations.
@@ -110,6 +115,9 @@ func Schedule(in Input) (Result, error) {
 	start := slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool {
 		return t.AffinityName == in.PreviousAffinity
 	})
+	if start >= 0 && stands(in, p, &terms[start].ClusterAffinity, previous) {
+		return Result{Clusters: sortTargets(slices.Clone(in.Previous)), AffinityName: in.PreviousAffinity}, nil
+	}
 	var failed UnschedulableError
 	for _, term := range terms[max(start, 0):] {
 		targets, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
@@ -122,11 +130,39 @@ func Schedule(in Input) (Result, error) {
 	return Result{}, &failed
 }
 
+// stands reports whether a settled previous result of divided replicas is kept (Input.Settled): it holds every
+// replica and each of its clusters still fits affinity, the term it was made with.
+func stands(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity, previous map[string]int32) bool {
+	if !in.Settled || len(in.Previous) == 0 || duplicatedReplicas(p, in.Replicas) {
+		return false
+	}
+	var sum int32
+	for _, t := range in.Previous {
+		sum += t.Replicas
+	}
+	if sum != in.Replicas {
+		return false
+	}
+	for _, t := range in.Previous {
+		i := slices.IndexFunc(in.Clusters, func(c Cluster) bool { return c.Name == t.Name })
+		if i < 0 || fit(&in.Clusters[i], in, p, affinity, previous, false) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// duplicatedReplicas reports whether every cluster gets all replicas: Duplicated, or nothing to divide.
+func duplicatedReplicas(p *policyv1alpha1.Placement, replicas int32) bool {
+	rs := p.ReplicaScheduling
+	return rs == nil || rs.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated || replicas == 0
+}
+
 // scheduleTerm places the binding on the clusters one affinity selects.
 func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32) ([]workv1alpha1.TargetCluster, *TermFailure) {
 	rs := p.ReplicaScheduling
-	duplicated := rs == nil || rs.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated || in.Replicas == 0
+	duplicated := duplicatedReplicas(p, in.Replicas)
 	filtered := map[string]string{}
 	var candidates []Cluster
 	for _, c := range in.Clusters {

@@ -122,6 +122,50 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 1),
 		},
 		{
+			name: "settled static weights: a cluster back after failover stays empty",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("a"), cluster("b")}, Settled: true, Previous: targets("a", 4),
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 1, "b", 1)}},
+			want: targets("a", 4),
+		},
+		{
+			name: "not settled (placement changed): static weights divide afresh",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("a"), cluster("b")}, Previous: targets("a", 4),
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 1, "b", 1)}},
+			want: targets("a", 2, "b", 2),
+		},
+		{
+			name: "settled, but replicas changed: divided afresh",
+			in: Input{Replicas: 6, Clusters: []Cluster{cluster("a"), cluster("b")}, Settled: true, Previous: targets("a", 4),
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 1, "b", 1)}},
+			want: targets("a", 3, "b", 3),
+		},
+		{
+			name: "settled, but a cluster of it evicted: divided afresh",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("a"), cluster("b"), cluster("c")}, Settled: true,
+				Previous: targets("a", 2, "b", 2), Evicted: []string{"b"},
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 1, "b", 1, "c", 1)}},
+			want: targets("a", 2, "c", 2),
+		},
+		{
+			name: "settled, but a cluster of it no longer matches the affinity: divided afresh",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("a", withLabels("env", "prod")), cluster("b", withLabels("env", "dev")), cluster("c", withLabels("env", "prod"))},
+				Settled: true, Previous: targets("a", 2, "b", 2),
+				Placement: &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}, ReplicaScheduling: divided(policyv1alpha1.ReplicaDivisionPreferenceWeighted, nil)}},
+			want: targets("a", 2, "c", 2),
+		},
+		{
+			name: "settled, but a cluster of it is being deleted: divided afresh",
+			in: Input{Replicas: 4, Clusters: []Cluster{cluster("a"), cluster("b", deleting)}, Settled: true, Previous: targets("a", 2, "b", 2),
+				Placement: &policyv1alpha1.Placement{ReplicaScheduling: static("a", 1, "b", 1)}},
+			want: targets("a", 4),
+		},
+		{
+			name: "settled duplicated: follows the clusters",
+			in:   Input{Replicas: 2, Clusters: []Cluster{cluster("a"), cluster("b")}, Settled: true, Previous: targets("a", 2)},
+			want: targets("a", 2, "b", 2),
+		},
+		{
 			name: "a not-ready cluster takes nothing new but keeps what it has",
 			in: Input{Replicas: 2, Clusters: []Cluster{cluster("a", notReady), cluster("b", notReady), cluster("c")},
 				Previous: targets("a", 2)},

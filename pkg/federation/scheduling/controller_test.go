@@ -170,6 +170,25 @@ func testDivided(t *testing.T, c client.Client) {
 		}
 		return nil
 	})
+
+	// member1 recovers: the replicas stay where failover put them (the placement did not change), until the
+	// next change of replicas divides them by the weights again.
+	setReady(t, c, "member1", metav1.ConditionTrue)
+	time.Sleep(time.Second)
+	if err := scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 9}})(); err != nil {
+		t.Errorf("after member1 recovered: %v", err)
+	}
+	if err := c.Get(ctx, key, rb); err != nil {
+		t.Fatal(err)
+	}
+	if got := rb.Annotations[names.ScheduledPlacementAnnotation]; got != placementText(rb.Spec.Placement) {
+		t.Errorf("scheduled placement recorded as %q", got)
+	}
+	rb.Spec.Replicas = 12
+	if err := c.Update(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	fedtest.Eventually(t, 20*time.Second, "2:1 of 12", scheduledTo(c, key, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 8}, {Name: "member2", Replicas: 4}}))
 }
 
 func testUnschedulable(t *testing.T, c client.Client) {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -39,8 +41,9 @@ type decision struct {
 	observed int64 // the generation the decision is for
 }
 
-// decide schedules the binding whose spec and status are given, over clusters, at now.
-func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus,
+// decide schedules the binding whose spec and status are given, last scheduled for the placement scheduled (its
+// ScheduledPlacementAnnotation), over clusters, at now.
+func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, scheduled string,
 	items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
 	clusters := make([]scheduler.Cluster, len(items))
 	for i := range items {
@@ -60,13 +63,14 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Clusters:         clusters,
 		Previous:         spec.Clusters,
 		PreviousAffinity: status.SchedulerObservedAffinityName,
+		Settled:          scheduled == placementText(spec.Placement),
 		Evicted:          fo.Evict,
 		Now:              now,
 	}
 	d := decision{evicted: fo.Evict, recheck: fo.RecheckAfter}
 	if t := spec.RescheduleTriggeredAt; t != nil && (status.LastScheduledTime == nil || t.After(status.LastScheduledTime.Time)) {
 		// Asked to start over: the previous result is no reason to stay.
-		in.Previous, in.PreviousAffinity, d.fresh = nil, "", true
+		in.Previous, in.PreviousAffinity, in.Settled, d.fresh = nil, "", false, true
 	}
 	d.result, d.err = scheduler.Schedule(in)
 	return d
@@ -87,13 +91,24 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		}
 		first = false
 		spec := &obj.Spec
-		d = decide(spec, &obj.Status, clusters, r.Now(), r.DefaultToleration)
+		scheduled := obj.GetAnnotations()[names.ScheduledPlacementAnnotation]
+		d = decide(spec, &obj.Status, scheduled, clusters, r.Now(), r.DefaultToleration)
 		d.observed = obj.GetGeneration()
-		if d.err != nil || sameTargets(spec.Clusters, d.result.Clusters) {
+		placement := placementText(spec.Placement)
+		same := d.err == nil && sameTargets(spec.Clusters, d.result.Clusters)
+		if d.err != nil || same && scheduled == placement {
 			placed = false
 			return nil
 		}
 		before := obj.DeepCopy()
+		// The placement the result is for, so that later passes keep it while the placement stays.
+		obj.SetAnnotations(withAnnotation(obj.GetAnnotations(), names.ScheduledPlacementAnnotation, placement))
+		if same {
+			// Only the record of the placement was missing or old (a binding from before the record, or a
+			// placement changed in a way that leaves the result as it is): no new placement to tell of.
+			placed = false
+			return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		}
 		// A cluster failed over from gracefully keeps its copy, through a task, until the substitute is healthy.
 		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover, d.evicted, spec.Clusters, d.result.Clusters, r.Now())
 		spec.Clusters = d.result.Clusters
@@ -203,6 +218,23 @@ func equalStatus(a, b *workv1alpha1.ResourceBindingStatus) bool {
 // maxMessage bounds the condition message: with many clusters the reasons of all of them could pass the API's
 // limit; the event and the log carry the whole text.
 const maxMessage = 4096
+
+// placementText is how ScheduledPlacementAnnotation records placement: its JSON, "null" for none.
+func placementText(placement *policyv1alpha1.Placement) string {
+	b, err := json.Marshal(placement)
+	if err != nil {
+		return "" // never equal to a recorded placement: the binding is scheduled afresh
+	}
+	return string(b)
+}
+
+func withAnnotation(annotations map[string]string, key, value string) map[string]string {
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	return annotations
+}
 
 func sameTargets(a, b []workv1alpha1.TargetCluster) bool {
 	return slices.Equal(a, b)
