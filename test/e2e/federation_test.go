@@ -80,10 +80,11 @@ func testFederation(t *testing.T, shards int) {
 	t.Run("a cluster-scoped template, overridden, then deleted", e.clusterScoped)
 	t.Run("what the host allocated stays home", e.hostAllocatedFieldsStayHome)
 	t.Run("member watches outlive Cluster status writes", e.watchesOutliveClusterStatus)
-	t.Run("failover off a stopped member and back", e.failover) // last: it stops a member
 	if shards > 0 {
 		e.checkSharded(shards)
+		t.Run("the system namespace moves to a new shard and back", e.systemNamespaceMoves)
 	}
+	t.Run("failover off a stopped member and back", e.failover) // last: it stops a member
 }
 
 var federationNamespaces = []string{"shop", "legacy", "autoscaled", "retired", "resilient", "services", "steady"}

@@ -136,21 +136,58 @@ func Start(ctx context.Context, opts Options) (r *Run, err error) {
 		return r, err
 	}
 	for i := range opts.Shards {
-		name := fmt.Sprintf("%s-%d", Name, i)
-		shard := r.Mesh.Shard(i)
-		kubeconfig, err := r.writeKubeconfig(name, "https://"+shard.Addr, shard.Token, r.Mesh.CA())
-		if err != nil {
+		if err := r.startShardFederator(i); err != nil {
 			return r, err
-		}
-		if err := r.startFederator(name, kubeconfig, []string{"--member-through-proxy"}); err != nil {
-			return r, fmt.Errorf("shard %d: %w", i, err)
 		}
 	}
 	return r, nil
 }
 
-// WaitConfigured waits until the ShardingConfig is Ready with proxies proxies acknowledging it, and leaves its
-// latest state in sc.
+// startShardFederator runs the federator of shard i behind its proxy.
+func (r *Run) startShardFederator(i int) error {
+	name := fmt.Sprintf("%s-%d", Name, i)
+	shard := r.Mesh.Shard(i)
+	kubeconfig, err := r.writeKubeconfig(name, "https://"+shard.Addr, shard.Token, r.Mesh.CA())
+	if err != nil {
+		return err
+	}
+	if err := r.startFederator(name, kubeconfig, []string{"--member-through-proxy"}); err != nil {
+		return fmt.Errorf("shard %d: %w", i, err)
+	}
+	return nil
+}
+
+// AddShard runs shard i, the next one: its pod and proxy, then its federator once the manager has configured
+// every proxy. Raise the ShardingConfig's spec.shards to i+1 first; otherwise the proxy is a stray and is
+// never configured.
+func (r *Run) AddShard(ctx context.Context, i int) error {
+	if i != len(r.federators) {
+		return fmt.Errorf("shard %d: the next shard is %d", i, len(r.federators))
+	}
+	if _, err := r.Mesh.AddShard(ctx, i); err != nil {
+		return fmt.Errorf("shard %d: %w", i, err)
+	}
+	sc := &meshv1alpha1.ShardingConfig{}
+	if err := r.opts.Client.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: Name}, sc); err != nil {
+		return err
+	}
+	if err := WaitConfigured(ctx, r.opts.Client, sc, i+1); err != nil {
+		return err
+	}
+	return r.startShardFederator(i)
+}
+
+// RemoveShard stops the last shard's federator, then deletes its pod and stops its proxy, as a scale-down would.
+// Lower spec.shards first, so that the shard's namespaces have moved.
+func (r *Run) RemoveShard(ctx context.Context) error {
+	i := len(r.federators) - 1
+	r.federators[i].proc.Stop(10 * time.Second)
+	r.federators = r.federators[:i]
+	return r.Mesh.RemoveShard(ctx, i)
+}
+
+// WaitConfigured waits until the ShardingConfig is Ready at its generation with proxies proxies acknowledging it,
+// and leaves its latest state in sc.
 func WaitConfigured(ctx context.Context, c client.Reader, sc *meshv1alpha1.ShardingConfig, proxies int) error {
 	var last string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -158,10 +195,10 @@ func WaitConfigured(ctx context.Context, c client.Reader, sc *meshv1alpha1.Shard
 			return err
 		}
 		ready := meta.FindStatusCondition(sc.Status.Conditions, "Ready")
-		if ready != nil && ready.Status == metav1.ConditionTrue && int(sc.Status.ReadyProxies) == proxies {
+		if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == sc.Generation && int(sc.Status.ReadyProxies) == proxies {
 			return nil
 		}
-		last = fmt.Sprintf("ready proxies %d, condition %+v", sc.Status.ReadyProxies, ready)
+		last = fmt.Sprintf("epoch %d, ready proxies %d, condition %+v, proxies %+v", sc.Status.Epoch, sc.Status.ReadyProxies, ready, sc.Status.Proxies)
 	}
 	return fmt.Errorf("ShardingConfig %s never Ready: %s", sc.Name, last)
 }
