@@ -94,6 +94,10 @@ func run(ctx context.Context, members, shards int, exit bool) error {
 	}
 	defer fr.Stop()
 
+	fmt.Printf("waiting for the members to be Ready...\n")
+	if err := fedtest.WaitClustersReady(ctx, fed.Host, members, time.Minute); err != nil {
+		return fmt.Errorf("%w\n%s", err, fr.Logs(20))
+	}
 	fmt.Printf("applying the example app (test/demo/app.yaml) to the host...\n")
 	if err := apply(ctx, fed); err != nil {
 		return err

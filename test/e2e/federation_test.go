@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -136,19 +135,10 @@ func (e *fedEnv) checkSharded(shards int) {
 }
 
 func (e *fedEnv) waitClustersReady() {
-	eventually(e.t, 60*time.Second, "both Clusters Ready", func() (bool, error) {
-		var list clusterv1alpha1.ClusterList
-		if err := e.f.Host.List(context.Background(), &list); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, c := range list.Items {
-			if meta.IsStatusConditionTrue(c.Status.Conditions, "Ready") {
-				ready++
-			}
-		}
-		return ready == 2, fmt.Errorf("%d of %d Ready", ready, len(list.Items))
-	})
+	e.t.Helper()
+	if err := fedtest.WaitClustersReady(context.Background(), e.f.Host, 2, 60*time.Second); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // namespace is one of federationNamespaces, created before the federator started.

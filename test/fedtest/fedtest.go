@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -240,4 +241,30 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		}
 	}
 	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+// WaitClustersReady waits until n Clusters are Ready in the host. A workload created before its clusters are Ready
+// is placed on those that are, and (divided) stays there: the scheduler does not move replicas to a cluster that
+// turns Ready later.
+func WaitClustersReady(ctx context.Context, host client.Reader, n int, timeout time.Duration) error {
+	var last string
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		var list clusterv1alpha1.ClusterList
+		if err := host.List(ctx, &list); err != nil {
+			return err
+		}
+		ready := 0
+		for _, c := range list.Items {
+			if meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+				ready++
+			}
+		}
+		if ready == n {
+			return nil
+		}
+		last = fmt.Sprintf("%d of %d Clusters Ready", ready, len(list.Items))
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not %d Clusters Ready within %s: %s", n, timeout, last)
+		}
+	}
 }

@@ -9,12 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	"github.com/fedmesh/fedmesh/test/bench/suite"
 	"github.com/fedmesh/fedmesh/test/cluster"
@@ -381,19 +379,7 @@ func benchPolicy(members []string) *policyv1alpha1.ClusterPropagationPolicy {
 }
 
 func waitClustersReady(ctx context.Context, host client.Client) error {
-	return poll(ctx, 90*time.Second, func() (bool, string, error) {
-		var list clusterv1alpha1.ClusterList
-		if err := host.List(ctx, &list); err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for _, c := range list.Items {
-			if meta.IsStatusConditionTrue(c.Status.Conditions, "Ready") {
-				ready++
-			}
-		}
-		return ready == fedMembers, fmt.Sprintf("%d of %d clusters Ready", ready, fedMembers), nil
-	})
+	return fedtest.WaitClustersReady(ctx, host, fedMembers, 90*time.Second)
 }
 
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, string, error)) error {
