@@ -38,8 +38,9 @@ for m in "${MEMBERS[@]}"; do
 		-p "{\"spec\":{\"apiEndpoint\":\"https://$(kind_name "$m")-control-plane:6443\"}}"
 done
 
-kubectl --kubeconfig "$host" apply -f "$root/docs/examples/app.yaml"
+# The members first: a divided workload stays on the clusters that were Ready when it was placed.
 kubectl --kubeconfig "$host" wait --for=condition=Ready cluster --all --timeout 2m
+kubectl --kubeconfig "$host" apply -f "$root/docs/examples/app.yaml"
 echo "waiting for the demo app to be available in the members"
 for m in "${MEMBERS[@]}"; do
 	until kubectl --kubeconfig "$KIND_DIR/$(kind_name "$m").kubeconfig" -n demo wait --for=condition=Available \
