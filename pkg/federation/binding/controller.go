@@ -32,6 +32,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
@@ -142,10 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, tc := range b.Spec.Clusters {
 		targeted[tc.Name] = true
 	}
-	// A cluster failed over from gracefully keeps its Work, as it is, until its eviction task is done.
+	// A cluster failed over from gracefully keeps its Work, as it is, until its eviction task is done; a task of
+	// purgeMode Directly only keeps the cluster out of scheduling.
 	evicting := map[string]bool{}
 	for _, t := range b.Spec.GracefulEvictionTasks {
-		evicting[t.FromCluster] = true
+		evicting[t.FromCluster] = scheduler.KeepsCopy(t)
 	}
 	for i := range works {
 		w := &works[i]

@@ -227,8 +227,12 @@ func TestBindingController(t *testing.T) {
 	if got := resourceVersion(ctx, t, h, work2); got != rv2 {
 		t.Errorf("the Work of a cluster being evicted gracefully changed: resourceVersion %s, was %s", got, rv2)
 	}
-	editBinding(func(b *workv1alpha1.ResourceBinding) { b.Spec.GracefulEvictionTasks = nil })
+	// A task of purgeMode Directly (application failover's) keeps no copy: the Work goes while the task stays.
+	editBinding(func(b *workv1alpha1.ResourceBinding) {
+		b.Spec.GracefulEvictionTasks[0].Reason, b.Spec.GracefulEvictionTasks[0].PurgeMode = "ApplicationFailure", "Directly"
+	})
 	eventually(t, "member2's Work deleted", func() error { return gone(ctx, h, work2) })
+	editBinding(func(b *workv1alpha1.ResourceBinding) { b.Spec.GracefulEvictionTasks = nil })
 
 	// Deleting the binding deletes its Works and waits until they are gone (a finalizer stands in for the execution
 	// controller's).

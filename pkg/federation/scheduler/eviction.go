@@ -36,46 +36,67 @@ func GracefulPurge(f *policyv1alpha1.FailoverBehavior) bool {
 }
 
 // EvictionTasks are the binding's gracefulEvictionTasks once it moves from the clusters before to those after,
-// having evicted (failed over from) the clusters evicted: with graceful purge, a task for each evicted cluster
-// (holding the replicas it had), so its copy stays until the substitute is healthy (see package eviction); a
-// task of a cluster the binding is on again is dropped, as that copy is the binding's own once more.
-func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.FailoverBehavior, evicted []string,
+// having failed over from the clusters evicted and, by application failover, from appEvicted. A cluster failed
+// over from gets a task (holding the replicas it had) with graceful purge, so its copy stays until the substitute
+// is healthy (see package eviction). A cluster application failover left always gets one, which also keeps the
+// cluster out of scheduling while it lasts (ApplicationEvicted): its purgeMode says whether the copy stays
+// (Gracefully, Never: suppressDeletion until a person clears it) or goes at once (Directly). A task of a cluster
+// the binding is on again is dropped, as that copy is the binding's own once more.
+func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.FailoverBehavior, evicted, appEvicted []string,
 	before, after []workv1alpha1.TargetCluster, now time.Time) []workv1alpha1.GracefulEvictionTask {
 	on := func(list []workv1alpha1.TargetCluster, name string) bool {
 		return slices.ContainsFunc(list, func(t workv1alpha1.TargetCluster) bool { return t.Name == name })
 	}
-	out := make([]workv1alpha1.GracefulEvictionTask, 0, len(tasks)+len(evicted))
+	out := make([]workv1alpha1.GracefulEvictionTask, 0, len(tasks)+len(evicted)+len(appEvicted))
 	for _, t := range tasks {
 		if !on(after, t.FromCluster) {
 			out = append(out, t)
 		}
-	}
-	if !GracefulPurge(f) {
-		return out
 	}
 	created := metav1.NewTime(now)
 	var wasOn []string
 	for _, t := range before {
 		wasOn = append(wasOn, t.Name)
 	}
-	for _, name := range evicted {
+	add := func(name string, task workv1alpha1.GracefulEvictionTask) {
 		i := slices.IndexFunc(before, func(t workv1alpha1.TargetCluster) bool { return t.Name == name })
 		if i < 0 || on(after, name) || slices.ContainsFunc(out, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == name }) {
-			continue
+			return
 		}
-		var replicas *int32 // unset for templates without replicas
-		if r := before[i].Replicas; r > 0 {
-			replicas = &r
+		if r := before[i].Replicas; r > 0 { // unset for templates without replicas
+			task.Replicas = &r
 		}
+		task.FromCluster, task.Producer, task.ClustersBeforeFailover, task.CreationTimestamp = name, EvictionProducer, wasOn, &created
+		out = append(out, task)
+	}
+	if GracefulPurge(f) {
 		mode := policyv1alpha1.PurgeModeGracefully
 		if f.Cluster != nil && f.Cluster.PurgeMode != "" {
 			mode = f.Cluster.PurgeMode
 		}
-		out = append(out, workv1alpha1.GracefulEvictionTask{
-			FromCluster: name, Replicas: replicas, Reason: EvictionReason, Producer: EvictionProducer, PurgeMode: mode,
-			Message:                fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name),
-			ClustersBeforeFailover: wasOn, CreationTimestamp: &created,
-		})
+		for _, name := range evicted {
+			add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: mode,
+				Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name)})
+		}
+	}
+	if f != nil && f.Application != nil {
+		app := f.Application
+		task := workv1alpha1.GracefulEvictionTask{Reason: ApplicationFailureReason, PurgeMode: app.PurgeMode}
+		switch app.PurgeMode {
+		case policyv1alpha1.PurgeModeDirectly, policyv1alpha1.PurgeModeImmediately:
+			task.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
+		case policyv1alpha1.PurgeModeNever:
+			yes := true
+			task.SuppressDeletion = &yes
+			task.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until suppressDeletion is set to false"
+		default:
+			task.PurgeMode = policyv1alpha1.PurgeModeGracefully
+			task.GracePeriodSeconds = app.GracePeriodSeconds
+			task.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until the substitute is healthy"
+		}
+		for _, name := range appEvicted {
+			add(name, task)
+		}
 	}
 	if len(out) == 0 {
 		return nil

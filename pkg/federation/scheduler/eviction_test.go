@@ -31,6 +31,24 @@ func TestGracefulPurge(t *testing.T) {
 	}
 }
 
+var gracePeriod = int32(60)
+
+func appFailover(mode policyv1alpha1.PurgeMode) *policyv1alpha1.FailoverBehavior {
+	app := &policyv1alpha1.ApplicationFailoverBehavior{PurgeMode: mode}
+	if mode == "" {
+		app.GracePeriodSeconds = &gracePeriod
+	}
+	return &policyv1alpha1.FailoverBehavior{Application: app, Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeDirectly}}
+}
+
+func appTask(cluster string, mode policyv1alpha1.PurgeMode, at *metav1.Time, mutate func(*workv1alpha1.GracefulEvictionTask)) workv1alpha1.GracefulEvictionTask {
+	two := int32(2)
+	t := workv1alpha1.GracefulEvictionTask{FromCluster: cluster, Replicas: &two, Reason: ApplicationFailureReason, Producer: EvictionProducer,
+		PurgeMode: mode, CreationTimestamp: at, ClustersBeforeFailover: []string{"m1", "m2"}}
+	mutate(&t)
+	return t
+}
+
 func TestEvictionTasks(t *testing.T) {
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	created := metav1.NewTime(now)
@@ -54,6 +72,7 @@ func TestEvictionTasks(t *testing.T) {
 		tasks         []workv1alpha1.GracefulEvictionTask
 		f             *policyv1alpha1.FailoverBehavior
 		evicted       []string
+		appEvicted    []string
 		before, after []workv1alpha1.TargetCluster
 		want          []workv1alpha1.GracefulEvictionTask
 	}{
@@ -82,8 +101,26 @@ func TestEvictionTasks(t *testing.T) {
 			}()}},
 		{name: "evicted from a cluster it was not on: no task", f: graceful, evicted: []string{"m3"},
 			before: targets("m1", 2), after: targets("m1", 2)},
+		{name: "application failover, Gracefully (the default): a task with its grace period", f: appFailover(""), appEvicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeGracefully, &created, func(t *workv1alpha1.GracefulEvictionTask) {
+				t.GracePeriodSeconds = &gracePeriod
+				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until the substitute is healthy"
+			})}},
+		{name: "application failover, Directly: a task all the same (it keeps the cluster out)", f: appFailover(policyv1alpha1.PurgeModeDirectly), appEvicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
+				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
+			})}},
+		{name: "application failover, Never: deletion suppressed", f: appFailover(policyv1alpha1.PurgeModeNever), appEvicted: []string{"m2"},
+			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeNever, &created, func(t *workv1alpha1.GracefulEvictionTask) {
+				yes := true
+				t.SuppressDeletion = &yes
+				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until suppressDeletion is set to false"
+			})}},
 	} {
-		got := EvictionTasks(tc.tasks, tc.f, tc.evicted, tc.before, tc.after, now)
+		got := EvictionTasks(tc.tasks, tc.f, tc.evicted, tc.appEvicted, tc.before, tc.after, now)
 		if !equality.Semantic.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}

@@ -133,7 +133,7 @@ func Schedule(in Input) (Result, error) {
 // stands reports whether a settled previous result of divided replicas is kept (Input.Settled): it holds every
 // replica and each of its clusters still fits affinity, the term it was made with.
 func stands(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity, previous map[string]int32) bool {
-	if !in.Settled || len(in.Previous) == 0 || duplicatedReplicas(p, in.Replicas) {
+	if !in.Settled || len(in.Previous) == 0 || Duplicated(p, in.Replicas) {
 		return false
 	}
 	var sum int32
@@ -152,8 +152,8 @@ func stands(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.Clus
 	return true
 }
 
-// duplicatedReplicas reports whether every cluster gets all replicas: Duplicated, or nothing to divide.
-func duplicatedReplicas(p *policyv1alpha1.Placement, replicas int32) bool {
+// Duplicated reports whether every cluster gets all replicas: Duplicated, or nothing to divide.
+func Duplicated(p *policyv1alpha1.Placement, replicas int32) bool {
 	rs := p.ReplicaScheduling
 	return rs == nil || rs.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingTypeDuplicated || replicas == 0
 }
@@ -162,7 +162,7 @@ func duplicatedReplicas(p *policyv1alpha1.Placement, replicas int32) bool {
 func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32) ([]workv1alpha1.TargetCluster, *TermFailure) {
 	rs := p.ReplicaScheduling
-	duplicated := duplicatedReplicas(p, in.Replicas)
+	duplicated := Duplicated(p, in.Replicas)
 	filtered := map[string]string{}
 	var candidates []Cluster
 	for _, c := range in.Clusters {

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,8 @@ type Reconciler struct {
 	// Cached waits for the cache to show a binding's status once written (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
+
+	unhealthy unhealthyMemory
 }
 
 // SetupWithManager registers the controller; it looks at bindings again when a Cluster changes (see
@@ -70,8 +73,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	// A binding is placed by its spec (and the Clusters): the status the other stages write (FullyApplied, the
-	// aggregated status, two or more writes per binding) changes nothing the scheduler reads.
-	specChanges := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// aggregated status, two or more writes per binding) changes nothing the scheduler reads, but for the health
+	// application failover watches.
+	specChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, healthChanged()))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}, specChanges).
@@ -134,9 +138,13 @@ func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateL
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj := &workv1alpha1.ResourceBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.unhealthy.set(req.NamespacedName, nil)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
+		r.unhealthy.set(req.NamespacedName, nil)
 		return reconcile.Result{}, nil
 	}
 	if spec := obj.Spec; spec.SchedulerName != "" && spec.SchedulerName != r.SchedulerName {
@@ -152,4 +160,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: recheck}, err
+}
+
+// healthChanged passes a status update of a binding with application failover that changes a cluster's health.
+func healthChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, ok1 := e.ObjectOld.(*workv1alpha1.ResourceBinding)
+			cur, ok2 := e.ObjectNew.(*workv1alpha1.ResourceBinding)
+			if !ok1 || !ok2 || cur.Spec.Failover == nil || cur.Spec.Failover.Application == nil {
+				return false
+			}
+			return !maps.Equal(healthOf(old), healthOf(cur))
+		},
+	}
+}
+
+func healthOf(b *workv1alpha1.ResourceBinding) map[string]workv1alpha1.ResourceHealth {
+	out := make(map[string]workv1alpha1.ResourceHealth, len(b.Status.AggregatedStatus))
+	for _, item := range b.Status.AggregatedStatus {
+		out[item.ClusterName] = item.Health
+	}
+	return out
 }

@@ -83,6 +83,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("each placed and stated once", func(t *testing.T) { testWrittenOnce(t, c, host) })
 	t.Run("other stages' status not looked at", func(t *testing.T) { testOthersStatus(t, c) })
 	t.Run("divided, scaled, failed over", func(t *testing.T) { testDivided(t, c) })
+	t.Run("application failover", func(t *testing.T) { testApplicationFailover(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
 	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
 }

@@ -29,22 +29,27 @@ const (
 	ReasonScheduled     = "Scheduled"
 	ReasonUnschedulable = "Unschedulable"
 	ReasonEvicted       = "ClusterFailover"
+	// ReasonApplicationFailover: the workload left a cluster where it stayed unhealthy.
+	ReasonApplicationFailover = "ApplicationFailover"
 )
 
 // decision is a scheduling of one binding as read.
 type decision struct {
-	result   scheduler.Result
-	err      error
-	evicted  []string
-	recheck  time.Duration
-	fresh    bool
-	observed int64 // the generation the decision is for
+	result scheduler.Result
+	err    error
+	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves.
+	evicted, appEvicted []string
+	// unhealthySince is application failover's memory of the binding (see scheduler.AppFailoverInput).
+	unhealthySince map[string]time.Time
+	recheck        time.Duration
+	fresh          bool
+	observed       int64 // the generation the decision is for
 }
 
 // decide schedules the binding whose spec and status are given, last scheduled for the placement scheduled (its
-// ScheduledPlacementAnnotation), over clusters, at now.
+// ScheduledPlacementAnnotation), over clusters, at now; unhealthySince is what the last decision for it returned.
 func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, scheduled string,
-	items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
+	unhealthySince map[string]time.Time, items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
 	clusters := make([]scheduler.Cluster, len(items))
 	for i := range items {
 		clusters[i] = scheduler.NewCluster(&items[i], spec.ReplicaRequirements)
@@ -57,6 +62,12 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Failover: spec.Failover, Clusters: clusters, Targets: spec.Clusters, Tolerations: tolerations,
 		DefaultToleration: grace, Now: now,
 	})
+	app := scheduler.ApplicationFailover(scheduler.AppFailoverInput{
+		Failover: spec.Failover, Divided: spec.Placement != nil && !scheduler.Duplicated(spec.Placement, spec.Replicas),
+		Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: unhealthySince, Now: now,
+	})
+	// Clusters application failover left stay out while their tasks last.
+	out := append(slices.Clone(fo.Evict), scheduler.ApplicationEvicted(spec.GracefulEvictionTasks)...)
 	in := scheduler.Input{
 		Placement:        spec.Placement,
 		Replicas:         spec.Replicas,
@@ -64,15 +75,24 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Previous:         spec.Clusters,
 		PreviousAffinity: status.SchedulerObservedAffinityName,
 		Settled:          scheduled == placementText(spec.Placement),
-		Evicted:          fo.Evict,
+		Evicted:          append(slices.Clone(out), app.Evict...),
 		Now:              now,
 	}
-	d := decision{evicted: fo.Evict, recheck: fo.RecheckAfter}
+	d := decision{evicted: fo.Evict, appEvicted: app.Evict, unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
+	if r := app.RecheckAfter; r > 0 && (d.recheck == 0 || r < d.recheck) {
+		d.recheck = r
+	}
 	if t := spec.RescheduleTriggeredAt; t != nil && (status.LastScheduledTime == nil || t.After(status.LastScheduledTime.Time)) {
 		// Asked to start over: the previous result is no reason to stay.
 		in.Previous, in.PreviousAffinity, in.Settled, d.fresh = nil, "", false, true
 	}
 	d.result, d.err = scheduler.Schedule(in)
+	if d.err != nil && len(app.Evict) > 0 {
+		// Nowhere else to go: an unhealthy workload where it is beats none (Karmada's application failover too
+		// needs a cluster to move to).
+		in.Evicted, d.appEvicted = out, nil
+		d.result, d.err = scheduler.Schedule(in)
+	}
 	return d
 }
 
@@ -80,6 +100,7 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 // It returns when failover has to look again.
 func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBinding, clusters []clusterv1alpha1.Cluster) (time.Duration, error) {
 	log := ctrl.LoggerFrom(ctx)
+	key := client.ObjectKeyFromObject(obj)
 	var d decision
 	var placed bool
 	first := true
@@ -92,7 +113,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		first = false
 		spec := &obj.Spec
 		scheduled := obj.GetAnnotations()[names.ScheduledPlacementAnnotation]
-		d = decide(spec, &obj.Status, scheduled, clusters, r.Now(), r.DefaultToleration)
+		d = decide(spec, &obj.Status, scheduled, r.unhealthy.get(key), clusters, r.Now(), r.DefaultToleration)
 		d.observed = obj.GetGeneration()
 		placement := placementText(spec.Placement)
 		same := d.err == nil && sameTargets(spec.Clusters, d.result.Clusters)
@@ -110,7 +131,8 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 			return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		}
 		// A cluster failed over from gracefully keeps its copy, through a task, until the substitute is healthy.
-		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover, d.evicted, spec.Clusters, d.result.Clusters, r.Now())
+		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover, d.evicted, d.appEvicted,
+			spec.Clusters, d.result.Clusters, r.Now())
 		spec.Clusters = d.result.Clusters
 		// The optimistic lock keeps a result computed from an older spec (say, fewer replicas) from being
 		// written over a newer one, and so the generation after the patch is the one the result is for.
@@ -124,6 +146,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 	if err != nil {
 		return 0, fmt.Errorf("write spec.clusters: %w", err)
 	}
+	r.unhealthy.set(key, d.unhealthySince)
 	var before metav1.Condition
 	if c := meta.FindStatusCondition(obj.Status.Conditions, workv1alpha1.ConditionScheduled); c != nil {
 		before = *c
@@ -138,9 +161,14 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 			r.event(obj, corev1.EventTypeWarning, ReasonUnschedulable, "%v", d.err)
 		}
 	case placed:
-		log.Info("scheduled", "clusters", describe(d.result.Clusters), "affinity", d.result.AffinityName, "evicted", d.evicted)
+		log.Info("scheduled", "clusters", describe(d.result.Clusters), "affinity", d.result.AffinityName, "evicted", d.evicted,
+			"applicationFailover", d.appEvicted)
 		if len(d.evicted) > 0 {
 			r.event(obj, corev1.EventTypeWarning, ReasonEvicted, "left %s: unhealthy past the binding's tolerations", strings.Join(d.evicted, ", "))
+		}
+		if len(d.appEvicted) > 0 {
+			r.event(obj, corev1.EventTypeWarning, ReasonApplicationFailover, "left %s: the workload stayed unhealthy there past tolerationSeconds",
+				strings.Join(d.appEvicted, ", "))
 		}
 		r.event(obj, corev1.EventTypeNormal, ReasonScheduled, "scheduled to %s", describe(d.result.Clusters))
 	}

@@ -73,19 +73,19 @@ func TestDecideReschedule(t *testing.T) {
 	status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: &scheduled}
 
 	// Duplicated with no replicas: both clusters, whatever the previous result.
-	d := decide(spec, status, "", clusters, now, 0)
+	d := decide(spec, status, "", nil, clusters, now, 0)
 	if d.err != nil || len(d.result.Clusters) != 2 || d.fresh {
 		t.Fatalf("decision %+v", d)
 	}
 	// A reschedule asked for after the last scheduling starts afresh; one asked for before does not.
 	before := metav1.NewTime(now.Add(-2 * time.Hour))
 	spec.RescheduleTriggeredAt = &before
-	if d := decide(spec, status, "", clusters, now, 0); d.fresh {
+	if d := decide(spec, status, "", nil, clusters, now, 0); d.fresh {
 		t.Error("an old reschedule request was honoured again")
 	}
 	after := metav1.NewTime(now.Add(-time.Minute))
 	spec.RescheduleTriggeredAt = &after
-	if d := decide(spec, status, "", clusters, now, 0); !d.fresh {
+	if d := decide(spec, status, "", nil, clusters, now, 0); !d.fresh {
 		t.Error("a new reschedule request was ignored")
 	}
 }

@@ -3,11 +3,14 @@ package v1alpha1
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
 // NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
 // there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
-// (Directly). Application failover and state preservation are accepted for compatibility with Karmada's API and
-// not acted on today.
+// (Directly). With application set, a workload with divided replicas also leaves a cluster where it stays
+// Unhealthy. State preservation is accepted for compatibility with Karmada's API and not acted on today.
 type FailoverBehavior struct {
-	// Application is Karmada's application failover (moving a workload away from a cluster where it stays
-	// unhealthy). Accepted for compatibility; fedmesh does not act on it today.
+	// Application moves a workload whose replicas are divided away from a target cluster where its health stays
+	// Unhealthy for decisionConditions.tolerationSeconds, as Karmada's application failover, if another cluster
+	// can take it. A gracefulEvictionTask (reason ApplicationFailure) keeps the cluster out of scheduling while it
+	// lasts; afterwards the workload stays where it moved until its placement or replicas change. Duplicated
+	// workloads run everywhere they may already and are left alone.
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
@@ -17,8 +20,7 @@ type FailoverBehavior struct {
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says when the copy on the cluster a workload leaves is deleted. fedmesh reads it for cluster failover
-// (Directly, Gracefully and their older names); application failover is not acted on.
+// PurgeMode says when the copy on the cluster a workload leaves is deleted.
 type PurgeMode string
 
 // The purge modes, with their meaning in Karmada. Immediately and Graciously are the older names of Directly and
@@ -29,7 +31,8 @@ const (
 	// PurgeModeGracefully deletes the old copy once the new one is healthy, or after the grace period (the
 	// eviction task's gracePeriodSeconds, else the federator's --graceful-eviction-timeout, 10 minutes).
 	PurgeModeGracefully PurgeMode = "Gracefully"
-	// PurgeModeNever leaves the old copy for a person to clean up (application failover only, not acted on).
+	// PurgeModeNever leaves the old copy for a person to clean up (application failover only): its eviction task
+	// has suppressDeletion set; clearing it deletes the copy.
 	PurgeModeNever PurgeMode = "Never"
 	// PurgeModeImmediately is the older name of Directly.
 	PurgeModeImmediately PurgeMode = "Immediately"
@@ -37,22 +40,23 @@ const (
 	PurgeModeGraciously PurgeMode = "Graciously"
 )
 
-// ApplicationFailoverBehavior is Karmada's failover for unhealthy applications. fedmesh accepts it for compatibility
-// and does not act on it today; the fields say what they mean in Karmada.
+// ApplicationFailoverBehavior is Karmada's failover for unhealthy applications (see FailoverBehavior.Application).
 // +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || !has(self.purgeMode) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is only allowed when purgeMode is Gracefully"
 type ApplicationFailoverBehavior struct {
 	// DecisionConditions must all hold before the workload is moved.
 	// +required
 	DecisionConditions DecisionConditions `json:"decisionConditions"`
 
-	// PurgeMode says when the copy on the failed cluster is deleted. Not read by fedmesh today.
+	// PurgeMode says when the copy on the cluster left is deleted: Gracefully once the workload is healthy where
+	// it moved (or after gracePeriodSeconds), Directly at once, Never when a person clears the task's
+	// suppressDeletion.
 	// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
 	// +kubebuilder:default=Gracefully
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
 	// GracePeriodSeconds bounds how long the old copy is kept waiting for the new one to become healthy, with
-	// purgeMode Gracefully; Karmada defaults it to 600. Not read by fedmesh today.
+	// purgeMode Gracefully; unset is the federator's --graceful-eviction-timeout (10 minutes).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
@@ -62,9 +66,10 @@ type ApplicationFailoverBehavior struct {
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// DecisionConditions are the conditions for an application failover (not acted on by fedmesh today).
+// DecisionConditions are the conditions for an application failover.
 type DecisionConditions struct {
-	// TolerationSeconds is how long the application may stay unhealthy before it is moved.
+	// TolerationSeconds is how long the application may stay Unhealthy on a cluster before it is moved, counted
+	// from when the federator first sees it so (a restarted federator counts again).
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=0
 	// +optional
