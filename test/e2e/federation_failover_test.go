@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,19 +82,7 @@ func (e *fedEnv) failover(t *testing.T) {
 		return *d.Spec.Replicas == 4 && len(rb.Spec.Clusters) == 1, fmt.Errorf("member1 replicas %d, binding clusters %s", *d.Spec.Replicas, clusters)
 	})
 
-	evictionsDone := func(binding string) []string {
-		var events eventsv1.EventList
-		if err := e.f.Host.List(ctx, &events, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, ev := range events.Items {
-			if ev.Reason == eviction.ReasonEvictionDone && ev.Regarding.Name == binding {
-				out = append(out, ev.Note)
-			}
-		}
-		return out
-	}
+	evictionsDone := func(binding string) []string { return evictionsDoneIn(t, e, ns, binding) }
 	eventually(t, 90*time.Second, "graceful: member2's copy released once member1's is healthy", func() (bool, error) {
 		rb, err := e.binding(ns, "graceful")
 		if err != nil {
@@ -116,4 +106,80 @@ func (e *fedEnv) failover(t *testing.T) {
 		return d.Status.ReadyReplicas == 4, fmt.Errorf("status %+v", d.Status)
 	})
 	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 2}, 60*time.Second)
+}
+
+// A Deployment whose pods cannot be scheduled in member2 (an override gives them a node selector no node there
+// matches) stays Unhealthy there; application failover moves its replicas to member1 after tolerationSeconds,
+// deletes member2's copy at once (purgeMode Directly), and leaves them there once the task is over.
+func (e *fedEnv) applicationFailover(t *testing.T) {
+	ns := "steady"
+	e.namespace(ns)
+	e.create(&policyv1alpha1.OverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nowhere-on-member2"},
+		Spec: policyv1alpha1.OverrideSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{selectDeployment("flaky")},
+			OverrideRules: []policyv1alpha1.RuleWithCluster{{
+				TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2"}},
+				Overriders: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{
+					Path: "/spec/template/spec/nodeSelector", Operator: policyv1alpha1.OverriderOpAdd,
+					Value: &apiextensionsv1.JSON{Raw: []byte(`{"e2e.fedmesh.io/no-such-node":"true"}`)}}}},
+			}},
+		},
+	})
+	e.create(deployment(ns, "flaky", 4))
+	e.create(policy(ns, "flaky", selectDeployment("flaky"), divided(map[string]int64{"member1": 1, "member2": 1}), func(s *policyv1alpha1.PropagationSpec) {
+		s.Failover = &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+			DecisionConditions: policyv1alpha1.DecisionConditions{TolerationSeconds: ptr.To(int32(3))},
+			PurgeMode:          policyv1alpha1.PurgeModeDirectly,
+		}}
+	}))
+	eventually(t, 90*time.Second, "all 4 replicas on member1, none left on member2", func() (bool, error) {
+		d, err := e.memberDeployment("member1", ns, "flaky")
+		if err != nil || d == nil {
+			return false, err
+		}
+		gone, err := e.memberDeployment("member2", ns, "flaky")
+		if err != nil {
+			return false, err
+		}
+		return *d.Spec.Replicas == 4 && gone == nil, fmt.Errorf("member1 replicas %d, member2's copy %v", *d.Spec.Replicas, gone != nil)
+	})
+	rb, err := e.binding(ns, "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rb.Spec.GracefulEvictionTasks, func(task workv1alpha1.GracefulEvictionTask) bool {
+		return task.FromCluster == "member2" && task.Reason == "ApplicationFailure"
+	}) && !slices.Contains(evictionsDoneIn(t, e, ns, rb.Name), "the copy on member2 goes: "+eviction.DoneHealthy) {
+		t.Errorf("no ApplicationFailure task of member2 and no end of one: tasks %+v", rb.Spec.GracefulEvictionTasks)
+	}
+	// The workload is healthy on member1: the task ends, and the replicas stay.
+	eventually(t, 60*time.Second, "the task over", func() (bool, error) {
+		rb, err := e.binding(ns, "flaky")
+		if err != nil {
+			return false, err
+		}
+		return len(rb.Spec.GracefulEvictionTasks) == 0, fmt.Errorf("tasks %+v", rb.Spec.GracefulEvictionTasks)
+	})
+	time.Sleep(3 * time.Second)
+	e.waitMemberReplicas(ns, "flaky", map[string]int32{"member1": 4}, 10*time.Second)
+	eventually(t, 60*time.Second, "the template ready", func() (bool, error) {
+		d := e.template(ns, "flaky")
+		return d.Status.ReadyReplicas == 4, fmt.Errorf("status %+v", d.Status)
+	})
+}
+
+// evictionsDoneIn are the notes of the GracefulEvictionDone events of binding in ns.
+func evictionsDoneIn(t *testing.T, e *fedEnv, ns, binding string) []string {
+	var events eventsv1.EventList
+	if err := e.f.Host.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range events.Items {
+		if ev.Reason == eviction.ReasonEvictionDone && ev.Regarding.Name == binding {
+			out = append(out, ev.Note)
+		}
+	}
+	return out
 }
