@@ -150,7 +150,7 @@ func (e *fedEnv) applicationFailover(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rb.Spec.GracefulEvictionTasks, func(task workv1alpha1.GracefulEvictionTask) bool {
 		return task.FromCluster == "member2" && task.Reason == "ApplicationFailure"
-	}) && !slices.Contains(evictionsDoneIn(t, e, ns, rb.Name), "the copy on member2 goes: "+eviction.DoneHealthy) {
+	}) && len(evictionsDoneIn(t, e, ns, rb.Name)) == 0 {
 		t.Errorf("no ApplicationFailure task of member2 and no end of one: tasks %+v", rb.Spec.GracefulEvictionTasks)
 	}
 	// The workload is healthy on member1: the task ends, and the replicas stay.
@@ -160,6 +160,10 @@ func (e *fedEnv) applicationFailover(t *testing.T) {
 			return false, err
 		}
 		return len(rb.Spec.GracefulEvictionTasks) == 0, fmt.Errorf("tasks %+v", rb.Spec.GracefulEvictionTasks)
+	})
+	eventually(t, 10*time.Second, "the task's end told", func() (bool, error) {
+		done := evictionsDoneIn(t, e, ns, rb.Name)
+		return slices.Contains(done, "member2 may take the workload again: "+eviction.DoneHealthy), fmt.Errorf("events %v", done)
 	})
 	time.Sleep(3 * time.Second)
 	e.waitMemberReplicas(ns, "flaky", map[string]int32{"member1": 4}, 10*time.Second)

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
 
 // ReasonEvictionDone is the event on a binding whose copy on a cluster it left is released for deletion.
@@ -94,9 +96,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		evictionsDone.WithLabelValues(outcomes[v.Done[c]]).Inc()
 		ctrl.LoggerFrom(ctx).Info("graceful eviction done", "cluster", c, "why", v.Done[c])
 		if r.Recorder != nil {
-			r.Recorder.Eventf(&b, nil, corev1.EventTypeNormal, ReasonEvictionDone, "Evict",
-				"the copy on %s goes: %s", c, v.Done[c])
+			r.Recorder.Eventf(&b, nil, corev1.EventTypeNormal, ReasonEvictionDone, "Evict", "%s: %s", doneNote(before, c), v.Done[c])
 		}
 	}
 	return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
+}
+
+// doneNote says what the end of cluster's task means: its copy goes, or (purgeMode Directly, whose copy went when
+// the workload left) the cluster may take the workload again.
+func doneNote(b *workv1alpha1.ResourceBinding, cluster string) string {
+	for _, t := range b.Spec.GracefulEvictionTasks {
+		if t.FromCluster == cluster && !scheduler.KeepsCopy(t) {
+			return fmt.Sprintf("%s may take the workload again", cluster)
+		}
+	}
+	return fmt.Sprintf("the copy on %s goes", cluster)
 }

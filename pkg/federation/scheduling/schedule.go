@@ -251,7 +251,7 @@ const maxMessage = 4096
 func placementText(placement *policyv1alpha1.Placement) string {
 	b, err := json.Marshal(placement)
 	if err != nil {
-		return "" // never equal to a recorded placement: the binding is scheduled afresh
+		return "unrecorded: " + err.Error() // no recorded placement reads so: the binding is scheduled afresh
 	}
 	return string(b)
 }
