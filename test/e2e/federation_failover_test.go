@@ -163,7 +163,7 @@ func (e *fedEnv) applicationFailover(t *testing.T) {
 	})
 	eventually(t, 10*time.Second, "the task's end told", func() (bool, error) {
 		done := evictionsDoneIn(t, e, ns, rb.Name)
-		return slices.Contains(done, "member2 may take the workload again: "+eviction.DoneHealthy), fmt.Errorf("events %v", done)
+		return slices.Contains(done, "member2 is a candidate again: "+eviction.DoneHealthy), fmt.Errorf("events %v", done)
 	})
 	time.Sleep(3 * time.Second)
 	e.waitMemberReplicas(ns, "flaky", map[string]int32{"member1": 4}, 10*time.Second)

@@ -103,11 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // doneNote says what the end of cluster's task means: its copy goes, or (purgeMode Directly, whose copy went when
-// the workload left) the cluster may take the workload again.
+// the workload left) the cluster is a candidate again, for the next time the binding is placed afresh.
 func doneNote(b *workv1alpha1.ResourceBinding, cluster string) string {
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		if t.FromCluster == cluster && !scheduler.KeepsCopy(t) {
-			return fmt.Sprintf("%s may take the workload again", cluster)
+			return fmt.Sprintf("%s is a candidate again", cluster)
 		}
 	}
 	return fmt.Sprintf("the copy on %s goes", cluster)

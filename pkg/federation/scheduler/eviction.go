@@ -69,16 +69,8 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 		task.FromCluster, task.Producer, task.ClustersBeforeFailover, task.CreationTimestamp = name, EvictionProducer, wasOn, &created
 		out = append(out, task)
 	}
-	if GracefulPurge(f) {
-		mode := policyv1alpha1.PurgeModeGracefully
-		if f.Cluster != nil && f.Cluster.PurgeMode != "" {
-			mode = f.Cluster.PurgeMode
-		}
-		for _, name := range evicted {
-			add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: mode,
-				Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name)})
-		}
-	}
+	// Application failover's task first: leaving a cluster for both reasons at once, the workload must not go
+	// straight back once the cluster is healthy again.
 	if f != nil && f.Application != nil {
 		app := f.Application
 		task := workv1alpha1.GracefulEvictionTask{Reason: ApplicationFailureReason, PurgeMode: app.PurgeMode}
@@ -96,6 +88,16 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 		}
 		for _, name := range appEvicted {
 			add(name, task)
+		}
+	}
+	if GracefulPurge(f) {
+		mode := policyv1alpha1.PurgeModeGracefully
+		if f.Cluster != nil && f.Cluster.PurgeMode != "" {
+			mode = f.Cluster.PurgeMode
+		}
+		for _, name := range evicted {
+			add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: mode,
+				Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name)})
 		}
 	}
 	if len(out) == 0 {

@@ -112,6 +112,12 @@ func TestEvictionTasks(t *testing.T) {
 			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
 				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
 			})}},
+		{name: "left by cluster and application failover at once: the application's task", f: &policyv1alpha1.FailoverBehavior{
+			Application: &policyv1alpha1.ApplicationFailoverBehavior{PurgeMode: policyv1alpha1.PurgeModeDirectly}},
+			evicted: []string{"m2"}, appEvicted: []string{"m2"}, before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
+				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
+			})}},
 		{name: "application failover, Never: deletion suppressed", f: appFailover(policyv1alpha1.PurgeModeNever), appEvicted: []string{"m2"},
 			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
 			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeNever, &created, func(t *workv1alpha1.GracefulEvictionTask) {

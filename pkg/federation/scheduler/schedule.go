@@ -29,9 +29,10 @@ type Input struct {
 	// after it. Empty starts at the first term.
 	PreviousAffinity string
 	// Settled says the placement has not changed since Previous was made. A settled result of divided replicas
-	// stands while it holds every replica and each of its clusters still fits, as Karmada keeps it: a binding is
-	// placed afresh when its placement or replicas change, not when a cluster comes, recovers or changes (which
-	// would move running replicas back and forth). Duplicated placements follow the clusters.
+	// stands while it holds every replica and each of its clusters still fits (matches the affinity, is neither
+	// evicted nor being deleted), as Karmada keeps it: a binding is placed afresh when its placement or replicas
+	// change, not when a cluster comes, recovers or changes otherwise (which would move running replicas back and
+	// forth); spread constraints are not checked again either. Duplicated placements follow the clusters.
 	Settled bool
 	// Evicted are clusters failover is taking the binding off; they are not candidates.
 	Evicted []string

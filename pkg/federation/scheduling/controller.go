@@ -148,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if spec := obj.Spec; spec.SchedulerName != "" && spec.SchedulerName != r.SchedulerName {
+		r.unhealthy.set(req.NamespacedName, nil)
 		return reconcile.Result{}, nil
 	}
 	var clusters clusterv1alpha1.ClusterList

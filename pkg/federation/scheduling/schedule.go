@@ -37,8 +37,9 @@ const (
 type decision struct {
 	result scheduler.Result
 	err    error
-	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves.
-	evicted, appEvicted []string
+	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves; stayed
+	// are those application failover would leave but for nowhere healthy to go.
+	evicted, appEvicted, stayed []string
 	// unhealthySince is application failover's memory of the binding (see scheduler.AppFailoverInput).
 	unhealthySince map[string]time.Time
 	recheck        time.Duration
@@ -86,14 +87,31 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		// Asked to start over: the previous result is no reason to stay.
 		in.Previous, in.PreviousAffinity, in.Settled, d.fresh = nil, "", false, true
 	}
-	d.result, d.err = scheduler.Schedule(in)
-	if d.err != nil && len(app.Evict) > 0 {
-		// Nowhere else to go: an unhealthy workload where it is beats none (Karmada's application failover too
-		// needs a cluster to move to).
-		in.Evicted, d.appEvicted = out, nil
-		d.result, d.err = scheduler.Schedule(in)
+	if len(app.Evict) > 0 && !healthyElsewhere(in, out, app.UnhealthySince) {
+		// Nowhere to go but clusters where the workload is unhealthy too: it stays where it is rather than move
+		// from one bad cluster to the next (Karmada's application failover too needs a cluster to move to). Looked
+		// at again in a while: room may free up, or a cluster turn healthy.
+		in.Evicted, d.appEvicted, d.stayed = out, nil, app.Evict
+		if d.recheck == 0 || appFailoverRetry < d.recheck {
+			d.recheck = appFailoverRetry
+		}
 	}
+	d.result, d.err = scheduler.Schedule(in)
 	return d
+}
+
+// appFailoverRetry is how soon application failover that found nowhere healthy to go looks again.
+const appFailoverRetry = time.Minute
+
+// healthyElsewhere reports whether the binding in could be placed without out and without every target where the
+// workload is unhealthy now.
+func healthyElsewhere(in scheduler.Input, out []string, unhealthy map[string]time.Time) bool {
+	in.Evicted = slices.Clone(out)
+	for name := range unhealthy {
+		in.Evicted = append(in.Evicted, name)
+	}
+	_, err := scheduler.Schedule(in)
+	return err == nil
 }
 
 // schedule places obj (a binding read from the cache) and writes what changed: spec.clusters, then the status.
@@ -147,6 +165,9 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		return 0, fmt.Errorf("write spec.clusters: %w", err)
 	}
 	r.unhealthy.set(key, d.unhealthySince)
+	if len(d.stayed) > 0 {
+		log.V(1).Info("application failover: nowhere healthy to go, staying", "clusters", d.stayed)
+	}
 	var before metav1.Condition
 	if c := meta.FindStatusCondition(obj.Status.Conditions, workv1alpha1.ConditionScheduled); c != nil {
 		before = *c

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
@@ -87,5 +89,56 @@ func TestDecideReschedule(t *testing.T) {
 	spec.RescheduleTriggeredAt = &after
 	if d := decide(spec, status, "", nil, clusters, now, 0); !d.fresh {
 		t.Error("a new reschedule request was ignored")
+	}
+}
+
+// Application failover leaves a cluster where the workload stayed unhealthy only for a cluster where it is not
+// unhealthy too; otherwise it stays, and looks again in a while.
+func TestDecideApplicationFailover(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ready := func(name string) clusterv1alpha1.Cluster {
+		c := clusterv1alpha1.Cluster{}
+		c.Name = name
+		c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
+		return c
+	}
+	clusters := []clusterv1alpha1.Cluster{ready("a"), ready("b"), ready("c")}
+	one := int32(1)
+	spec := &workv1alpha1.ResourceBindingSpec{
+		Replicas: 6,
+		Clusters: []workv1alpha1.TargetCluster{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 2}, {Name: "c", Replicas: 2}},
+		Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+			DecisionConditions: policyv1alpha1.DecisionConditions{TolerationSeconds: &one}}},
+		Placement: &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided}},
+	}
+	health := func(kv ...string) *workv1alpha1.ResourceBindingStatus {
+		st := &workv1alpha1.ResourceBindingStatus{}
+		for i := 0; i < len(kv); i += 2 {
+			st.AggregatedStatus = append(st.AggregatedStatus, workv1alpha1.AggregatedStatusItem{ClusterName: kv[i], Health: workv1alpha1.ResourceHealth(kv[i+1])})
+		}
+		return st
+	}
+	since := map[string]time.Time{"a": now.Add(-2 * time.Second)}
+
+	// a past its toleration, b unhealthy within it, c healthy: a is left; b keeps its share for now.
+	d := decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Healthy"), placementText(spec.Placement), since, clusters, now, 0)
+	if d.err != nil || !slices.Equal(d.appEvicted, []string{"a"}) || len(d.stayed) > 0 {
+		t.Fatalf("decision %+v", d)
+	}
+	if want := []workv1alpha1.TargetCluster{{Name: "b", Replicas: 3}, {Name: "c", Replicas: 3}}; !slices.Equal(d.result.Clusters, want) {
+		t.Errorf("clusters %v, want %v", d.result.Clusters, want)
+	}
+	if !d.unhealthySince["b"].Equal(now) {
+		t.Errorf("b's count not started: %v", d.unhealthySince)
+	}
+
+	// Unhealthy everywhere: nowhere better to go, so it stays, and looks again in a while.
+	d = decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Unhealthy"), placementText(spec.Placement), since, clusters, now, 0)
+	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || !slices.Equal(d.result.Clusters, spec.Clusters) {
+		t.Fatalf("decision %+v", d)
+	}
+	if d.recheck == 0 || d.recheck > appFailoverRetry {
+		t.Errorf("recheck %v, want at most %v", d.recheck, appFailoverRetry)
 	}
 }
