@@ -63,13 +63,7 @@ func TestApplyStatus(t *testing.T) {
 
 func TestDecideReschedule(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ready := func(name string) clusterv1alpha1.Cluster {
-		c := clusterv1alpha1.Cluster{}
-		c.Name = name
-		c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
-		return c
-	}
-	clusters := []clusterv1alpha1.Cluster{ready("a"), ready("b")}
+	clusters := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b")}
 	spec := &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "a"}}}
 	scheduled := metav1.NewTime(now.Add(-time.Hour))
 	status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: &scheduled}
@@ -96,13 +90,7 @@ func TestDecideReschedule(t *testing.T) {
 // unhealthy too; otherwise it stays, and looks again in a while.
 func TestDecideApplicationFailover(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ready := func(name string) clusterv1alpha1.Cluster {
-		c := clusterv1alpha1.Cluster{}
-		c.Name = name
-		c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
-		return c
-	}
-	clusters := []clusterv1alpha1.Cluster{ready("a"), ready("b"), ready("c")}
+	clusters := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b"), readyCluster("c")}
 	one := int32(1)
 	spec := &workv1alpha1.ResourceBindingSpec{
 		Replicas: 6,
@@ -141,4 +129,12 @@ func TestDecideApplicationFailover(t *testing.T) {
 	if d.recheck == 0 || d.recheck > appFailoverRetry {
 		t.Errorf("recheck %v, want at most %v", d.recheck, appFailoverRetry)
 	}
+}
+
+// readyCluster is a Cluster called name whose Ready condition is True.
+func readyCluster(name string) clusterv1alpha1.Cluster {
+	c := clusterv1alpha1.Cluster{}
+	c.Name = name
+	c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
+	return c
 }
