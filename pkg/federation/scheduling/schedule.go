@@ -47,9 +47,10 @@ type decision struct {
 	observed       int64 // the generation the decision is for
 }
 
-// decide schedules the binding whose spec and status are given, last scheduled for the placement scheduled (its
-// ScheduledPlacementAnnotation), over clusters, at now; unhealthySince is what the last decision for it returned.
-func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, scheduled string,
+// decide schedules the binding whose spec and status are given over clusters, at now; settled says its placement
+// is the one spec.clusters was chosen for (scheduler.Input.Settled), unhealthySince is what the last decision for
+// it returned.
+func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, settled bool,
 	unhealthySince map[string]time.Time, items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
 	clusters := make([]scheduler.Cluster, len(items))
 	for i := range items {
@@ -75,7 +76,7 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Clusters:         clusters,
 		Previous:         spec.Clusters,
 		PreviousAffinity: status.SchedulerObservedAffinityName,
-		Settled:          scheduled == placementText(spec.Placement),
+		Settled:          settled,
 		Evicted:          append(slices.Clone(out), app.Evict...),
 		Now:              now,
 	}
@@ -130,12 +131,12 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		}
 		first = false
 		spec := &obj.Spec
-		scheduled := obj.GetAnnotations()[names.ScheduledPlacementAnnotation]
-		d = decide(spec, &obj.Status, scheduled, r.unhealthy.get(key), clusters, r.Now(), r.DefaultToleration)
-		d.observed = obj.GetGeneration()
 		placement := placementText(spec.Placement)
+		recorded := obj.GetAnnotations()[names.ScheduledPlacementAnnotation] == placement
+		d = decide(spec, &obj.Status, recorded, r.unhealthy.get(key), clusters, r.Now(), r.DefaultToleration)
+		d.observed = obj.GetGeneration()
 		same := d.err == nil && sameTargets(spec.Clusters, d.result.Clusters)
-		if d.err != nil || same && scheduled == placement {
+		if d.err != nil || same && recorded {
 			placed = false
 			return nil
 		}

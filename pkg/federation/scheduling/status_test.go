@@ -69,19 +69,19 @@ func TestDecideReschedule(t *testing.T) {
 	status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: &scheduled}
 
 	// Duplicated with no replicas: both clusters, whatever the previous result.
-	d := decide(spec, status, "", nil, clusters, now, 0)
+	d := decide(spec, status, false, nil, clusters, now, 0)
 	if d.err != nil || len(d.result.Clusters) != 2 || d.fresh {
 		t.Fatalf("decision %+v", d)
 	}
 	// A reschedule asked for after the last scheduling starts afresh; one asked for before does not.
 	before := metav1.NewTime(now.Add(-2 * time.Hour))
 	spec.RescheduleTriggeredAt = &before
-	if d := decide(spec, status, "", nil, clusters, now, 0); d.fresh {
+	if d := decide(spec, status, false, nil, clusters, now, 0); d.fresh {
 		t.Error("an old reschedule request was honoured again")
 	}
 	after := metav1.NewTime(now.Add(-time.Minute))
 	spec.RescheduleTriggeredAt = &after
-	if d := decide(spec, status, "", nil, clusters, now, 0); !d.fresh {
+	if d := decide(spec, status, false, nil, clusters, now, 0); !d.fresh {
 		t.Error("a new reschedule request was ignored")
 	}
 }
@@ -110,7 +110,7 @@ func TestDecideApplicationFailover(t *testing.T) {
 	since := map[string]time.Time{"a": now.Add(-2 * time.Second)}
 
 	// a past its toleration, b unhealthy within it, c healthy: a is left; b keeps its share for now.
-	d := decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Healthy"), placementText(spec.Placement), since, clusters, now, 0)
+	d := decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Healthy"), true, since, clusters, now, 0)
 	if d.err != nil || !slices.Equal(d.appEvicted, []string{"a"}) || len(d.stayed) > 0 {
 		t.Fatalf("decision %+v", d)
 	}
@@ -122,7 +122,7 @@ func TestDecideApplicationFailover(t *testing.T) {
 	}
 
 	// Unhealthy everywhere: nowhere better to go, so it stays, and looks again in a while.
-	d = decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Unhealthy"), placementText(spec.Placement), since, clusters, now, 0)
+	d = decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Unhealthy"), true, since, clusters, now, 0)
 	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || !slices.Equal(d.result.Clusters, spec.Clusters) {
 		t.Fatalf("decision %+v", d)
 	}
