@@ -80,6 +80,7 @@ func testFederation(t *testing.T, shards int) {
 	t.Run("what the host allocated stays home", e.hostAllocatedFieldsStayHome)
 	t.Run("member watches outlive Cluster status writes", e.watchesOutliveClusterStatus)
 	t.Run("application failover off a member where the workload cannot run", e.applicationFailover)
+	t.Run("stateful failover carries the workload's state to its new member", e.statefulFailover)
 	if shards > 0 {
 		e.checkSharded(shards)
 		t.Run("the system namespace moves to a new shard and back", e.systemNamespaceMoves)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
@@ -43,8 +45,9 @@ type renderInput struct {
 	policies override.Policies
 }
 
-// render builds the Work of in.binding for target: the template revised to the cluster's replicas, then every
-// manifest overridden for the cluster. The Work has no owner reference yet.
+// render builds the Work of in.binding for target: the template revised to the cluster's replicas and given the
+// labels of state a failover preserved (scheduler.PreservedLabels), then every manifest overridden for the
+// cluster. The Work has no owner reference yet.
 func render(ctx context.Context, in renderInput, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
 	b := in.binding
 	workload := in.template
@@ -54,6 +57,16 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 			return nil, fmt.Errorf("revise replicas to %d: %w", target.Replicas, err)
 		}
 		workload = revised
+	}
+	if labels := scheduler.PreservedLabels(&b.Spec, target.Name); len(labels) > 0 {
+		// The state a failover preserved from the copy it left, for the workload to resume from.
+		workload = workload.DeepCopy()
+		merged := workload.GetLabels()
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, labels)
+		workload.SetLabels(merged)
 	}
 	var manifests []workv1alpha1.Manifest
 	var applied []string

@@ -161,6 +161,57 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// The copy a failover moved to gets the state preserved from the copy it left as labels, the workload only; an
+// override applies after them.
+func TestRenderPreservedState(t *testing.T) {
+	ctx := context.Background()
+	chain := interpreter.Layers{Native: native.New()}.Chain()
+	b := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-deployment"},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Clusters: []workv1alpha1.TargetCluster{{Name: "member2"}},
+			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{{FromCluster: "member1", PurgeMode: policyv1alpha1.PurgeModeDirectly,
+				ClustersBeforeFailover: []string{"member1"}, PreservedLabelState: map[string]string{"example.io/job": "j7", "app": "resumed"}}},
+		},
+	}
+	pol := policyv1alpha1.OverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "relabel"},
+		Spec: policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{
+			Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+				{Operator: "replace", Value: map[string]string{"example.io/job": "overridden"}}}},
+		}}},
+	}
+	configMap := unstr(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: demo}\n")
+	in := renderInput{binding: b, template: stripServerFields(unstr(t, hostDeployment)), deps: []*unstructured.Unstructured{configMap}}
+	labelsOf := func(w *workv1alpha1.Work) []map[string]string {
+		var out []map[string]string
+		for _, m := range w.Spec.Workload.Manifests {
+			var u unstructured.Unstructured
+			_ = u.UnmarshalJSON(m.Raw)
+			out = append(out, u.GetLabels())
+		}
+		return out
+	}
+	member2 := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member2"}}
+	w, err := render(ctx, in, chain, b.Spec.Clusters[0], member2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]map[string]string{{"app": "resumed", "example.io/job": "j7"}, nil}, labelsOf(w)); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if in.template.GetLabels()["app"] != "web" {
+		t.Error("render changed the template")
+	}
+	in.policies = override.Policies{Namespaced: []policyv1alpha1.OverridePolicy{pol}}
+	if w, err = render(ctx, in, chain, b.Spec.Clusters[0], member2); err != nil {
+		t.Fatal(err)
+	}
+	if got := labelsOf(w)[0]["example.io/job"]; got != "overridden" {
+		t.Errorf("after an override: %q", got)
+	}
+}
+
 func TestMerge(t *testing.T) {
 	desired := &workv1alpha1.Work{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{names.BindingLabel: "b", names.ClusterLabel: "m1"}},

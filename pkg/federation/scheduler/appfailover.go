@@ -15,9 +15,6 @@ const ApplicationFailureReason = "ApplicationFailure"
 type AppFailoverInput struct {
 	// Failover is the binding's failover behavior; application failover acts when it has Application.
 	Failover *policyv1alpha1.FailoverBehavior
-	// Divided says the binding's replicas are divided among its clusters. A duplicated workload already runs on
-	// every cluster it may: leaving one moves nothing anywhere, so application failover leaves it alone.
-	Divided bool
 	// Targets are the binding's current clusters.
 	Targets []workv1alpha1.TargetCluster
 	// Status is the binding's aggregated status: each cluster's health of the workload.
@@ -41,10 +38,11 @@ type AppFailoverDecision struct {
 // ApplicationFailover decides which target clusters a workload leaves because it is unhealthy there, as Karmada's
 // application failover: a target whose status item says Unhealthy (not Unknown: no report is no verdict)
 // continuously for decisionConditions.tolerationSeconds is left. The count starts when this federator first sees
-// the item Unhealthy, so a restart starts it again.
+// the item Unhealthy, so a restart starts it again. Whether the workload has somewhere to go is the caller's to
+// judge (it needs the clusters).
 func ApplicationFailover(in AppFailoverInput) AppFailoverDecision {
 	var out AppFailoverDecision
-	if in.Failover == nil || in.Failover.Application == nil || !in.Divided {
+	if in.Failover == nil || in.Failover.Application == nil {
 		return out
 	}
 	toleration := 300 * time.Second // Karmada's default

@@ -28,23 +28,22 @@ func TestApplicationFailover(t *testing.T) {
 		in   AppFailoverInput
 		want AppFailoverDecision
 	}{
-		{name: "no application failover", in: AppFailoverInput{Failover: &policyv1alpha1.FailoverBehavior{}, Divided: true, Targets: ab,
+		{name: "no application failover", in: AppFailoverInput{Failover: &policyv1alpha1.FailoverBehavior{}, Targets: ab,
 			Status: status("a", "Unhealthy"), Now: now}},
-		{name: "duplicated: nowhere to move to", in: AppFailoverInput{Failover: app, Targets: ab, Status: status("a", "Unhealthy"), Now: now}},
-		{name: "first seen unhealthy: the count starts", in: AppFailoverInput{Failover: app, Divided: true, Targets: ab,
+		{name: "first seen unhealthy: the count starts", in: AppFailoverInput{Failover: app, Targets: ab,
 			Status: status("a", "Unhealthy", "b", "Healthy"), Now: now},
 			want: AppFailoverDecision{UnhealthySince: map[string]time.Time{"a": now}, RecheckAfter: 10 * time.Second}},
-		{name: "unhealthy past the toleration: evicted", in: AppFailoverInput{Failover: app, Divided: true, Targets: ab,
+		{name: "unhealthy past the toleration: evicted", in: AppFailoverInput{Failover: app, Targets: ab,
 			Status: status("a", "Unhealthy"), UnhealthySince: map[string]time.Time{"a": now.Add(-10 * time.Second)}, Now: now},
 			want: AppFailoverDecision{Evict: []string{"a"}, UnhealthySince: map[string]time.Time{"a": now.Add(-10 * time.Second)}}},
-		{name: "healthy again: the count is forgotten", in: AppFailoverInput{Failover: app, Divided: true, Targets: ab,
+		{name: "healthy again: the count is forgotten", in: AppFailoverInput{Failover: app, Targets: ab,
 			Status: status("a", "Healthy"), UnhealthySince: map[string]time.Time{"a": now.Add(-time.Hour)}, Now: now}},
-		{name: "Unknown is no verdict", in: AppFailoverInput{Failover: app, Divided: true, Targets: ab,
+		{name: "Unknown is no verdict", in: AppFailoverInput{Failover: app, Targets: ab,
 			Status: status("a", "Unknown"), UnhealthySince: map[string]time.Time{"a": now.Add(-time.Hour)}, Now: now}},
-		{name: "a cluster no longer a target is not looked at", in: AppFailoverInput{Failover: app, Divided: true, Targets: targets("b", 4),
+		{name: "a cluster no longer a target is not looked at", in: AppFailoverInput{Failover: app, Targets: targets("b", 4),
 			Status: status("a", "Unhealthy"), UnhealthySince: map[string]time.Time{"a": now.Add(-time.Hour)}, Now: now}},
 		{name: "default toleration 300s", in: AppFailoverInput{Failover: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{}},
-			Divided: true, Targets: ab, Status: status("b", "Unhealthy"), UnhealthySince: map[string]time.Time{"b": now.Add(-time.Minute)}, Now: now},
+			Targets: ab, Status: status("b", "Unhealthy"), UnhealthySince: map[string]time.Time{"b": now.Add(-time.Minute)}, Now: now},
 			want: AppFailoverDecision{UnhealthySince: map[string]time.Time{"b": now.Add(-time.Minute)}, RecheckAfter: 4 * time.Minute}},
 	} {
 		got := ApplicationFailover(tc.in)

@@ -35,19 +35,28 @@ func GracefulPurge(f *policyv1alpha1.FailoverBehavior) bool {
 	return true
 }
 
+// Departure is what one scheduling pass takes a binding off.
+type Departure struct {
+	// Evicted are the clusters cluster failover leaves, AppEvicted those application failover leaves.
+	Evicted, AppEvicted []string
+	// Preserved is the state statePreservation picked from the copy on each cluster left (PreservedLabelState).
+	Preserved map[string]map[string]string
+}
+
 // EvictionTasks are the binding's gracefulEvictionTasks once it moves from the clusters before to those after,
-// having failed over from the clusters evicted and, by application failover, from appEvicted. A cluster failed
+// having failed over from the clusters d.Evicted and, by application failover, from d.AppEvicted. A cluster failed
 // over from gets a task (holding the replicas it had) with graceful purge, so its copy stays until the substitute
 // is healthy (see package eviction). A cluster application failover left always gets one, which also keeps the
 // cluster out of scheduling while it lasts (ApplicationEvicted): its purgeMode says whether the copy stays
 // (Gracefully, Never: suppressDeletion until a person clears it) or goes at once (Directly). A task of a cluster
-// the binding is on again is dropped, as that copy is the binding's own once more.
-func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.FailoverBehavior, evicted, appEvicted []string,
+// the binding is on again is dropped, as that copy is the binding's own once more. Each new task carries the
+// state preserved from its cluster and the clusters the binding was on before.
+func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.FailoverBehavior, d Departure,
 	before, after []workv1alpha1.TargetCluster, now time.Time) []workv1alpha1.GracefulEvictionTask {
 	on := func(list []workv1alpha1.TargetCluster, name string) bool {
 		return slices.ContainsFunc(list, func(t workv1alpha1.TargetCluster) bool { return t.Name == name })
 	}
-	out := make([]workv1alpha1.GracefulEvictionTask, 0, len(tasks)+len(evicted)+len(appEvicted))
+	out := make([]workv1alpha1.GracefulEvictionTask, 0, len(tasks)+len(d.Evicted)+len(d.AppEvicted))
 	for _, t := range tasks {
 		if !on(after, t.FromCluster) {
 			out = append(out, t)
@@ -67,6 +76,7 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 			task.Replicas = &r
 		}
 		task.FromCluster, task.Producer, task.ClustersBeforeFailover, task.CreationTimestamp = name, EvictionProducer, wasOn, &created
+		task.PreservedLabelState = d.Preserved[name]
 		out = append(out, task)
 	}
 	// Application failover's task first: leaving a cluster for both reasons at once, the workload must not go
@@ -86,7 +96,7 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 			task.GracePeriodSeconds = app.GracePeriodSeconds
 			task.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until the substitute is healthy"
 		}
-		for _, name := range appEvicted {
+		for _, name := range d.AppEvicted {
 			add(name, task)
 		}
 	}
@@ -95,7 +105,7 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 		if f.Cluster != nil && f.Cluster.PurgeMode != "" {
 			mode = f.Cluster.PurgeMode
 		}
-		for _, name := range evicted {
+		for _, name := range d.Evicted {
 			add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: mode,
 				Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name)})
 		}

@@ -73,6 +73,7 @@ func TestEvictionTasks(t *testing.T) {
 		f             *policyv1alpha1.FailoverBehavior
 		evicted       []string
 		appEvicted    []string
+		preserved     map[string]map[string]string
 		before, after []workv1alpha1.TargetCluster
 		want          []workv1alpha1.GracefulEvictionTask
 	}{
@@ -118,6 +119,13 @@ func TestEvictionTasks(t *testing.T) {
 			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
 				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
 			})}},
+		{name: "preserved state goes on the task of its cluster", f: appFailover(policyv1alpha1.PurgeModeDirectly), appEvicted: []string{"m2"},
+			preserved: map[string]map[string]string{"m2": {"example.io/job": "7"}, "m1": {"example.io/job": "8"}},
+			before:    targets("m1", 2, "m2", 2), after: targets("m1", 4),
+			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
+				t.PreservedLabelState = map[string]string{"example.io/job": "7"}
+				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
+			})}},
 		{name: "application failover, Never: deletion suppressed", f: appFailover(policyv1alpha1.PurgeModeNever), appEvicted: []string{"m2"},
 			before: targets("m1", 2, "m2", 2), after: targets("m1", 4),
 			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeNever, &created, func(t *workv1alpha1.GracefulEvictionTask) {
@@ -126,7 +134,7 @@ func TestEvictionTasks(t *testing.T) {
 				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy stays until suppressDeletion is set to false"
 			})}},
 	} {
-		got := EvictionTasks(tc.tasks, tc.f, tc.evicted, tc.appEvicted, tc.before, tc.after, now)
+		got := EvictionTasks(tc.tasks, tc.f, Departure{Evicted: tc.evicted, AppEvicted: tc.appEvicted, Preserved: tc.preserved}, tc.before, tc.after, now)
 		if !equality.Semantic.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}

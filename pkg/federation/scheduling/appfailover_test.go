@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,7 +49,8 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 			},
 		}
 	}
-	unhealthyOn := func(key client.ObjectKey, cluster string) {
+	// unhealthyOn reports the workload Unhealthy on cluster, with status there when given, and Healthy elsewhere.
+	unhealthyOn := func(key client.ObjectKey, cluster string, status ...string) {
 		t.Helper()
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			var rb workv1alpha1.ResourceBinding
@@ -60,7 +63,11 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 				if tc.Name == cluster {
 					health = workv1alpha1.ResourceUnhealthy
 				}
-				rb.Status.AggregatedStatus = append(rb.Status.AggregatedStatus, workv1alpha1.AggregatedStatusItem{ClusterName: tc.Name, Applied: true, Health: health})
+				item := workv1alpha1.AggregatedStatusItem{ClusterName: tc.Name, Applied: true, Health: health}
+				if tc.Name == cluster && len(status) > 0 {
+					item.Status = &runtime.RawExtension{Raw: []byte(status[0])}
+				}
+				rb.Status.AggregatedStatus = append(rb.Status.AggregatedStatus, item)
 			}
 			return c.Status().Update(ctx, &rb)
 		})
@@ -124,5 +131,62 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 	}
 	if !meta.IsStatusConditionTrue(only.Status.Conditions, workv1alpha1.ConditionScheduled) || len(only.Spec.GracefulEvictionTasks) > 0 {
 		t.Errorf("with nowhere else to go: conditions %+v, tasks %+v", only.Status.Conditions, only.Spec.GracefulEvictionTasks)
+	}
+
+	// Duplicated on one of member1 and member2, its state carried over: not while it cannot be read.
+	stream := binding("stream", &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}})
+	stream.Spec.Replicas = 1
+	stream.Spec.Placement.ReplicaScheduling = nil
+	stream.Spec.Placement.SpreadConstraints = []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 1, MaxGroups: 1}}
+	stream.Spec.Failover.Application.StatePreservation = &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{
+		{AliasLabelName: "example.io/job", JSONPath: "{ .job }"}}}
+	if err := c.Create(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	streamKey := client.ObjectKeyFromObject(stream)
+	var from, to string
+	fedtest.Eventually(t, 20*time.Second, "on one cluster", func() error {
+		if err := c.Get(ctx, streamKey, stream); err != nil {
+			return err
+		}
+		if len(stream.Spec.Clusters) != 1 {
+			return fmt.Errorf("clusters %v", stream.Spec.Clusters)
+		}
+		from, to = stream.Spec.Clusters[0].Name, "member1"
+		if from == "member1" {
+			to = "member2"
+		}
+		return nil
+	})
+	unhealthyOn(streamKey, from, `{"checkpoint":3}`)
+	fedtest.Eventually(t, 10*time.Second, "a StatePreservationFailed event", func() error {
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace("shop")); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == ReasonStatePreservationFailed && e.InvolvedObject.Name == stream.Name {
+				if want := "stays on " + from + ": its state cannot be preserved: rule example.io/job: jsonPath \"{ .job }\": job is not found"; e.Message != want {
+					return fmt.Errorf("message %q, want %q", e.Message, want)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(events.Items))
+	})
+	if err := scheduledTo(c, streamKey, []workv1alpha1.TargetCluster{{Name: from, Replicas: 1}})(); err != nil {
+		t.Errorf("state not readable: %v", err)
+	}
+	unhealthyOn(streamKey, from, `{"job":"j7"}`)
+	fedtest.Eventually(t, 20*time.Second, "moved", scheduledTo(c, streamKey, []workv1alpha1.TargetCluster{{Name: to, Replicas: 1}}))
+	if err := c.Get(ctx, streamKey, stream); err != nil {
+		t.Fatal(err)
+	}
+	if tasks := stream.Spec.GracefulEvictionTasks; len(tasks) != 1 || tasks[0].FromCluster != from ||
+		!reflect.DeepEqual(tasks[0].PreservedLabelState, map[string]string{"example.io/job": "j7"}) || !slices.Equal(tasks[0].ClustersBeforeFailover, []string{from}) {
+		t.Errorf("tasks %+v, want one of %s with the job's state", tasks, from)
+	}
+	if got := scheduler.PreservedLabels(&stream.Spec, to); got["example.io/job"] != "j7" {
+		t.Errorf("labels for %s's copy: %v", to, got)
 	}
 }

@@ -163,7 +163,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: recheck}, err
 }
 
-// healthChanged passes a status update of a binding with application failover that changes a cluster's health.
+// healthChanged passes a status update of a binding with application failover that changes a cluster's health,
+// and, of a binding whose failover preserves state, one that changes what a cluster reports: a failover waiting
+// for state it could not read goes ahead as soon as the state is there.
 func healthChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -172,10 +174,16 @@ func healthChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, ok1 := e.ObjectOld.(*workv1alpha1.ResourceBinding)
 			cur, ok2 := e.ObjectNew.(*workv1alpha1.ResourceBinding)
-			if !ok1 || !ok2 || cur.Spec.Failover == nil || cur.Spec.Failover.Application == nil {
+			if !ok1 || !ok2 || cur.Spec.Failover == nil {
 				return false
 			}
-			return !maps.Equal(healthOf(old), healthOf(cur))
+			f := cur.Spec.Failover
+			if scheduler.StatePreservation(f, scheduler.ApplicationFailureReason) != nil || scheduler.StatePreservation(f, scheduler.EvictionReason) != nil {
+				if !maps.Equal(reportOf(old), reportOf(cur)) {
+					return true
+				}
+			}
+			return f.Application != nil && !maps.Equal(healthOf(old), healthOf(cur))
 		},
 	}
 }
@@ -184,6 +192,17 @@ func healthOf(b *workv1alpha1.ResourceBinding) map[string]workv1alpha1.ResourceH
 	out := make(map[string]workv1alpha1.ResourceHealth, len(b.Status.AggregatedStatus))
 	for _, item := range b.Status.AggregatedStatus {
 		out[item.ClusterName] = item.Health
+	}
+	return out
+}
+
+// reportOf is each cluster's status of the workload, as the binding holds it.
+func reportOf(b *workv1alpha1.ResourceBinding) map[string]string {
+	out := make(map[string]string, len(b.Status.AggregatedStatus))
+	for _, item := range b.Status.AggregatedStatus {
+		if item.Status != nil {
+			out[item.ClusterName] = string(item.Status.Raw)
+		}
 	}
 	return out
 }

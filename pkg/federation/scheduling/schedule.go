@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,9 @@ const (
 	ReasonEvicted       = "ClusterFailover"
 	// ReasonApplicationFailover: the workload left a cluster where it stayed unhealthy.
 	ReasonApplicationFailover = "ApplicationFailover"
+	// ReasonStatePreservationFailed: failover would leave a cluster, but the state its statePreservation asks
+	// for cannot be picked from the workload's status there.
+	ReasonStatePreservationFailed = "StatePreservationFailed"
 )
 
 // decision is a scheduling of one binding as read.
@@ -40,6 +45,10 @@ type decision struct {
 	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves; stayed
 	// are those application failover would leave but for nowhere healthy to go.
 	evicted, appEvicted, stayed []string
+	// preserved is the state statePreservation picked from each cluster left; unpreserved says, for each cluster
+	// failover would leave but whose state could not be picked, why (the workload stays there meanwhile).
+	preserved   map[string]map[string]string
+	unpreserved map[string]string
 	// unhealthySince is application failover's memory of the binding (see scheduler.AppFailoverInput).
 	unhealthySince map[string]time.Time
 	recheck        time.Duration
@@ -65,9 +74,15 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		DefaultToleration: grace, Now: now,
 	})
 	app := scheduler.ApplicationFailover(scheduler.AppFailoverInput{
-		Failover: spec.Failover, Divided: spec.Placement != nil && !scheduler.Duplicated(spec.Placement, spec.Replicas),
-		Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: unhealthySince, Now: now,
+		Failover: spec.Failover, Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: unhealthySince, Now: now,
 	})
+	d := decision{unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
+	if r := app.RecheckAfter; r > 0 && (d.recheck == 0 || r < d.recheck) {
+		d.recheck = r
+	}
+	fo.Evict = d.preserveState(spec.Failover, scheduler.EvictionReason, fo.Evict, status.AggregatedStatus)
+	app.Evict = d.preserveState(spec.Failover, scheduler.ApplicationFailureReason, app.Evict, status.AggregatedStatus)
+	d.evicted, d.appEvicted = fo.Evict, app.Evict
 	// Clusters application failover left stay out while their tasks last.
 	out := append(slices.Clone(fo.Evict), scheduler.ApplicationEvicted(spec.GracefulEvictionTasks)...)
 	in := scheduler.Input{
@@ -80,39 +95,87 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Evicted:          append(slices.Clone(out), app.Evict...),
 		Now:              now,
 	}
-	d := decision{evicted: fo.Evict, appEvicted: app.Evict, unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
-	if r := app.RecheckAfter; r > 0 && (d.recheck == 0 || r < d.recheck) {
-		d.recheck = r
-	}
 	if t := spec.RescheduleTriggeredAt; t != nil && (status.LastScheduledTime == nil || t.After(status.LastScheduledTime.Time)) {
 		// Asked to start over: the previous result is no reason to stay.
 		in.Previous, in.PreviousAffinity, in.Settled, d.fresh = nil, "", false, true
 	}
-	if len(app.Evict) > 0 && !healthyElsewhere(in, out, app.UnhealthySince) {
+	if len(app.Evict) > 0 && !healthyElsewhere(in, out, app.UnhealthySince, spec.Clusters) {
 		// Nowhere to go but clusters where the workload is unhealthy too: it stays where it is rather than move
 		// from one bad cluster to the next (Karmada's application failover too needs a cluster to move to). Looked
 		// at again in a while: room may free up, or a cluster turn healthy.
 		in.Evicted, d.appEvicted, d.stayed = out, nil, app.Evict
-		if d.recheck == 0 || appFailoverRetry < d.recheck {
-			d.recheck = appFailoverRetry
+		for _, name := range app.Evict {
+			if !slices.Contains(d.evicted, name) {
+				delete(d.preserved, name)
+			}
 		}
+		d.recheckWithin(failoverRetry)
 	}
 	d.result, d.err = scheduler.Schedule(in)
 	return d
 }
 
-// appFailoverRetry is how soon application failover that found nowhere healthy to go looks again.
-const appFailoverRetry = time.Minute
+// failoverRetry is how soon failover that found nowhere healthy to go, or could not preserve a workload's state,
+// looks again.
+const failoverRetry = time.Minute
+
+func (d *decision) recheckWithin(after time.Duration) {
+	if d.recheck == 0 || after < d.recheck {
+		d.recheck = after
+	}
+}
+
+// preserveState picks, for each cluster in leaving (left by failover for reason), the state the failover's
+// statePreservation asks for from the copy's status there, and returns the clusters that may be left: one whose
+// state cannot be picked is not, as Karmada keeps it, for its state would be lost with the move.
+func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, reason string, leaving []string,
+	items []workv1alpha1.AggregatedStatusItem) []string {
+	sp := scheduler.StatePreservation(f, reason)
+	if sp == nil {
+		return leaving
+	}
+	var out []string
+	for _, name := range leaving {
+		var status *runtime.RawExtension
+		if i := slices.IndexFunc(items, func(it workv1alpha1.AggregatedStatusItem) bool { return it.ClusterName == name }); i >= 0 {
+			status = items[i].Status
+		}
+		state, err := scheduler.PreservedLabelState(sp, status)
+		if err != nil {
+			if d.unpreserved == nil {
+				d.unpreserved = map[string]string{}
+			}
+			d.unpreserved[name] = err.Error()
+			d.recheckWithin(failoverRetry)
+			continue
+		}
+		if d.preserved == nil {
+			d.preserved = map[string]map[string]string{}
+		}
+		d.preserved[name] = state
+		out = append(out, name)
+	}
+	return out
+}
 
 // healthyElsewhere reports whether the binding in could be placed without out and without every target where the
-// workload is unhealthy now.
-func healthyElsewhere(in scheduler.Input, out []string, unhealthy map[string]time.Time) bool {
+// workload is unhealthy now, somewhere it runs on: a duplicated workload needs a cluster it is not on yet (targets
+// are where it is), or leaving would only take a copy away, to come back once its task is over.
+func healthyElsewhere(in scheduler.Input, out []string, unhealthy map[string]time.Time, targets []workv1alpha1.TargetCluster) bool {
 	in.Evicted = slices.Clone(out)
 	for name := range unhealthy {
 		in.Evicted = append(in.Evicted, name)
 	}
-	_, err := scheduler.Schedule(in)
-	return err == nil
+	r, err := scheduler.Schedule(in)
+	if err != nil {
+		return false
+	}
+	if in.Placement != nil && !scheduler.Duplicated(in.Placement, in.Replicas) {
+		return true
+	}
+	return slices.ContainsFunc(r.Clusters, func(c workv1alpha1.TargetCluster) bool {
+		return !slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == c.Name })
+	})
 }
 
 // schedule places obj (a binding read from the cache) and writes what changed: spec.clusters, then the status.
@@ -150,8 +213,8 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 			return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		}
 		// A cluster failed over from gracefully keeps its copy, through a task, until the substitute is healthy.
-		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover, d.evicted, d.appEvicted,
-			spec.Clusters, d.result.Clusters, r.Now())
+		spec.GracefulEvictionTasks = scheduler.EvictionTasks(spec.GracefulEvictionTasks, spec.Failover,
+			scheduler.Departure{Evicted: d.evicted, AppEvicted: d.appEvicted, Preserved: d.preserved}, spec.Clusters, d.result.Clusters, r.Now())
 		spec.Clusters = d.result.Clusters
 		// The optimistic lock keeps a result computed from an older spec (say, fewer replicas) from being
 		// written over a newer one, and so the generation after the patch is the one the result is for.
@@ -168,6 +231,10 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 	r.unhealthy.set(key, d.unhealthySince)
 	if len(d.stayed) > 0 {
 		log.V(1).Info("application failover: nowhere healthy to go, staying", "clusters", d.stayed)
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.unpreserved)) {
+		log.Info("failover: staying, the workload's state cannot be preserved", "cluster", name, "reason", d.unpreserved[name])
+		r.event(obj, corev1.EventTypeWarning, ReasonStatePreservationFailed, "stays on %s: its state cannot be preserved: %s", name, d.unpreserved[name])
 	}
 	var before metav1.Condition
 	if c := meta.FindStatusCondition(obj.Status.Conditions, workv1alpha1.ConditionScheduled); c != nil {

@@ -2,13 +2,16 @@ package scheduling
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -126,8 +129,8 @@ func TestDecideApplicationFailover(t *testing.T) {
 	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || !slices.Equal(d.result.Clusters, spec.Clusters) {
 		t.Fatalf("decision %+v", d)
 	}
-	if d.recheck == 0 || d.recheck > appFailoverRetry {
-		t.Errorf("recheck %v, want at most %v", d.recheck, appFailoverRetry)
+	if d.recheck == 0 || d.recheck > failoverRetry {
+		t.Errorf("recheck %v, want at most %v", d.recheck, failoverRetry)
 	}
 }
 
@@ -137,4 +140,77 @@ func readyCluster(name string) clusterv1alpha1.Cluster {
 	c.Name = name
 	c.Status.Conditions = []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}}
 	return c
+}
+
+// A duplicated workload is moved by application failover only to a cluster it is not on yet, and, with
+// statePreservation, only with its state picked from its status where it was.
+func TestDecideStatefulFailover(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clusters := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b"), readyCluster("c")}
+	one := int32(1)
+	since := map[string]time.Time{"a": now.Add(-2 * time.Second)}
+	failover := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+		DecisionConditions: policyv1alpha1.DecisionConditions{TolerationSeconds: &one},
+		PurgeMode:          policyv1alpha1.PurgeModeDirectly,
+		StatePreservation: &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{
+			{AliasLabelName: "example.io/job", JSONPath: "{ .job }"}}},
+	}}
+	unhealthyOnA := func(status string) *workv1alpha1.ResourceBindingStatus {
+		return &workv1alpha1.ResourceBindingStatus{AggregatedStatus: []workv1alpha1.AggregatedStatusItem{{ClusterName: "a",
+			Health: workv1alpha1.ResourceUnhealthy, Status: &runtime.RawExtension{Raw: []byte(status)}}}}
+	}
+	oneCluster := &workv1alpha1.ResourceBindingSpec{
+		Replicas: 1, Clusters: []workv1alpha1.TargetCluster{{Name: "a", Replicas: 1}}, Failover: failover,
+		Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+			{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 1, MaxGroups: 1}}},
+	}
+
+	// On one cluster of three: it moves to the next, its state with it.
+	d := decide(oneCluster, unhealthyOnA(`{"job":"j7"}`), true, since, clusters, now, 0)
+	if d.err != nil || !slices.Equal(d.appEvicted, []string{"a"}) || len(d.unpreserved) > 0 {
+		t.Fatalf("decision %+v", d)
+	}
+	if want := []workv1alpha1.TargetCluster{{Name: "b", Replicas: 1}}; !slices.Equal(d.result.Clusters, want) {
+		t.Errorf("clusters %v, want %v", d.result.Clusters, want)
+	}
+	if want := map[string]map[string]string{"a": {"example.io/job": "j7"}}; !reflect.DeepEqual(d.preserved, want) {
+		t.Errorf("preserved %v, want %v", d.preserved, want)
+	}
+
+	// The state cannot be picked: it stays, says why, and looks again in a while.
+	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), true, since, clusters, now, 0)
+	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.result.Clusters, oneCluster.Clusters) ||
+		!strings.Contains(d.unpreserved["a"], "job is not found") {
+		t.Fatalf("decision %+v", d)
+	}
+	if d.recheck == 0 || d.recheck > failoverRetry {
+		t.Errorf("recheck %v, want at most %v", d.recheck, failoverRetry)
+	}
+
+	// Already on every cluster it may be: leaving would only take a copy away; it stays.
+	everywhere := oneCluster.DeepCopy()
+	everywhere.Placement = nil
+	everywhere.Clusters = []workv1alpha1.TargetCluster{{Name: "a", Replicas: 1}, {Name: "b", Replicas: 1}, {Name: "c", Replicas: 1}}
+	d = decide(everywhere, unhealthyOnA(`{"job":"j7"}`), true, since, clusters, now, 0)
+	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || len(d.preserved) > 0 ||
+		!slices.Equal(d.result.Clusters, everywhere.Clusters) {
+		t.Fatalf("decision %+v", d)
+	}
+
+	// Cluster failover carries state too, from the status last collected on the failed cluster.
+	tainted := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b")}
+	tainted[0].Spec.Taints = []corev1.Taint{{Key: scheduler.NotReadyTaintKey, Effect: corev1.TaintEffectNoExecute,
+		TimeAdded: &metav1.Time{Time: now.Add(-time.Hour)}}}
+	clusterFailover := oneCluster.DeepCopy()
+	clusterFailover.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{
+		PurgeMode: policyv1alpha1.PurgeModeDirectly, StatePreservation: failover.Application.StatePreservation}}
+	d = decide(clusterFailover, unhealthyOnA(`{"job":"j9"}`), true, nil, tainted, now, 0)
+	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || !reflect.DeepEqual(d.preserved, map[string]map[string]string{"a": {"example.io/job": "j9"}}) {
+		t.Fatalf("decision %+v", d)
+	}
+	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, true, nil, tainted, now, 0)
+	if d.err != nil || len(d.evicted) > 0 || d.unpreserved["a"] != "no status collected from the cluster yet" ||
+		!slices.Equal(d.result.Clusters, oneCluster.Clusters) {
+		t.Fatalf("decision %+v", d)
+	}
 }

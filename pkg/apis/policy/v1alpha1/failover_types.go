@@ -3,14 +3,15 @@ package v1alpha1
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
 // NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
 // there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
-// (Directly). With application set, a workload with divided replicas also leaves a cluster where it stays
-// Unhealthy. State preservation is accepted for compatibility with Karmada's API and not acted on today.
+// (Directly). With application set, a workload also leaves a cluster where it stays Unhealthy. Either can carry
+// state over: statePreservation picks values from the old copy's status, which the new copy gets as labels.
 type FailoverBehavior struct {
-	// Application moves a workload whose replicas are divided away from a target cluster where its health stays
-	// Unhealthy for decisionConditions.tolerationSeconds, as Karmada's application failover, if another cluster
-	// can take it. A gracefulEvictionTask (reason ApplicationFailure) keeps the cluster out of scheduling while it
-	// lasts; afterwards the workload stays where it moved until its placement or replicas change. Duplicated
-	// workloads run everywhere they may already and are left alone.
+	// Application moves a workload away from a target cluster where its health stays Unhealthy for
+	// decisionConditions.tolerationSeconds, as Karmada's application failover, if another cluster can take it: its
+	// divided replicas go to the other clusters; a duplicated workload needs a cluster it is not on yet (one its
+	// spread constraints left out), else leaving would only take a copy away. A gracefulEvictionTask (reason
+	// ApplicationFailure) keeps the cluster out of scheduling while it lasts; afterwards divided replicas stay
+	// where they moved until the placement or replicas change.
 	// +optional
 	Application *ApplicationFailoverBehavior `json:"application,omitempty"`
 
@@ -61,7 +62,7 @@ type ApplicationFailoverBehavior struct {
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 
-	// StatePreservation carries state of the old copy over to the new one. Not read by fedmesh today.
+	// StatePreservation carries state of the copy on the cluster left over to the new one (see StatePreservation).
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
@@ -86,14 +87,19 @@ type ClusterFailoverBehavior struct {
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
-	// StatePreservation carries state of the old copy over to the new one. Not read by fedmesh today.
+	// StatePreservation carries state of the copy on the failed cluster, as last reported, over to the new one
+	// (see StatePreservation).
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// StatePreservation picks values from the old copy's status and hands them to the new copy as labels, e.g. the
-// last checkpoint of a stream processor. Accepted for compatibility with Karmada's API; fedmesh does not carry
-// state over today.
+// StatePreservation picks values from the status of the copy on the cluster a failover leaves and hands them to
+// the new copy as labels, e.g. the job id a stream processor resumes from, as Karmada does: the values go on the
+// eviction task (preservedLabelState), and the workload gets them as labels where it moved when it now runs on
+// that one cluster alone, was not there before, and the old copy was deleted at once (purgeMode Directly), so the
+// two never run side by side; they last as long as the task. While a rule finds no value (no status collected
+// yet, a path that finds nothing, a value no label can hold), the workload stays where it is, with a
+// StatePreservationFailed event saying why, and is looked at again when the status changes or within a minute.
 type StatePreservation struct {
 	// Rules are the values to carry over.
 	// +kubebuilder:validation:MinItems=1
@@ -108,6 +114,7 @@ type StatePreservationRule struct {
 	// AliasLabelName is the label key the value is given to the new copy under.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="aliasLabelName must be a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +required
 	AliasLabelName string `json:"aliasLabelName"`
 

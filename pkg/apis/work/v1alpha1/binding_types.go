@@ -93,7 +93,8 @@ type TargetCluster struct {
 // any purge mode) when application failover moves the workload off a cluster, which then takes no replicas while
 // the task stands. The binding stage keeps that cluster's Work while it stands (but with purgeMode Directly), and
 // the eviction stage removes it once the workload is healthy on the binding's clusters or the grace period is
-// over. statePreservation and preservedLabelState are not acted on.
+// over. preservedLabelState is the state statePreservation picked from the copy left (see
+// policy StatePreservation).
 // +kubebuilder:validation:XValidation:rule="!(has(self.gracePeriodSeconds) && has(self.suppressDeletion))",message="gracePeriodSeconds and suppressDeletion are mutually exclusive"
 type GracefulEvictionTask struct {
 	// FromCluster is the cluster being left.

@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+)
+
+func TestStatePreservation(t *testing.T) {
+	sp := &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "a", JSONPath: "{.a}"}}}
+	f := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp},
+		Cluster: &policyv1alpha1.ClusterFailoverBehavior{}}
+	if StatePreservation(f, ApplicationFailureReason) != sp || StatePreservation(f, EvictionReason) != nil || StatePreservation(nil, EvictionReason) != nil {
+		t.Error("application failover's statePreservation for its reason only")
+	}
+	f = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}
+	if StatePreservation(f, EvictionReason) != sp || StatePreservation(f, ApplicationFailureReason) != nil {
+		t.Error("cluster failover's statePreservation for its reason only")
+	}
+}
+
+func TestPreservedLabelState(t *testing.T) {
+	rules := func(kv ...string) *policyv1alpha1.StatePreservation {
+		sp := &policyv1alpha1.StatePreservation{}
+		for i := 0; i < len(kv); i += 2 {
+			sp.Rules = append(sp.Rules, policyv1alpha1.StatePreservationRule{AliasLabelName: kv[i], JSONPath: kv[i+1]})
+		}
+		return sp
+	}
+	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+	for _, tc := range []struct {
+		name    string
+		sp      *policyv1alpha1.StatePreservation
+		status  *runtime.RawExtension
+		want    map[string]string
+		wantErr string
+	}{
+		{name: "no rules: nothing to preserve", status: raw(`{}`)},
+		{name: "string and number", sp: rules("example.io/job", "{ .jobStatus.jobID }", "example.io/checkpoint", "{.checkpoint}"),
+			status: raw(`{"jobStatus":{"jobID":"a1b2"},"checkpoint":1152921504606846977}`),
+			want:   map[string]string{"example.io/job": "a1b2", "example.io/checkpoint": "1152921504606846977"}},
+		{name: "status not collected", sp: rules("x", "{.a}"), wantErr: "no status collected"},
+		{name: "missing key", sp: rules("x", "{.a}"), status: raw(`{"b":1}`), wantErr: "rule x: jsonPath \"{.a}\": a is not found"},
+		{name: "bad path", sp: rules("x", "{.a"), status: raw(`{"a":1}`), wantErr: "rule x: jsonPath \"{.a\""},
+		{name: "not a label value", sp: rules("x", "{.a}"), status: raw(`{"a":"has spaces"}`), wantErr: `rule x: "has spaces" is no label value`},
+		{name: "an object is not a label value", sp: rules("x", "{.a}"), status: raw(`{"a":{"b":1}}`), wantErr: "is no label value"},
+	} {
+		got, err := PreservedLabelState(tc.sp, tc.status)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestPreservedLabels(t *testing.T) {
+	state := map[string]string{"example.io/job": "a1b2"}
+	task := func(mode policyv1alpha1.PurgeMode, before ...string) workv1alpha1.GracefulEvictionTask {
+		return workv1alpha1.GracefulEvictionTask{FromCluster: "m1", Reason: ApplicationFailureReason, PurgeMode: mode,
+			PreservedLabelState: state, ClustersBeforeFailover: before}
+	}
+	spec := func(clusters []workv1alpha1.TargetCluster, tasks ...workv1alpha1.GracefulEvictionTask) *workv1alpha1.ResourceBindingSpec {
+		return &workv1alpha1.ResourceBindingSpec{Clusters: clusters, GracefulEvictionTasks: tasks}
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    *workv1alpha1.ResourceBindingSpec
+		cluster string
+		want    map[string]string
+	}{
+		{name: "moved to m2, old copy deleted at once", spec: spec(targets("m2", 1), task(policyv1alpha1.PurgeModeDirectly, "m1")), cluster: "m2", want: state},
+		{name: "Immediately, the older name", spec: spec(targets("m2", 1), task(policyv1alpha1.PurgeModeImmediately, "m1")), cluster: "m2", want: state},
+		{name: "no task", spec: spec(targets("m2", 1)), cluster: "m2"},
+		{name: "old copy kept: both would run", spec: spec(targets("m2", 1), task(policyv1alpha1.PurgeModeGracefully, "m1")), cluster: "m2"},
+		{name: "on several clusters", spec: spec(targets("m2", 1, "m3", 1), task(policyv1alpha1.PurgeModeDirectly, "m1")), cluster: "m2"},
+		{name: "was there before the failover", spec: spec(targets("m2", 1), task(policyv1alpha1.PurgeModeDirectly, "m1", "m2")), cluster: "m2"},
+		{name: "another cluster's Work", spec: spec(targets("m2", 1), task(policyv1alpha1.PurgeModeDirectly, "m1")), cluster: "m1"},
+		{name: "the last task counts", spec: spec(targets("m3", 1), task(policyv1alpha1.PurgeModeDirectly, "m1"),
+			workv1alpha1.GracefulEvictionTask{FromCluster: "m2", PurgeMode: policyv1alpha1.PurgeModeDirectly, ClustersBeforeFailover: []string{"m2"}}),
+			cluster: "m3"},
+	} {
+		if got := PreservedLabels(tc.spec, tc.cluster); !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
