@@ -15,18 +15,14 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
-// StatePreservation is the statePreservation failover reads when it leaves a cluster for reason (cluster failover
-// for EvictionReason, application failover for ApplicationFailureReason); nil when there is none.
-func StatePreservation(f *policyv1alpha1.FailoverBehavior, reason string) *policyv1alpha1.StatePreservation {
-	switch {
-	case f == nil:
+// StatePreservation is the statePreservation application failover reads; nil when there is none. Cluster
+// failover's is not read: the federator keeps no status of a copy on a cluster that is not ready, and a cluster
+// left by cluster failover with purgeMode Directly gets no task to carry the state.
+func StatePreservation(f *policyv1alpha1.FailoverBehavior) *policyv1alpha1.StatePreservation {
+	if f == nil || f.Application == nil {
 		return nil
-	case reason == ApplicationFailureReason && f.Application != nil:
-		return f.Application.StatePreservation
-	case reason == EvictionReason && f.Cluster != nil:
-		return f.Cluster.StatePreservation
 	}
-	return nil
+	return f.Application.StatePreservation
 }
 
 // PreservedLabelState picks the values sp's rules name from status (a cluster's copy's status, as the binding's

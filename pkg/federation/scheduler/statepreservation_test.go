@@ -13,14 +13,18 @@ import (
 
 func TestStatePreservation(t *testing.T) {
 	sp := &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "a", JSONPath: "{.a}"}}}
-	f := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp},
-		Cluster: &policyv1alpha1.ClusterFailoverBehavior{}}
-	if StatePreservation(f, ApplicationFailureReason) != sp || StatePreservation(f, EvictionReason) != nil || StatePreservation(nil, EvictionReason) != nil {
-		t.Error("application failover's statePreservation for its reason only")
-	}
-	f = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}
-	if StatePreservation(f, EvictionReason) != sp || StatePreservation(f, ApplicationFailureReason) != nil {
-		t.Error("cluster failover's statePreservation for its reason only")
+	for _, tc := range []struct {
+		name string
+		f    *policyv1alpha1.FailoverBehavior
+		want *policyv1alpha1.StatePreservation
+	}{
+		{name: "no failover"},
+		{name: "application failover's", f: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp}}, want: sp},
+		{name: "cluster failover's is not read", f: &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}},
+	} {
+		if got := StatePreservation(tc.f); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

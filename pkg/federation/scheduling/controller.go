@@ -164,8 +164,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // healthChanged passes a status update of a binding with application failover that changes a cluster's health,
-// and, of a binding whose failover preserves state, one that changes what a cluster reports: a failover waiting
-// for state it could not read goes ahead as soon as the state is there.
+// and, of one whose application failover preserves state, one that changes what a cluster where the workload is
+// Unhealthy reports: a failover waiting for state it could not read goes ahead as soon as the state is there.
 func healthChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -178,12 +178,11 @@ func healthChanged() predicate.Predicate {
 				return false
 			}
 			f := cur.Spec.Failover
-			if scheduler.StatePreservation(f, scheduler.ApplicationFailureReason) != nil || scheduler.StatePreservation(f, scheduler.EvictionReason) != nil {
-				if !maps.Equal(reportOf(old), reportOf(cur)) {
-					return true
-				}
+			if f.Application == nil {
+				return false
 			}
-			return f.Application != nil && !maps.Equal(healthOf(old), healthOf(cur))
+			return !maps.Equal(healthOf(old), healthOf(cur)) ||
+				scheduler.StatePreservation(f) != nil && !maps.Equal(unhealthyReports(old), unhealthyReports(cur))
 		},
 	}
 }
@@ -196,11 +195,11 @@ func healthOf(b *workv1alpha1.ResourceBinding) map[string]workv1alpha1.ResourceH
 	return out
 }
 
-// reportOf is each cluster's status of the workload, as the binding holds it.
-func reportOf(b *workv1alpha1.ResourceBinding) map[string]string {
-	out := make(map[string]string, len(b.Status.AggregatedStatus))
+// unhealthyReports is the status of the workload on each cluster where it is Unhealthy, as the binding holds it.
+func unhealthyReports(b *workv1alpha1.ResourceBinding) map[string]string {
+	out := map[string]string{}
 	for _, item := range b.Status.AggregatedStatus {
-		if item.Status != nil {
+		if item.Health == workv1alpha1.ResourceUnhealthy && item.Status != nil {
 			out[item.ClusterName] = string(item.Status.Raw)
 		}
 	}

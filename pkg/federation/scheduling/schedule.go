@@ -33,8 +33,8 @@ const (
 	ReasonEvicted       = "ClusterFailover"
 	// ReasonApplicationFailover: the workload left a cluster where it stayed unhealthy.
 	ReasonApplicationFailover = "ApplicationFailover"
-	// ReasonStatePreservationFailed: failover would leave a cluster, but the state its statePreservation asks
-	// for cannot be picked from the workload's status there.
+	// ReasonStatePreservationFailed: application failover would leave a cluster, but the state its
+	// statePreservation asks for cannot be picked from the workload's status there.
 	ReasonStatePreservationFailed = "StatePreservationFailed"
 )
 
@@ -45,8 +45,9 @@ type decision struct {
 	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves; stayed
 	// are those application failover would leave but for nowhere healthy to go.
 	evicted, appEvicted, stayed []string
-	// preserved is the state statePreservation picked from each cluster left; unpreserved says, for each cluster
-	// failover would leave but whose state could not be picked, why (the workload stays there meanwhile).
+	// preserved is the state statePreservation picked from each cluster application failover leaves;
+	// unpreserved says, for each cluster it would leave but whose state could not be picked, why (the workload
+	// stays there meanwhile).
 	preserved   map[string]map[string]string
 	unpreserved map[string]string
 	// unhealthySince is application failover's memory of the binding (see scheduler.AppFailoverInput).
@@ -76,13 +77,10 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 	app := scheduler.ApplicationFailover(scheduler.AppFailoverInput{
 		Failover: spec.Failover, Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: unhealthySince, Now: now,
 	})
-	d := decision{unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
+	d := decision{evicted: fo.Evict, appEvicted: app.Evict, unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
 	if r := app.RecheckAfter; r > 0 && (d.recheck == 0 || r < d.recheck) {
 		d.recheck = r
 	}
-	fo.Evict = d.preserveState(spec.Failover, scheduler.EvictionReason, fo.Evict, status.AggregatedStatus)
-	app.Evict = d.preserveState(spec.Failover, scheduler.ApplicationFailureReason, app.Evict, status.AggregatedStatus)
-	d.evicted, d.appEvicted = fo.Evict, app.Evict
 	// Clusters application failover left stay out while their tasks last.
 	out := append(slices.Clone(fo.Evict), scheduler.ApplicationEvicted(spec.GracefulEvictionTasks)...)
 	in := scheduler.Input{
@@ -99,17 +97,18 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		// Asked to start over: the previous result is no reason to stay.
 		in.Previous, in.PreviousAffinity, in.Settled, d.fresh = nil, "", false, true
 	}
-	if len(app.Evict) > 0 && !healthyElsewhere(in, out, app.UnhealthySince, spec.Clusters) {
+	switch {
+	case len(app.Evict) == 0:
+	case !healthyElsewhere(in, out, app.UnhealthySince, spec.Clusters):
 		// Nowhere to go but clusters where the workload is unhealthy too: it stays where it is rather than move
 		// from one bad cluster to the next (Karmada's application failover too needs a cluster to move to). Looked
 		// at again in a while: room may free up, or a cluster turn healthy.
 		in.Evicted, d.appEvicted, d.stayed = out, nil, app.Evict
-		for _, name := range app.Evict {
-			if !slices.Contains(d.evicted, name) {
-				delete(d.preserved, name)
-			}
-		}
 		d.recheckWithin(failoverRetry)
+	default:
+		// Somewhere to go: with the workload's state, where it asks for it.
+		d.appEvicted = d.preserveState(spec.Failover, app.Evict, status.AggregatedStatus)
+		in.Evicted = append(slices.Clone(out), d.appEvicted...)
 	}
 	d.result, d.err = scheduler.Schedule(in)
 	return d
@@ -125,12 +124,12 @@ func (d *decision) recheckWithin(after time.Duration) {
 	}
 }
 
-// preserveState picks, for each cluster in leaving (left by failover for reason), the state the failover's
+// preserveState picks, for each cluster in leaving (left by application failover), the state its
 // statePreservation asks for from the copy's status there, and returns the clusters that may be left: one whose
-// state cannot be picked is not, as Karmada keeps it, for its state would be lost with the move.
-func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, reason string, leaving []string,
-	items []workv1alpha1.AggregatedStatusItem) []string {
-	sp := scheduler.StatePreservation(f, reason)
+// state cannot be picked is not, as Karmada keeps it, for its state would be lost with the move (but for a cluster
+// cluster failover leaves anyway, which goes without it).
+func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, leaving []string, items []workv1alpha1.AggregatedStatusItem) []string {
+	sp := scheduler.StatePreservation(f)
 	if sp == nil {
 		return leaving
 	}
@@ -142,11 +141,13 @@ func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, reason stri
 		}
 		state, err := scheduler.PreservedLabelState(sp, status)
 		if err != nil {
-			if d.unpreserved == nil {
-				d.unpreserved = map[string]string{}
+			if !slices.Contains(d.evicted, name) {
+				if d.unpreserved == nil {
+					d.unpreserved = map[string]string{}
+				}
+				d.unpreserved[name] = err.Error()
+				d.recheckWithin(failoverRetry)
 			}
-			d.unpreserved[name] = err.Error()
-			d.recheckWithin(failoverRetry)
 			continue
 		}
 		if d.preserved == nil {
@@ -233,7 +234,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		log.V(1).Info("application failover: nowhere healthy to go, staying", "clusters", d.stayed)
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.unpreserved)) {
-		log.Info("failover: staying, the workload's state cannot be preserved", "cluster", name, "reason", d.unpreserved[name])
+		log.Info("application failover: staying, the workload's state cannot be preserved", "cluster", name, "reason", d.unpreserved[name])
 		r.event(obj, corev1.EventTypeWarning, ReasonStatePreservationFailed, "stays on %s: its state cannot be preserved: %s", name, d.unpreserved[name])
 	}
 	var before metav1.Condition

@@ -197,20 +197,28 @@ func TestDecideStatefulFailover(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 
-	// Cluster failover carries state too, from the status last collected on the failed cluster.
-	tainted := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b")}
-	tainted[0].Spec.Taints = []corev1.Taint{{Key: scheduler.NotReadyTaintKey, Effect: corev1.TaintEffectNoExecute,
+	// Already everywhere, with a rule that finds nothing: it stays for want of somewhere to go, not for its state.
+	d = decide(everywhere, unhealthyOnA(`{"checkpoint":3}`), true, since, clusters, now, 0)
+	if d.err != nil || !slices.Equal(d.stayed, []string{"a"}) || len(d.unpreserved) > 0 {
+		t.Fatalf("decision %+v", d)
+	}
+
+	// a fails too (not ready, tainted past the tolerations): cluster failover leaves it, state or not.
+	failed := []clusterv1alpha1.Cluster{readyCluster("a"), readyCluster("b")}
+	failed[0].Status.Conditions[0].Status = metav1.ConditionFalse
+	failed[0].Spec.Taints = []corev1.Taint{{Key: scheduler.NotReadyTaintKey, Effect: corev1.TaintEffectNoExecute,
 		TimeAdded: &metav1.Time{Time: now.Add(-time.Hour)}}}
+	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), true, since, failed, now, 0)
+	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || len(d.appEvicted) > 0 || len(d.unpreserved) > 0 ||
+		!slices.Equal(d.result.Clusters, []workv1alpha1.TargetCluster{{Name: "b", Replicas: 1}}) {
+		t.Fatalf("decision %+v", d)
+	}
+	// Cluster failover's own statePreservation is not read (the status of a copy on a failed cluster is gone).
 	clusterFailover := oneCluster.DeepCopy()
 	clusterFailover.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{
 		PurgeMode: policyv1alpha1.PurgeModeDirectly, StatePreservation: failover.Application.StatePreservation}}
-	d = decide(clusterFailover, unhealthyOnA(`{"job":"j9"}`), true, nil, tainted, now, 0)
-	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || !reflect.DeepEqual(d.preserved, map[string]map[string]string{"a": {"example.io/job": "j9"}}) {
-		t.Fatalf("decision %+v", d)
-	}
-	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, true, nil, tainted, now, 0)
-	if d.err != nil || len(d.evicted) > 0 || d.unpreserved["a"] != "no status collected from the cluster yet" ||
-		!slices.Equal(d.result.Clusters, oneCluster.Clusters) {
+	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, true, nil, failed, now, 0)
+	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || len(d.preserved) > 0 || len(d.unpreserved) > 0 {
 		t.Fatalf("decision %+v", d)
 	}
 }
