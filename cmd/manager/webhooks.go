@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -19,7 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -40,6 +41,7 @@ type webhookOptions struct {
 	url         string // how the API server reaches the webhook server, when not through a Service
 	service     string // namespace/name of the manager's Service
 	caFile      string
+	caResync    time.Duration
 	proxyImage  string
 	proxyXDS    string
 	proxyXDSCA  string
@@ -55,6 +57,7 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.url, "webhook-url", "", "Base URL the API server calls the webhooks at (instead of --webhook-service), e.g. https://127.0.0.1:9443.")
 	fs.StringVar(&o.service, "webhook-service", "", "namespace/name of the Service in front of the webhook server.")
 	fs.StringVar(&o.caFile, "webhook-ca-file", "", "CA bundle the API server verifies the webhook server with.")
+	fs.DurationVar(&o.caResync, "webhook-ca-resync", 30*time.Second, "How often --webhook-ca-file is read again; a changed CA is written to the webhook registrations.")
 	fs.StringVar(&o.proxyImage, "proxy-image", "", "Image of the injected proxy sidecar; empty turns injection off.")
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
@@ -119,6 +122,9 @@ func (o *webhookOptions) validate() error {
 	if o.caFile == "" {
 		errs = append(errs, errors.New("--webhook-cert-dir needs --webhook-ca-file"))
 	}
+	if o.caResync <= 0 {
+		errs = append(errs, errors.New("--webhook-ca-resync must be more than 0"))
+	}
 	if o.proxyImage != "" && (o.proxyXDS == "" || o.proxyXDSCA == "") {
 		errs = append(errs, errors.New("--proxy-image needs --proxy-xds-address and --proxy-xds-ca-file"))
 	}
@@ -134,22 +140,18 @@ func (o *webhookOptions) customize(opts *ctrl.Options) {
 	}
 }
 
-// clientConfig says how the API server reaches the webhook at path.
-func (o *webhookOptions) clientConfig(path string) (admissionregistrationv1.WebhookClientConfig, error) {
-	ca, err := os.ReadFile(o.caFile)
-	if err != nil {
-		return admissionregistrationv1.WebhookClientConfig{}, err
-	}
+// clientConfig says how the API server reaches the webhook at path, trusting ca.
+func (o *webhookOptions) clientConfig(path string, ca []byte) admissionregistrationv1.WebhookClientConfig {
 	if o.url != "" {
 		u := strings.TrimSuffix(o.url, "/") + path
-		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}, nil
+		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}
 	}
 	ns, name, _ := strings.Cut(o.service, "/")
 	port := int32(443)
 	return admissionregistrationv1.WebhookClientConfig{
 		Service:  &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name, Path: &path, Port: &port},
 		CABundle: ca,
-	}, nil
+	}
 }
 
 // setup registers the webhooks, the label-mode controller, and the injection registration with the controller that
@@ -161,8 +163,12 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 	}
 	server := mgr.GetWebhookServer()
 	server.Register(labels.Path, &admission.Webhook{Handler: labels.Handler{}})
-	labelsConfig, err := o.clientConfig(labels.Path)
-	if err != nil {
+	webhookCA := &fileCA{path: o.caFile, what: "webhook CA"}
+	if _, err := webhookCA.current(); err != nil {
+		return err
+	}
+	resync := &caResync{ca: webhookCA, every: o.caResync, labelMode: make(chan event.GenericEvent, 1)}
+	if err := mgr.Add(resync); err != nil {
 		return err
 	}
 	backfill, err := labels.NewBackfill(mgr)
@@ -173,15 +179,19 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 	if err != nil {
 		return err
 	}
+	labelsConfig := func() (admissionregistrationv1.WebhookClientConfig, error) {
+		ca, err := webhookCA.current()
+		return o.clientConfig(labels.Path, ca), err
+	}
 	err = (&labelmode.Reconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Discovery: disco,
-		ClientConfig: labelsConfig, Backfill: backfill}).SetupWithManager(mgr)
+		ClientConfig: labelsConfig, Resync: resync.labelMode, Backfill: backfill}).SetupWithManager(mgr)
 	if err != nil {
 		return err
 	}
 	if o.proxyImage == "" {
 		return nil
 	}
-	xdsCA := &fileCA{path: o.proxyXDSCA}
+	xdsCA := &fileCA{path: o.proxyXDSCA, what: "xDS CA"}
 	if _, err := xdsCA.current(); err != nil {
 		return err
 	}
@@ -194,18 +204,54 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
 			OwnershipLease: proxyLease},
 	}}})
-	injectConfig, err := o.clientConfig(inject.Path)
-	if err != nil {
-		return err
+	resync.injection = func(ctx context.Context, ca []byte) error {
+		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, o.clientConfig(inject.Path, ca)))
 	}
-	err = (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
+	return (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
 		Recorder: mgr.GetEventRecorder("fedmesh-manager")}).SetupWithManager(mgr)
-	if err != nil {
-		return err
+}
+
+// caResync keeps the webhook registrations trusting the CA the webhook CA file holds: the manager serves a renewed
+// certificate without a restart (the webhook server follows its files), and when the CA is renewed too
+// (cert-manager gives a CA a new key by default) a registration still carrying the old one would have the API
+// server refuse the new certificate, and every admission it sends fail. It applies the injection registration
+// at start and on each change, and asks label mode's reconciler to rewrite its own.
+type caResync struct {
+	ca    *fileCA
+	every time.Duration
+	// injection applies the injection registration with a CA; nil without injection.
+	injection func(ctx context.Context, ca []byte) error
+	labelMode chan event.GenericEvent
+}
+
+func (r *caResync) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("webhook-ca")
+	var applied []byte
+	for {
+		ca, err := r.ca.current()
+		if err == nil && !bytes.Equal(ca, applied) {
+			if applied != nil {
+				log.Info("The webhook CA changed: updating the webhook registrations", "file", r.ca.path)
+				select {
+				case r.labelMode <- event.GenericEvent{Object: &admissionregistrationv1.MutatingWebhookConfiguration{}}:
+				default: // one is pending already
+				}
+			}
+			if r.injection != nil {
+				err = r.injection(ctx, ca)
+			}
+			if err == nil {
+				applied = ca
+			} else if ctx.Err() == nil {
+				log.Error(err, "Applying the injection webhook registration; trying again", "after", r.every)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(r.every):
+		}
 	}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, injectConfig))
-	}))
 }
 
 // apply creates or replaces the webhooks of a MutatingWebhookConfiguration.
@@ -243,6 +289,7 @@ func (h *currentCAInjection) Handle(ctx context.Context, req admission.Request) 
 // fileCA reads a CA bundle from its file each time it is asked: a small read per admitted pod, and nothing to watch.
 type fileCA struct {
 	path string
+	what string // for logs
 
 	mu   sync.Mutex
 	last []byte // the last bundle read that held a certificate
@@ -259,7 +306,7 @@ func (f *fileCA) current() ([]byte, error) {
 	defer f.mu.Unlock()
 	if err != nil {
 		if f.last != nil {
-			ctrl.Log.WithName("inject").Error(err, "Reading the xDS CA; injecting the last one read")
+			ctrl.Log.Error(err, "Reading the "+f.what+"; using the last one read")
 			return f.last, nil
 		}
 		return nil, err

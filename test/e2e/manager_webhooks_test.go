@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,7 +24,8 @@ import (
 
 // The manager binary serves its webhooks: a ShardingConfig in label mode registers the label webhook for its
 // resources, existing objects are backfilled, new ones are labeled at admission; a pod asking for the proxy gets
-// it, one that does not is left alone.
+// it, one that does not is left alone. A new CA and a serving certificate from it take effect without a restart:
+// the registrations trust the new CA, and admission goes on.
 func TestManagerWebhooks(t *testing.T) {
 	t.Parallel()
 	c := cluster.New(t, cluster.Options{})
@@ -43,7 +47,7 @@ func TestManagerWebhooks(t *testing.T) {
 	out := startBinary(t, fedmeshBinary(t, "manager"), "--kubeconfig", c.Kubeconfig(), "--leader-elect=false",
 		"--health-probe-bind-address", probes, "--metrics-bind-address", "0", "--xds-insecure", "--xds-bind-address", "127.0.0.1:0",
 		"--webhook-cert-dir", certDir, "--webhook-bind-host", "127.0.0.1", "--webhook-port", port,
-		"--webhook-url", "https://127.0.0.1:"+port, "--webhook-ca-file", certFile,
+		"--webhook-url", "https://127.0.0.1:"+port, "--webhook-ca-file", certFile, "--webhook-ca-resync", "1s",
 		"--proxy-image", "fedmesh/proxy:e2e", "--proxy-xds-address", "fedmesh-manager.fedmesh-system.svc:18000", "--proxy-xds-ca-file", certFile,
 		"--proxy-lease", "45s")
 	waitHTTP(t, "http://"+probes+"/readyz", out)
@@ -132,6 +136,43 @@ func TestManagerWebhooks(t *testing.T) {
 	if hasProxy(without) {
 		t.Error("a pod without the inject label got the proxy")
 	}
+
+	// The CA is renewed with a new key (as cert-manager does by default), and the serving certificate with it.
+	renewedCert, renewedKey, _ := tlsFiles(t)
+	for from, to := range map[string]string{renewedKey: filepath.Join(certDir, "tls.key"), renewedCert: certFile} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Swapped whole, as the kubelet swaps a Secret volume's files.
+		if err := os.WriteFile(to+".new", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(to+".new", to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewedCA, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fedmesh-shard-labels", "fedmesh-proxy-injection"} {
+		eventually(t, 30*time.Second, name+" trusts the renewed CA", func() (bool, error) {
+			var cfg admissionregistrationv1.MutatingWebhookConfiguration
+			if err := scheme.Get(ctx, clientKey(name), &cfg); err != nil {
+				return false, err
+			}
+			return len(cfg.Webhooks) == 1 && bytes.Equal(cfg.Webhooks[0].ClientConfig.CABundle, renewedCA), nil
+		})
+	}
+	eventually(t, 30*time.Second, "admission through the renewed certificate", func() (bool, error) {
+		ns := namespaces[0]
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "renewed-"}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return cm.Labels[shard.BucketLabel] == shard.BucketLabelValue(ns), fmt.Errorf("created without its bucket label: %v", cm.Labels)
+	})
 }
 
 func hasProxy(p *corev1.Pod) bool {

@@ -3,6 +3,7 @@ package labelmode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/webhook/labels"
@@ -39,9 +42,12 @@ type Reconciler struct {
 	Client    client.Client
 	Mapper    meta.RESTMapper
 	Discovery discovery.DiscoveryInterface
-	// ClientConfig says how the API server reaches the manager's webhook server (URL or Service, and CA bundle).
-	ClientConfig admissionregistrationv1.WebhookClientConfig
-	Backfill     Backfill
+	// ClientConfig says how the API server reaches the manager's webhook server (URL or Service, and CA bundle),
+	// asked at each reconcile: the CA can change while the manager runs.
+	ClientConfig func() (admissionregistrationv1.WebhookClientConfig, error)
+	// Resync, when set, asks for a reconcile: the manager sends on it when the webhook CA changed.
+	Resync   <-chan event.GenericEvent
+	Backfill Backfill
 	// Recorder records, on the configs, the resources that do not resolve; the manager's when nil.
 	Recorder events.EventRecorder
 
@@ -63,9 +69,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ConfigurationName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("labelmode").
-		Watches(&meshv1alpha1.ShardingConfig{}, all).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("labelmode").
+		Watches(&meshv1alpha1.ShardingConfig{}, all)
+	if r.Resync != nil {
+		b = b.WatchesRawSource(source.Channel(r.Resync, all))
+	}
+	return b.Complete(r)
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
@@ -105,9 +114,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 
 // applyRegistration creates, updates or (with no rules) deletes the webhook registration.
 func (r *Reconciler) applyRegistration(ctx context.Context, rules []admissionregistrationv1.RuleWithOperations) error {
-	want := labels.MutatingWebhookConfiguration(ConfigurationName, r.ClientConfig, rules)
+	cc, err := r.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("webhook client config: %w", err)
+	}
+	want := labels.MutatingWebhookConfiguration(ConfigurationName, cc, rules)
 	var have admissionregistrationv1.MutatingWebhookConfiguration
-	err := r.Client.Get(ctx, client.ObjectKey{Name: ConfigurationName}, &have)
+	err = r.Client.Get(ctx, client.ObjectKey{Name: ConfigurationName}, &have)
 	switch {
 	case apierrors.IsNotFound(err) && len(rules) == 0:
 		return nil

@@ -62,11 +62,13 @@ func TestUnresolvedResourceHoldsBackNoOther(t *testing.T) {
 	backfill := &fakeBackfill{}
 	recorder := events.NewFakeRecorder(10)
 	r := &Reconciler{
-		Client:       fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).Build(),
-		Mapper:       mapperOf(configMaps),
-		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://manager/labels")},
-		Backfill:     backfill,
-		Recorder:     recorder,
+		Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).Build(),
+		Mapper: mapperOf(configMaps),
+		ClientConfig: func() (admissionregistrationv1.WebhookClientConfig, error) {
+			return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://manager/labels")}, nil
+		},
+		Backfill: backfill,
+		Recorder: recorder,
 	}
 	ctx := context.Background()
 
