@@ -10,7 +10,8 @@ import (
 
 // DesiredSpec is the part of a binding's spec the detector owns, for template obj claimed by p, with the replicas
 // and per-replica requirements the interpreter found (0 and nil for kinds without replicas). The scheduler's
-// fields (clusters, eviction tasks, requiredBy, reschedule trigger) are left empty: see SetDesired.
+// fields (clusters, eviction tasks, requiredBy, reschedule trigger) are left empty: see SetDesired. So is the
+// schedule priority, which needs the policy's PriorityClass read.
 func DesiredSpec(obj *unstructured.Unstructured, p Policy, replicas int32, req *workv1alpha1.ReplicaRequirements) workv1alpha1.ResourceBindingSpec {
 	s := p.Spec
 	spec := workv1alpha1.ResourceBindingSpec{
@@ -46,6 +47,7 @@ func SetDesired(spec *workv1alpha1.ResourceBindingSpec, desired workv1alpha1.Res
 	spec.PropagateDeps = desired.PropagateDeps
 	spec.ConflictResolution = desired.ConflictResolution
 	spec.SchedulerName = desired.SchedulerName
+	spec.SchedulePriority = desired.SchedulePriority.DeepCopy()
 	spec.Failover = desired.Failover.DeepCopy()
 	spec.Suspension = desired.Suspension.DeepCopy()
 	spec.PreserveResourcesOnDeletion = copyBool(desired.PreserveResourcesOnDeletion)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -142,6 +144,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&policyv1alpha1.PropagationPolicy{}).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, &handler.EnqueueRequestForObject{}).
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.policiesNaming)).
 		Complete(reconcile.Func(r.reconcilePolicy))
 	if err != nil {
 		return err
@@ -231,7 +234,15 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 			return reconcile.Result{}, err
 		}
 	}
-	return r.writeBinding(ctx, obj, policy, DesiredSpec(obj, policy, replicas, req))
+	desired := DesiredSpec(obj, policy, replicas, req)
+	if desired.SchedulePriority, err = r.schedulePriority(ctx, policy); apierrors.IsNotFound(err) {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPriorityClassNotFound, ReasonPriorityClassNotFound,
+			"%s names PriorityClass %s, which does not exist: the binding waits for it", policy, policy.Spec.SchedulePriority.PriorityClassName)
+		return reconcile.Result{}, nil // the class's creation queues the template again (policiesNaming)
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.writeBinding(ctx, obj, policy, desired)
 }
 
 func (r *Reconciler) resource(key templates.Key) (dynamic.ResourceInterface, error) {

@@ -301,6 +301,10 @@ func TestDetector(t *testing.T) {
 		waitBinding(t, c, "b", "late-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
 	})
 
+	t.Run("a policy's PriorityClass gives its bindings their schedule priority", func(t *testing.T) {
+		testSchedulePriority(t, c, events)
+	})
+
 	t.Run("a policy whose name is longer than a label value claims its template", func(t *testing.T) {
 		long := "checkout-frontend-canary-propagation-to-every-production-member-cluster" // 72 characters
 		create(namespace("c"), webDeployment("c", "checkout", 1),

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -78,9 +79,49 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	specChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, healthChanged()))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
-		For(&workv1alpha1.ResourceBinding{}, specChanges).
+		Watches(&workv1alpha1.ResourceBinding{}, bindingEvents(), specChanges).
 		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents()).
 		Complete(r)
+}
+
+// bindingEvents queues the binding of each event at its schedule priority (see enqueue).
+func bindingEvents() handler.EventHandler {
+	add := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if b, ok := obj.(*workv1alpha1.ResourceBinding); ok {
+			enqueue(q, b)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
+}
+
+// enqueue queues b at its schedule priority, as Karmada's priority scheduling: the controller's queue hands out
+// higher priorities first and equal ones in the order they came, so that with many bindings waiting (a start, a
+// cluster's change) those of higher PriorityClasses are placed first. Requeues keep the priority.
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], b *workv1alpha1.ResourceBinding) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		q.Add(req)
+		return
+	}
+	var priority int
+	if sp := b.Spec.SchedulePriority; sp != nil {
+		priority = int(sp.Priority)
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
 }
 
 // clusterEvents enqueues, on a Cluster change, the bindings whose placement it can change: every
@@ -129,7 +170,7 @@ func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateL
 	}
 	for i := range l.Items {
 		if keep(&l.Items[i].Status) {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+			enqueue(q, &l.Items[i])
 		}
 	}
 }

@@ -86,6 +86,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("application failover", func(t *testing.T) { testApplicationFailover(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
 	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
+	t.Run("higher schedule priority first", func(t *testing.T) { testSchedulePriority(t, c, host) })
 }
 
 func testDivided(t *testing.T, c client.Client) {

@@ -92,7 +92,11 @@ type PropagationSpec struct {
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
 
-	// SchedulePriority orders the scheduling of the templates' bindings by a PriorityClass.
+	// SchedulePriority orders the scheduling of the templates' bindings by a PriorityClass, as Karmada's priority
+	// scheduling: the bindings get the class's value (spec.schedulePriority.priority) and the scheduler takes
+	// higher values first; where it places them does not change. While the class does not exist, no binding is
+	// written (a PriorityClassNotFound event on the template says so); its creation, or a change of its value,
+	// reaches the bindings.
 	// +optional
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 }

@@ -150,6 +150,13 @@ type GracefulEvictionTask struct {
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
 }
 
+// SchedulePriority is where a binding stands in the scheduler's queue.
+type SchedulePriority struct {
+	// Priority is the PriorityClass's value: bindings of higher priority are scheduled first.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+}
+
 // BindingSnapshot is a dependent binding and where it was scheduled.
 type BindingSnapshot struct {
 	// Namespace of the binding.

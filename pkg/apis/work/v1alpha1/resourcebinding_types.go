@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.schedulePriority.priority`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ResourceBinding binds a namespaced resource template to the policy that placed it: the placement, the scheduler's
@@ -78,6 +79,11 @@ type ResourceBindingSpec struct {
 	// SchedulerName is the scheduler that places this binding; copied from the policy.
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// SchedulePriority orders the binding in the scheduler's queue: higher first, the same in arrival order. The
+	// detector sets it from the value of the PriorityClass the policy's schedulePriority names; unset is 0.
+	// +optional
+	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 
 	// Failover is copied from the policy.
 	// +optional
