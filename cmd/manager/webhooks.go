@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -57,7 +53,7 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.url, "webhook-url", "", "Base URL the API server calls the webhooks at (instead of --webhook-service), e.g. https://127.0.0.1:9443.")
 	fs.StringVar(&o.service, "webhook-service", "", "namespace/name of the Service in front of the webhook server.")
 	fs.StringVar(&o.caFile, "webhook-ca-file", "", "CA bundle the API server verifies the webhook server with.")
-	fs.DurationVar(&o.caResync, "webhook-ca-resync", 30*time.Second, "How often --webhook-ca-file is read again; a changed CA is written to the webhook registrations.")
+	fs.DurationVar(&o.caResync, "webhook-ca-resync", 5*time.Second, "How often --webhook-ca-file is read again; a changed CA is written to the webhook registrations, beside the one before it for 5 minutes.")
 	fs.StringVar(&o.proxyImage, "proxy-image", "", "Image of the injected proxy sidecar; empty turns injection off.")
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
@@ -163,12 +159,12 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 	}
 	server := mgr.GetWebhookServer()
 	server.Register(labels.Path, &admission.Webhook{Handler: labels.Handler{}})
-	webhookCA := &fileCA{path: o.caFile, what: "webhook CA"}
-	if _, err := webhookCA.current(); err != nil {
+	caBundle := &webhookCABundle{file: &fileCA{path: o.caFile, what: "webhook CA"}, every: o.caResync, now: time.Now,
+		labelMode: make(chan event.GenericEvent, 1)}
+	if _, err := caBundle.read(); err != nil {
 		return err
 	}
-	resync := &caResync{ca: webhookCA, every: o.caResync, labelMode: make(chan event.GenericEvent, 1)}
-	if err := mgr.Add(resync); err != nil {
+	if err := mgr.Add(caBundle); err != nil {
 		return err
 	}
 	backfill, err := labels.NewBackfill(mgr)
@@ -180,11 +176,10 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 		return err
 	}
 	labelsConfig := func() (admissionregistrationv1.WebhookClientConfig, error) {
-		ca, err := webhookCA.current()
-		return o.clientConfig(labels.Path, ca), err
+		return o.clientConfig(labels.Path, caBundle.bundle()), nil
 	}
 	err = (&labelmode.Reconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Discovery: disco,
-		ClientConfig: labelsConfig, Resync: resync.labelMode, Backfill: backfill}).SetupWithManager(mgr)
+		ClientConfig: labelsConfig, Resync: caBundle.labelMode, Backfill: backfill}).SetupWithManager(mgr)
 	if err != nil {
 		return err
 	}
@@ -204,54 +199,11 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
 			OwnershipLease: proxyLease},
 	}}})
-	resync.injection = func(ctx context.Context, ca []byte) error {
+	caBundle.injection = func(ctx context.Context, ca []byte) error {
 		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, o.clientConfig(inject.Path, ca)))
 	}
 	return (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
 		Recorder: mgr.GetEventRecorder("fedmesh-manager")}).SetupWithManager(mgr)
-}
-
-// caResync keeps the webhook registrations trusting the CA the webhook CA file holds: the manager serves a renewed
-// certificate without a restart (the webhook server follows its files), and when the CA is renewed too
-// (cert-manager gives a CA a new key by default) a registration still carrying the old one would have the API
-// server refuse the new certificate, and every admission it sends fail. It applies the injection registration
-// at start and on each change, and asks label mode's reconciler to rewrite its own.
-type caResync struct {
-	ca    *fileCA
-	every time.Duration
-	// injection applies the injection registration with a CA; nil without injection.
-	injection func(ctx context.Context, ca []byte) error
-	labelMode chan event.GenericEvent
-}
-
-func (r *caResync) Start(ctx context.Context) error {
-	log := ctrl.Log.WithName("webhook-ca")
-	var applied []byte
-	for {
-		ca, err := r.ca.current()
-		if err == nil && !bytes.Equal(ca, applied) {
-			if applied != nil {
-				log.Info("The webhook CA changed: updating the webhook registrations", "file", r.ca.path)
-				select {
-				case r.labelMode <- event.GenericEvent{Object: &admissionregistrationv1.MutatingWebhookConfiguration{}}:
-				default: // one is pending already
-				}
-			}
-			if r.injection != nil {
-				err = r.injection(ctx, ca)
-			}
-			if err == nil {
-				applied = ca
-			} else if ctx.Err() == nil {
-				log.Error(err, "Applying the injection webhook registration; trying again", "after", r.every)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(r.every):
-		}
-	}
 }
 
 // apply creates or replaces the webhooks of a MutatingWebhookConfiguration.
@@ -284,33 +236,4 @@ func (h *currentCAInjection) Handle(ctx context.Context, req admission.Request) 
 	handler := h.handler // a copy: requests are served concurrently
 	handler.Options.XDSCA = ca
 	return handler.Handle(ctx, req)
-}
-
-// fileCA reads a CA bundle from its file each time it is asked: a small read per admitted pod, and nothing to watch.
-type fileCA struct {
-	path string
-	what string // for logs
-
-	mu   sync.Mutex
-	last []byte // the last bundle read that held a certificate
-}
-
-// current is the bundle in the file, or the last good one when the file cannot be read or holds no certificate (a
-// Secret volume is swapped atomically, but a file edited in place can be caught half-written).
-func (f *fileCA) current() ([]byte, error) {
-	pem, err := os.ReadFile(f.path)
-	if err == nil && !x509.NewCertPool().AppendCertsFromPEM(pem) {
-		err = fmt.Errorf("%s holds no PEM certificate", f.path)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err != nil {
-		if f.last != nil {
-			ctrl.Log.Error(err, "Reading the "+f.what+"; using the last one read")
-			return f.last, nil
-		}
-		return nil, err
-	}
-	f.last = pem
-	return pem, nil
 }

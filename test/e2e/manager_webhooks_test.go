@@ -25,7 +25,7 @@ import (
 // The manager binary serves its webhooks: a ShardingConfig in label mode registers the label webhook for its
 // resources, existing objects are backfilled, new ones are labeled at admission; a pod asking for the proxy gets
 // it, one that does not is left alone. A new CA and a serving certificate from it take effect without a restart:
-// the registrations trust the new CA, and admission goes on.
+// the registrations trust the new CA (beside the old one for a while), and admission goes on.
 func TestManagerWebhooks(t *testing.T) {
 	t.Parallel()
 	c := cluster.New(t, cluster.Options{})
@@ -138,6 +138,10 @@ func TestManagerWebhooks(t *testing.T) {
 	}
 
 	// The CA is renewed with a new key (as cert-manager does by default), and the serving certificate with it.
+	oldCA, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	renewedCert, renewedKey, _ := tlsFiles(t)
 	for from, to := range map[string]string{renewedKey: filepath.Join(certDir, "tls.key"), renewedCert: certFile} {
 		data, err := os.ReadFile(from)
@@ -157,12 +161,14 @@ func TestManagerWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"fedmesh-shard-labels", "fedmesh-proxy-injection"} {
-		eventually(t, 30*time.Second, name+" trusts the renewed CA", func() (bool, error) {
+		// And, for a while, the old one: another replica may still present a certificate of it.
+		eventually(t, 30*time.Second, name+" trusts the renewed CA and the old one", func() (bool, error) {
 			var cfg admissionregistrationv1.MutatingWebhookConfiguration
 			if err := scheme.Get(ctx, clientKey(name), &cfg); err != nil {
 				return false, err
 			}
-			return len(cfg.Webhooks) == 1 && bytes.Equal(cfg.Webhooks[0].ClientConfig.CABundle, renewedCA), nil
+			return len(cfg.Webhooks) == 1 && bytes.Contains(cfg.Webhooks[0].ClientConfig.CABundle, renewedCA) &&
+				bytes.Contains(cfg.Webhooks[0].ClientConfig.CABundle, oldCA), nil
 		})
 	}
 	eventually(t, 30*time.Second, "admission through the renewed certificate", func() (bool, error) {
