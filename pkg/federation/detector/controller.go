@@ -236,9 +236,16 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	}
 	desired := DesiredSpec(obj, policy, replicas, req)
 	if desired.SchedulePriority, err = r.schedulePriority(ctx, policy); apierrors.IsNotFound(err) {
+		// No binding is born without its priority; one that exists keeps the priority it has, and everything
+		// else still reaches it. The class's creation queues the template again (policiesNaming).
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPriorityClassNotFound, ReasonPriorityClassNotFound,
-			"%s names PriorityClass %s, which does not exist: the binding waits for it", policy, policy.Spec.SchedulePriority.PriorityClassName)
-		return reconcile.Result{}, nil // the class's creation queues the template again (policiesNaming)
+			"%s names PriorityClass %s, which does not exist: the binding keeps the priority it has, or waits for the class",
+			policy, policy.Spec.SchedulePriority.PriorityClassName)
+		var existing workv1alpha1.ResourceBinding
+		if err := r.Client.Get(ctx, bindingKey(obj.GetKind(), obj.GetNamespace(), obj.GetName()), &existing); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		desired.SchedulePriority = existing.Spec.SchedulePriority.DeepCopy()
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -33,7 +35,7 @@ func testSchedulePriority(t *testing.T, c client.Client, events *fedtest.Events)
 		}
 	}
 	eventually(t, func() error {
-		want := "PropagationPolicy d/urgent names PriorityClass fedmesh-urgent, which does not exist: the binding waits for it"
+		want := "PropagationPolicy d/urgent names PriorityClass fedmesh-urgent, which does not exist: the binding keeps the priority it has, or waits for the class"
 		if events.Find("", ReasonPriorityClassNotFound, want) == "" {
 			return fmt.Errorf("no %s event saying %q among %v", ReasonPriorityClassNotFound, want, events.All())
 		}
@@ -56,4 +58,24 @@ func testSchedulePriority(t *testing.T, c client.Client, events *fedtest.Events)
 		return nil
 	})
 	t.Logf("binding written %s after the class", time.Since(start).Round(time.Millisecond))
+
+	// The policy names a class not there yet: the binding keeps its priority, and a change of the template
+	// still reaches it.
+	if err := c.Patch(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "urgent"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"schedulePriority":{"priorityClassName":"fedmesh-later"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "job"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitBinding(t, c, "d", "job-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+		if sp := rb.Spec.SchedulePriority; rb.Spec.Replicas != 3 || sp == nil || sp.Priority != 1000 {
+			return fmt.Errorf("replicas %d, schedulePriority %+v", rb.Spec.Replicas, sp)
+		}
+		return nil
+	})
+	if events.Find("", ReasonPriorityClassNotFound, "names PriorityClass fedmesh-later") == "" {
+		t.Errorf("no %s event for fedmesh-later among %v", ReasonPriorityClassNotFound, events.All())
+	}
 }

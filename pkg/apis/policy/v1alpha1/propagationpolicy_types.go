@@ -94,9 +94,10 @@ type PropagationSpec struct {
 
 	// SchedulePriority orders the scheduling of the templates' bindings by a PriorityClass, as Karmada's priority
 	// scheduling: the bindings get the class's value (spec.schedulePriority.priority) and the scheduler takes
-	// higher values first; where it places them does not change. While the class does not exist, no binding is
-	// written (a PriorityClassNotFound event on the template says so); its creation, or a change of its value,
-	// reaches the bindings.
+	// higher values first; where it places them does not change. While the class does not exist (a
+	// PriorityClassNotFound event on the template says so), no binding is written, and one that exists keeps the
+	// priority it has; the class's creation reaches the bindings (with Lazy activation, at the template's next
+	// change).
 	// +optional
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 }
