@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +146,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&policyv1alpha1.PropagationPolicy{}).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, &handler.EnqueueRequestForObject{}).
 		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.policiesNaming)).
+		Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policiesDependingOn)).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.policiesDependingOn)).
 		Complete(reconcile.Func(r.reconcilePolicy))
 	if err != nil {
 		return err
@@ -222,6 +225,15 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	policy, ok := Choose(obj, candidates)
 	if !ok {
 		return reconcile.Result{}, r.release(ctx, obj)
+	}
+	// A policy takes effect once the overrides it depends on exist (dependentOverrides): until then it neither
+	// claims the template nor writes its binding. Their creation queues the template again (policiesDependingOn).
+	if missing, err := r.missingOverrides(ctx, policy); err != nil {
+		return reconcile.Result{}, err
+	} else if len(missing) > 0 {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonDependentOverridesMissing, ReasonDependentOverridesMissing,
+			"%s waits for the overrides it depends on: %s", policy, strings.Join(missing, ", "))
+		return reconcile.Result{}, nil
 	}
 	if obj, err = r.claim(ctx, obj, policy); err != nil {
 		return reconcile.Result{}, err

@@ -305,6 +305,10 @@ func TestDetector(t *testing.T) {
 		testSchedulePriority(t, c, events)
 	})
 
+	t.Run("a policy waits for the overrides it depends on", func(t *testing.T) {
+		testDependentOverrides(t, c, events)
+	})
+
 	t.Run("a policy whose name is longer than a label value claims its template", func(t *testing.T) {
 		long := "checkout-frontend-canary-propagation-to-every-production-member-cluster" // 72 characters
 		create(namespace("c"), webDeployment("c", "checkout", 1),

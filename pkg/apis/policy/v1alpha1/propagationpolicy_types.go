@@ -53,8 +53,11 @@ type PropagationSpec struct {
 	// +optional
 	Preemption PreemptionBehavior `json:"preemption,omitempty"`
 
-	// DependentOverrides names OverridePolicies that must exist before this policy takes effect, for when
-	// overrides and templates are created together. Other matching overrides still apply.
+	// DependentOverrides names overrides that must exist before this policy takes effect, for when overrides and
+	// templates are created together: OverridePolicies of the policy's namespace (ClusterOverridePolicies for a
+	// ClusterPropagationPolicy). Until they all exist the policy neither claims a template nor writes or updates
+	// its binding (a DependentOverridesMissing event on the template names those missing); their creation lets
+	// it. Other matching overrides apply too.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	// +optional
