@@ -45,8 +45,32 @@ func (e *fedEnv) failover(t *testing.T) {
 	e.create(policy(ns, "graceful", selectDeployment("graceful"), placement, func(s *policyv1alpha1.PropagationSpec) {
 		s.Failover = &policyv1alpha1.FailoverBehavior{}
 	}))
+	// A stateful workload on member2 alone, member1 its backup: it carries the state recorded from its status on
+	// member2 over to member1 (cluster failover's statePreservation, purgeMode Directly).
+	stateful := placement.DeepCopy()
+	stateful.ClusterAffinity, stateful.ReplicaScheduling = nil, nil
+	stateful.ClusterAffinities = []policyv1alpha1.ClusterAffinityTerm{
+		{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2"}}},
+		{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}},
+	}
+	e.create(deployment(ns, "ledger", 1))
+	e.create(policy(ns, "ledger", selectDeployment("ledger"), *stateful, func(s *policyv1alpha1.PropagationSpec) {
+		s.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: "Directly",
+			StatePreservation: &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{
+				{AliasLabelName: stateLabel, JSONPath: "{ .observedGeneration }"}}}}}
+	}))
 	e.waitMemberReplicas(ns, "web", map[string]int32{"member1": 2, "member2": 2}, 60*time.Second)
 	e.waitMemberReplicas(ns, "graceful", map[string]int32{"member1": 1, "member2": 1}, 60*time.Second)
+	e.waitMemberReplicas(ns, "ledger", map[string]int32{"member2": 1}, 60*time.Second)
+	eventually(t, 60*time.Second, "ledger's state recorded from member2", func() (bool, error) {
+		rb, err := e.binding(ns, "ledger")
+		if err != nil {
+			return false, err
+		}
+		got := rb.Annotations[names.PreservedStateAnnotation]
+		return got == `{"member2":{"`+stateLabel+`":"1"}}`, fmt.Errorf("annotation %q", got)
+	})
+	ledgerLabels := watchLabel(t, e, "member1", ns, "ledger", stateLabel)
 
 	m2 := e.f.Member("member2")
 	m2.StopAPIServer()
@@ -96,6 +120,14 @@ func (e *fedEnv) failover(t *testing.T) {
 	if done := evictionsDone(names.Binding("Deployment", "web")); len(done) > 0 {
 		t.Errorf("purgeMode Directly made eviction tasks: %v", done)
 	}
+	eventually(t, 90*time.Second, "ledger on member1, with the state recorded on member2", func() (bool, error) {
+		d, err := e.memberDeployment("member1", ns, "ledger")
+		if err != nil {
+			return false, err
+		}
+		seen := ledgerLabels()
+		return d != nil && slices.Equal(seen, []string{"1"}), fmt.Errorf("on member1 %v, %s seen %v", d != nil, stateLabel, seen)
+	})
 
 	if err := m2.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,10 @@ const (
 	// ScheduledPlacementAnnotation on a ResourceBinding is the placement (JSON) spec.clusters was last scheduled
 	// for: while the placement is the same, the scheduler keeps a result that still fits (scheduler.Input.Settled).
 	ScheduledPlacementAnnotation = "work.fedmesh.io/scheduled-placement"
+	// PreservedStateAnnotation on a ResourceBinding whose cluster failover preserves state is, per target
+	// cluster, the state its statePreservation picked from the workload's status there (JSON: cluster -> label ->
+	// value), kept while the cluster reports nothing (not ready), so that failing over from it can carry the state.
+	PreservedStateAnnotation = "work.fedmesh.io/preserved-state"
 	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
 	BindingLabel = "work.fedmesh.io/binding"
 	// ClusterLabel on a Work names its target member cluster, as LabelValue(cluster) since a Cluster's name may be

@@ -46,7 +46,8 @@ type Departure struct {
 // EvictionTasks are the binding's gracefulEvictionTasks once it moves from the clusters before to those after,
 // having failed over from the clusters d.Evicted and, by application failover, from d.AppEvicted. A cluster failed
 // over from gets a task (holding the replicas it had) with graceful purge, so its copy stays until the substitute
-// is healthy (see package eviction). A cluster application failover left always gets one, which also keeps the
+// is healthy (see package eviction); with purgeMode Directly, only when it carries state preserved from the
+// cluster. A cluster application failover left always gets one, which also keeps the
 // cluster out of scheduling while it lasts (ApplicationEvicted): its purgeMode says whether the copy stays
 // (Gracefully, Never: suppressDeletion until a person clears it) or goes at once (Directly). A task of a cluster
 // the binding is on again is dropped, as that copy is the binding's own once more. Each new task carries the
@@ -108,6 +109,14 @@ func EvictionTasks(tasks []workv1alpha1.GracefulEvictionTask, f *policyv1alpha1.
 		for _, name := range d.Evicted {
 			add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: mode,
 				Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy stays until the substitute is healthy", name)})
+		}
+	} else if f != nil {
+		// Directly: the copy goes at once and needs no task, but for one to carry the state preserved from it.
+		for _, name := range d.Evicted {
+			if len(d.Preserved[name]) > 0 {
+				add(name, workv1alpha1.GracefulEvictionTask{Reason: EvictionReason, PurgeMode: policyv1alpha1.PurgeModeDirectly,
+					Message: fmt.Sprintf("cluster %s unhealthy past the binding's tolerations; its copy goes at once, and the state preserved from it goes to the substitute", name)})
+			}
 		}
 	}
 	if len(out) == 0 {

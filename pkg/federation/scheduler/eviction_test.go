@@ -67,6 +67,7 @@ func TestEvictionTasks(t *testing.T) {
 			Producer: EvictionProducer, PurgeMode: policyv1alpha1.PurgeModeGracefully, CreationTimestamp: at, ClustersBeforeFailover: before,
 			Message: "cluster " + cluster + " unhealthy past the binding's tolerations; its copy stays until the substitute is healthy"}
 	}
+	two := int32(2)
 	for _, tc := range []struct {
 		name          string
 		tasks         []workv1alpha1.GracefulEvictionTask
@@ -119,6 +120,13 @@ func TestEvictionTasks(t *testing.T) {
 			want: []workv1alpha1.GracefulEvictionTask{appTask("m2", policyv1alpha1.PurgeModeDirectly, &created, func(t *workv1alpha1.GracefulEvictionTask) {
 				t.Message = "the workload stayed unhealthy there past its tolerationSeconds; its copy goes at once, and the cluster takes no replicas until the substitute is healthy"
 			})}},
+		{name: "cluster failover, Directly: a task only to carry preserved state", f: direct, evicted: []string{"m1", "m2"},
+			preserved: map[string]map[string]string{"m2": {"example.io/job": "7"}},
+			before:    targets("m1", 2, "m2", 2, "m3", 2), after: targets("m3", 6),
+			want: []workv1alpha1.GracefulEvictionTask{{FromCluster: "m2", Replicas: &two, Reason: EvictionReason,
+				Producer: EvictionProducer, PurgeMode: policyv1alpha1.PurgeModeDirectly, CreationTimestamp: &created,
+				ClustersBeforeFailover: []string{"m1", "m2", "m3"}, PreservedLabelState: map[string]string{"example.io/job": "7"},
+				Message: "cluster m2 unhealthy past the binding's tolerations; its copy goes at once, and the state preserved from it goes to the substitute"}}},
 		{name: "preserved state goes on the task of its cluster", f: appFailover(policyv1alpha1.PurgeModeDirectly), appEvicted: []string{"m2"},
 			preserved: map[string]map[string]string{"m2": {"example.io/job": "7"}, "m1": {"example.io/job": "8"}},
 			before:    targets("m1", 2, "m2", 2), after: targets("m1", 4),

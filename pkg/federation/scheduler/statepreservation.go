@@ -15,14 +15,43 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
-// StatePreservation is the statePreservation application failover reads; nil when there is none. Cluster
-// failover's is not read: the federator keeps no status of a copy on a cluster that is not ready, and a cluster
-// left by cluster failover with purgeMode Directly gets no task to carry the state.
-func StatePreservation(f *policyv1alpha1.FailoverBehavior) *policyv1alpha1.StatePreservation {
-	if f == nil || f.Application == nil {
+// StatePreservation is the statePreservation of the failover that leaves a cluster for reason (application
+// failover for ApplicationFailureReason, cluster failover for EvictionReason); nil when there is none.
+func StatePreservation(f *policyv1alpha1.FailoverBehavior, reason string) *policyv1alpha1.StatePreservation {
+	switch {
+	case f == nil:
+		return nil
+	case reason == ApplicationFailureReason && f.Application != nil:
+		return f.Application.StatePreservation
+	case reason == EvictionReason && f.Cluster != nil:
+		return f.Cluster.StatePreservation
+	}
+	return nil
+}
+
+// RecordState is the state cluster failover's statePreservation sp picks from each target's status, as it
+// reports it now, over recorded (what was picked before): a cluster that reports nothing (not ready, so its
+// status is not kept) keeps what it had, which failing over from it carries; one whose status yields no value
+// has none; clusters no longer targets are dropped. Nil without sp.
+func RecordState(sp *policyv1alpha1.StatePreservation, targets []workv1alpha1.TargetCluster, items []workv1alpha1.AggregatedStatusItem,
+	recorded map[string]map[string]string) map[string]map[string]string {
+	if sp == nil {
 		return nil
 	}
-	return f.Application.StatePreservation
+	out := map[string]map[string]string{}
+	for _, t := range targets {
+		i := slices.IndexFunc(items, func(it workv1alpha1.AggregatedStatusItem) bool { return it.ClusterName == t.Name })
+		if i < 0 || items[i].Status == nil {
+			if state, ok := recorded[t.Name]; ok {
+				out[t.Name] = state
+			}
+			continue
+		}
+		if state, err := PreservedLabelState(sp, items[i].Status); err == nil {
+			out[t.Name] = state
+		}
+	}
+	return out
 }
 
 // PreservedLabelState picks the values sp's rules name from status (a cluster's copy's status, as the binding's

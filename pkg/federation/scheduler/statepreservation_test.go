@@ -13,16 +13,61 @@ import (
 
 func TestStatePreservation(t *testing.T) {
 	sp := &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "a", JSONPath: "{.a}"}}}
+	app := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp}}
+	cluster := &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}
 	for _, tc := range []struct {
-		name string
-		f    *policyv1alpha1.FailoverBehavior
-		want *policyv1alpha1.StatePreservation
+		name   string
+		f      *policyv1alpha1.FailoverBehavior
+		reason string
+		want   *policyv1alpha1.StatePreservation
 	}{
-		{name: "no failover"},
-		{name: "application failover's", f: &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp}}, want: sp},
-		{name: "cluster failover's is not read", f: &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}},
+		{name: "no failover", reason: EvictionReason},
+		{name: "application failover's", f: app, reason: ApplicationFailureReason, want: sp},
+		{name: "not cluster failover's", f: app, reason: EvictionReason},
+		{name: "cluster failover's", f: cluster, reason: EvictionReason, want: sp},
+		{name: "not application failover's", f: cluster, reason: ApplicationFailureReason},
 	} {
-		if got := StatePreservation(tc.f); got != tc.want {
+		if got := StatePreservation(tc.f, tc.reason); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRecordState(t *testing.T) {
+	sp := &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "example.io/job", JSONPath: "{.job}"}}}
+	item := func(cluster, status string) workv1alpha1.AggregatedStatusItem {
+		it := workv1alpha1.AggregatedStatusItem{ClusterName: cluster}
+		if status != "" {
+			it.Status = &runtime.RawExtension{Raw: []byte(status)}
+		}
+		return it
+	}
+	job := func(id string) map[string]string { return map[string]string{"example.io/job": id} }
+	for _, tc := range []struct {
+		name     string
+		sp       *policyv1alpha1.StatePreservation
+		targets  []workv1alpha1.TargetCluster
+		items    []workv1alpha1.AggregatedStatusItem
+		recorded map[string]map[string]string
+		want     map[string]map[string]string
+	}{
+		{name: "no statePreservation", targets: targets("a", 1), items: []workv1alpha1.AggregatedStatusItem{item("a", `{"job":"j1"}`)}},
+		{name: "from each target's status", sp: sp, targets: targets("a", 1, "b", 1),
+			items: []workv1alpha1.AggregatedStatusItem{item("a", `{"job":"j1"}`), item("b", `{"job":"j2"}`)},
+			want:  map[string]map[string]string{"a": job("j1"), "b": job("j2")}},
+		{name: "a cluster that reports nothing keeps what it had", sp: sp, targets: targets("a", 1, "b", 1),
+			items: []workv1alpha1.AggregatedStatusItem{item("a", "")}, recorded: map[string]map[string]string{"a": job("j0"), "b": job("j9")},
+			want: map[string]map[string]string{"a": job("j0"), "b": job("j9")}},
+		{name: "a new value replaces the old", sp: sp, targets: targets("a", 1),
+			items: []workv1alpha1.AggregatedStatusItem{item("a", `{"job":"j3"}`)}, recorded: map[string]map[string]string{"a": job("j0")},
+			want: map[string]map[string]string{"a": job("j3")}},
+		{name: "a status without the value has none", sp: sp, targets: targets("a", 1),
+			items: []workv1alpha1.AggregatedStatusItem{item("a", `{"other":1}`)}, recorded: map[string]map[string]string{"a": job("j0")},
+			want: map[string]map[string]string{}},
+		{name: "a cluster no longer a target is dropped", sp: sp, targets: targets("b", 1),
+			recorded: map[string]map[string]string{"a": job("j0")}, want: map[string]map[string]string{}},
+	} {
+		if got := RecordState(tc.sp, tc.targets, tc.items, tc.recorded); !cmp.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -206,7 +206,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // healthChanged passes a status update of a binding with application failover that changes a cluster's health,
 // and, of one whose application failover preserves state, one that changes what a cluster where the workload is
-// Unhealthy reports: a failover waiting for state it could not read goes ahead as soon as the state is there.
+// Unhealthy reports (a failover waiting for state it could not read goes ahead as soon as the state is there), and,
+// of one whose cluster failover preserves state, one that changes what any cluster reports (the state recorded).
 func healthChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -219,11 +220,14 @@ func healthChanged() predicate.Predicate {
 				return false
 			}
 			f := cur.Spec.Failover
+			if scheduler.StatePreservation(f, scheduler.EvictionReason) != nil && !maps.Equal(reports(old, ""), reports(cur, "")) {
+				return true // the state recorded from the targets may change
+			}
 			if f.Application == nil {
 				return false
 			}
-			return !maps.Equal(healthOf(old), healthOf(cur)) ||
-				scheduler.StatePreservation(f) != nil && !maps.Equal(unhealthyReports(old), unhealthyReports(cur))
+			return !maps.Equal(healthOf(old), healthOf(cur)) || scheduler.StatePreservation(f, scheduler.ApplicationFailureReason) != nil &&
+				!maps.Equal(reports(old, workv1alpha1.ResourceUnhealthy), reports(cur, workv1alpha1.ResourceUnhealthy))
 		},
 	}
 }
@@ -236,11 +240,12 @@ func healthOf(b *workv1alpha1.ResourceBinding) map[string]workv1alpha1.ResourceH
 	return out
 }
 
-// unhealthyReports is the status of the workload on each cluster where it is Unhealthy, as the binding holds it.
-func unhealthyReports(b *workv1alpha1.ResourceBinding) map[string]string {
+// reports is the status of the workload on each cluster where its health is health (any, when empty), as the
+// binding holds it.
+func reports(b *workv1alpha1.ResourceBinding, health workv1alpha1.ResourceHealth) map[string]string {
 	out := map[string]string{}
 	for _, item := range b.Status.AggregatedStatus {
-		if item.Health == workv1alpha1.ResourceUnhealthy && item.Status != nil {
+		if (health == "" || item.Health == health) && item.Status != nil {
 			out[item.ClusterName] = string(item.Status.Raw)
 		}
 	}

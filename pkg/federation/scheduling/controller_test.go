@@ -84,6 +84,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("other stages' status not looked at", func(t *testing.T) { testOthersStatus(t, c) })
 	t.Run("divided, scaled, failed over", func(t *testing.T) { testDivided(t, c) })
 	t.Run("application failover", func(t *testing.T) { testApplicationFailover(t, c) })
+	t.Run("cluster failover carries the state recorded", func(t *testing.T) { testClusterStatePreservation(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
 	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
 	t.Run("higher schedule priority first", func(t *testing.T) { testSchedulePriority(t, c, host) })

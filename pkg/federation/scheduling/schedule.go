@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,11 +46,13 @@ type decision struct {
 	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves; stayed
 	// are those application failover would leave but for nowhere healthy to go.
 	evicted, appEvicted, stayed []string
-	// preserved is the state statePreservation picked from each cluster application failover leaves;
-	// unpreserved says, for each cluster it would leave but whose state could not be picked, why (the workload
-	// stays there meanwhile).
+	// preserved is the state statePreservation picked from each cluster failover leaves; unpreserved says, for
+	// each cluster it would leave but whose state could not be picked, why (the workload stays there meanwhile).
 	preserved   map[string]map[string]string
 	unpreserved map[string]string
+	// recorded is the state cluster failover's statePreservation picks from each target (scheduler.RecordState),
+	// for names.PreservedStateAnnotation.
+	recorded map[string]map[string]string
 	// unhealthySince is application failover's memory of the binding (see scheduler.AppFailoverInput).
 	unhealthySince map[string]time.Time
 	recheck        time.Duration
@@ -57,11 +60,19 @@ type decision struct {
 	observed       int64 // the generation the decision is for
 }
 
-// decide schedules the binding whose spec and status are given over clusters, at now; settled says its placement
-// is the one spec.clusters was chosen for (scheduler.Input.Settled), unhealthySince is what the last decision for
-// it returned.
-func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, settled bool,
-	unhealthySince map[string]time.Time, items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
+// memory is what decide knows of a binding besides its spec and status.
+type memory struct {
+	// settled says its placement is the one spec.clusters was chosen for (scheduler.Input.Settled).
+	settled bool
+	// unhealthySince is what the last decision for it returned.
+	unhealthySince map[string]time.Time
+	// recorded is the state recorded from its targets (names.PreservedStateAnnotation).
+	recorded map[string]map[string]string
+}
+
+// decide schedules the binding whose spec and status are given over clusters, at now.
+func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, m memory,
+	items []clusterv1alpha1.Cluster, now time.Time, grace time.Duration) decision {
 	clusters := make([]scheduler.Cluster, len(items))
 	for i := range items {
 		clusters[i] = scheduler.NewCluster(&items[i], spec.ReplicaRequirements)
@@ -75,12 +86,23 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		DefaultToleration: grace, Now: now,
 	})
 	app := scheduler.ApplicationFailover(scheduler.AppFailoverInput{
-		Failover: spec.Failover, Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: unhealthySince, Now: now,
+		Failover: spec.Failover, Targets: spec.Clusters, Status: status.AggregatedStatus, UnhealthySince: m.unhealthySince, Now: now,
 	})
-	d := decision{evicted: fo.Evict, appEvicted: app.Evict, unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
+	d := decision{appEvicted: app.Evict, unhealthySince: app.UnhealthySince, recheck: fo.RecheckAfter}
 	if r := app.RecheckAfter; r > 0 && (d.recheck == 0 || r < d.recheck) {
 		d.recheck = r
 	}
+	if sp := scheduler.StatePreservation(spec.Failover, scheduler.EvictionReason); sp != nil {
+		// A failed cluster reports nothing: its state is the one recorded while it did.
+		d.recorded = scheduler.RecordState(sp, spec.Clusters, status.AggregatedStatus, m.recorded)
+		fo.Evict = d.withState(fo.Evict, func(name string) (map[string]string, error) {
+			if state, ok := d.recorded[name]; ok {
+				return state, nil
+			}
+			return nil, errors.New("no state was recorded from its status while the cluster was ready")
+		})
+	}
+	d.evicted = fo.Evict
 	// Clusters application failover left stay out while their tasks last.
 	out := append(slices.Clone(fo.Evict), scheduler.ApplicationEvicted(spec.GracefulEvictionTasks)...)
 	in := scheduler.Input{
@@ -89,7 +111,7 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		Clusters:         clusters,
 		Previous:         spec.Clusters,
 		PreviousAffinity: status.SchedulerObservedAffinityName,
-		Settled:          settled,
+		Settled:          m.settled,
 		Evicted:          append(slices.Clone(out), app.Evict...),
 		Now:              now,
 	}
@@ -129,17 +151,26 @@ func (d *decision) recheckWithin(after time.Duration) {
 // state cannot be picked is not, as Karmada keeps it, for its state would be lost with the move (but for a cluster
 // cluster failover leaves anyway, which goes without it).
 func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, leaving []string, items []workv1alpha1.AggregatedStatusItem) []string {
-	sp := scheduler.StatePreservation(f)
+	sp := scheduler.StatePreservation(f, scheduler.ApplicationFailureReason)
 	if sp == nil {
 		return leaving
 	}
-	var out []string
-	for _, name := range leaving {
+	return d.withState(leaving, func(name string) (map[string]string, error) {
 		var status *runtime.RawExtension
 		if i := slices.IndexFunc(items, func(it workv1alpha1.AggregatedStatusItem) bool { return it.ClusterName == name }); i >= 0 {
 			status = items[i].Status
 		}
-		state, err := scheduler.PreservedLabelState(sp, status)
+		return scheduler.PreservedLabelState(sp, status)
+	})
+}
+
+// withState returns the clusters of leaving whose state is found, recording it in d.preserved; the others, not
+// being left by cluster failover anyway (d.evicted), stay, with why in d.unpreserved, and are looked at again in a
+// while.
+func (d *decision) withState(leaving []string, state func(cluster string) (map[string]string, error)) []string {
+	var out []string
+	for _, name := range leaving {
+		s, err := state(name)
 		if err != nil {
 			if !slices.Contains(d.evicted, name) {
 				if d.unpreserved == nil {
@@ -153,7 +184,7 @@ func (d *decision) preserveState(f *policyv1alpha1.FailoverBehavior, leaving []s
 		if d.preserved == nil {
 			d.preserved = map[string]map[string]string{}
 		}
-		d.preserved[name] = state
+		d.preserved[name] = s
 		out = append(out, name)
 	}
 	return out
@@ -196,20 +227,30 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		first = false
 		spec := &obj.Spec
 		placement := placementText(spec.Placement)
-		recorded := obj.GetAnnotations()[names.ScheduledPlacementAnnotation] == placement
-		d = decide(spec, &obj.Status, recorded, r.unhealthy.get(key), clusters, r.Now(), r.DefaultToleration)
+		settled := obj.GetAnnotations()[names.ScheduledPlacementAnnotation] == placement
+		m := memory{settled: settled, unhealthySince: r.unhealthy.get(key), recorded: recordedState(obj)}
+		d = decide(spec, &obj.Status, m, clusters, r.Now(), r.DefaultToleration)
 		d.observed = obj.GetGeneration()
 		same := d.err == nil && sameTargets(spec.Clusters, d.result.Clusters)
-		if d.err != nil || same && recorded {
+		stateNote := stateText(d.recorded)
+		stateChanged := stateNote != obj.GetAnnotations()[names.PreservedStateAnnotation]
+		recordPlacement := d.err == nil && !(same && settled)
+		if !recordPlacement && !stateChanged {
 			placed = false
 			return nil
 		}
 		before := obj.DeepCopy()
-		// The placement the result is for, so that later passes keep it while the placement stays.
-		obj.SetAnnotations(withAnnotation(obj.GetAnnotations(), names.ScheduledPlacementAnnotation, placement))
-		if same {
-			// Only the record of the placement was missing or old (a binding from before the record, or a
-			// placement changed in a way that leaves the result as it is): no new placement to tell of.
+		if stateChanged {
+			obj.SetAnnotations(withAnnotation(obj.GetAnnotations(), names.PreservedStateAnnotation, stateNote))
+		}
+		if recordPlacement {
+			// The placement the result is for, so that later passes keep it while the placement stays.
+			obj.SetAnnotations(withAnnotation(obj.GetAnnotations(), names.ScheduledPlacementAnnotation, placement))
+		}
+		if d.err != nil || same {
+			// Only a record changed: the state recorded from the targets, or the placement's (missing or old: a
+			// binding from before the record, or a placement changed in a way that leaves the result as it is).
+			// No new placement to tell of.
 			placed = false
 			return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		}
@@ -346,12 +387,38 @@ func placementText(placement *policyv1alpha1.Placement) string {
 	return string(b)
 }
 
+// withAnnotation sets key to value in annotations, or removes it for an empty value.
 func withAnnotation(annotations map[string]string, key, value string) map[string]string {
+	if value == "" {
+		delete(annotations, key)
+		return annotations
+	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations[key] = value
 	return annotations
+}
+
+// stateText is how names.PreservedStateAnnotation records state: its JSON, "" (no annotation) for none.
+func stateText(recorded map[string]map[string]string) string {
+	if len(recorded) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(recorded) // map keys sorted: the same state reads the same
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// recordedState is the state obj's annotation records; none when it has none or it does not read.
+func recordedState(obj *workv1alpha1.ResourceBinding) map[string]map[string]string {
+	var out map[string]map[string]string
+	if text := obj.GetAnnotations()[names.PreservedStateAnnotation]; text != "" {
+		_ = json.Unmarshal([]byte(text), &out)
+	}
+	return out
 }
 
 func sameTargets(a, b []workv1alpha1.TargetCluster) bool {

@@ -72,19 +72,19 @@ func TestDecideReschedule(t *testing.T) {
 	status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: &scheduled}
 
 	// Duplicated with no replicas: both clusters, whatever the previous result.
-	d := decide(spec, status, false, nil, clusters, now, 0)
+	d := decide(spec, status, memory{}, clusters, now, 0)
 	if d.err != nil || len(d.result.Clusters) != 2 || d.fresh {
 		t.Fatalf("decision %+v", d)
 	}
 	// A reschedule asked for after the last scheduling starts afresh; one asked for before does not.
 	before := metav1.NewTime(now.Add(-2 * time.Hour))
 	spec.RescheduleTriggeredAt = &before
-	if d := decide(spec, status, false, nil, clusters, now, 0); d.fresh {
+	if d := decide(spec, status, memory{}, clusters, now, 0); d.fresh {
 		t.Error("an old reschedule request was honoured again")
 	}
 	after := metav1.NewTime(now.Add(-time.Minute))
 	spec.RescheduleTriggeredAt = &after
-	if d := decide(spec, status, false, nil, clusters, now, 0); !d.fresh {
+	if d := decide(spec, status, memory{}, clusters, now, 0); !d.fresh {
 		t.Error("a new reschedule request was ignored")
 	}
 }
@@ -113,7 +113,7 @@ func TestDecideApplicationFailover(t *testing.T) {
 	since := map[string]time.Time{"a": now.Add(-2 * time.Second)}
 
 	// a past its toleration, b unhealthy within it, c healthy: a is left; b keeps its share for now.
-	d := decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Healthy"), true, since, clusters, now, 0)
+	d := decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Healthy"), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || !slices.Equal(d.appEvicted, []string{"a"}) || len(d.stayed) > 0 {
 		t.Fatalf("decision %+v", d)
 	}
@@ -125,7 +125,7 @@ func TestDecideApplicationFailover(t *testing.T) {
 	}
 
 	// Unhealthy everywhere: nowhere better to go, so it stays, and looks again in a while.
-	d = decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Unhealthy"), true, since, clusters, now, 0)
+	d = decide(spec, health("a", "Unhealthy", "b", "Unhealthy", "c", "Unhealthy"), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || !slices.Equal(d.result.Clusters, spec.Clusters) {
 		t.Fatalf("decision %+v", d)
 	}
@@ -166,7 +166,7 @@ func TestDecideStatefulFailover(t *testing.T) {
 	}
 
 	// On one cluster of three: it moves to the next, its state with it.
-	d := decide(oneCluster, unhealthyOnA(`{"job":"j7"}`), true, since, clusters, now, 0)
+	d := decide(oneCluster, unhealthyOnA(`{"job":"j7"}`), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || !slices.Equal(d.appEvicted, []string{"a"}) || len(d.unpreserved) > 0 {
 		t.Fatalf("decision %+v", d)
 	}
@@ -178,7 +178,7 @@ func TestDecideStatefulFailover(t *testing.T) {
 	}
 
 	// The state cannot be picked: it stays, says why, and looks again in a while.
-	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), true, since, clusters, now, 0)
+	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.result.Clusters, oneCluster.Clusters) ||
 		!strings.Contains(d.unpreserved["a"], "job is not found") {
 		t.Fatalf("decision %+v", d)
@@ -191,14 +191,14 @@ func TestDecideStatefulFailover(t *testing.T) {
 	everywhere := oneCluster.DeepCopy()
 	everywhere.Placement = nil
 	everywhere.Clusters = []workv1alpha1.TargetCluster{{Name: "a", Replicas: 1}, {Name: "b", Replicas: 1}, {Name: "c", Replicas: 1}}
-	d = decide(everywhere, unhealthyOnA(`{"job":"j7"}`), true, since, clusters, now, 0)
+	d = decide(everywhere, unhealthyOnA(`{"job":"j7"}`), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || len(d.appEvicted) > 0 || !slices.Equal(d.stayed, []string{"a"}) || len(d.preserved) > 0 ||
 		!slices.Equal(d.result.Clusters, everywhere.Clusters) {
 		t.Fatalf("decision %+v", d)
 	}
 
 	// Already everywhere, with a rule that finds nothing: it stays for want of somewhere to go, not for its state.
-	d = decide(everywhere, unhealthyOnA(`{"checkpoint":3}`), true, since, clusters, now, 0)
+	d = decide(everywhere, unhealthyOnA(`{"checkpoint":3}`), memory{settled: true, unhealthySince: since}, clusters, now, 0)
 	if d.err != nil || !slices.Equal(d.stayed, []string{"a"}) || len(d.unpreserved) > 0 {
 		t.Fatalf("decision %+v", d)
 	}
@@ -208,17 +208,25 @@ func TestDecideStatefulFailover(t *testing.T) {
 	failed[0].Status.Conditions[0].Status = metav1.ConditionFalse
 	failed[0].Spec.Taints = []corev1.Taint{{Key: scheduler.NotReadyTaintKey, Effect: corev1.TaintEffectNoExecute,
 		TimeAdded: &metav1.Time{Time: now.Add(-time.Hour)}}}
-	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), true, since, failed, now, 0)
+	d = decide(oneCluster, unhealthyOnA(`{"checkpoint":3}`), memory{settled: true, unhealthySince: since}, failed, now, 0)
 	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || len(d.appEvicted) > 0 || len(d.unpreserved) > 0 ||
 		!slices.Equal(d.result.Clusters, []workv1alpha1.TargetCluster{{Name: "b", Replicas: 1}}) {
 		t.Fatalf("decision %+v", d)
 	}
-	// Cluster failover's own statePreservation is not read (the status of a copy on a failed cluster is gone).
+	// Cluster failover's own statePreservation: the state recorded from a while it was ready goes along ...
 	clusterFailover := oneCluster.DeepCopy()
 	clusterFailover.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{
 		PurgeMode: policyv1alpha1.PurgeModeDirectly, StatePreservation: failover.Application.StatePreservation}}
-	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, true, nil, failed, now, 0)
-	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || len(d.preserved) > 0 || len(d.unpreserved) > 0 {
+	recorded := map[string]map[string]string{"a": {"example.io/job": "j9"}}
+	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, memory{settled: true, recorded: recorded}, failed, now, 0)
+	if d.err != nil || !slices.Equal(d.evicted, []string{"a"}) || !reflect.DeepEqual(d.preserved, recorded) ||
+		!reflect.DeepEqual(d.recorded, recorded) || len(d.unpreserved) > 0 {
+		t.Fatalf("decision %+v", d)
+	}
+	// ... and without any, it stays, saying why.
+	d = decide(clusterFailover, &workv1alpha1.ResourceBindingStatus{}, memory{settled: true}, failed, now, 0)
+	if d.err != nil || len(d.evicted) > 0 || !slices.Equal(d.result.Clusters, oneCluster.Clusters) ||
+		d.unpreserved["a"] != "no state was recorded from its status while the cluster was ready" {
 		t.Fatalf("decision %+v", d)
 	}
 }

@@ -3,8 +3,8 @@ package v1alpha1
 // FailoverBehavior turns on cluster failover: a workload leaves a target cluster that stays unhealthy (tainted
 // NoExecute) past the binding's cluster tolerations. The cluster is dropped from the binding at once; its copy
 // there is deleted once the workload is healthy elsewhere (cluster.purgeMode Gracefully, the default) or at once
-// (Directly). With application set, a workload also leaves a cluster where it stays Unhealthy, and can carry state
-// over: statePreservation picks values from the old copy's status, which the new copy gets as labels.
+// (Directly). With application set, a workload also leaves a cluster where it stays Unhealthy. Either can carry
+// state over: statePreservation picks values from the old copy's status, which the new copy gets as labels.
 type FailoverBehavior struct {
 	// Application moves a workload away from a target cluster where its health stays Unhealthy for
 	// decisionConditions.tolerationSeconds, as Karmada's application failover, if another cluster can take it: its
@@ -87,19 +87,21 @@ type ClusterFailoverBehavior struct {
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
-	// StatePreservation is accepted for compatibility with Karmada's API and not read: the federator keeps no
-	// status of a copy on a cluster that is not ready to pick state from. Application failover's is read.
+	// StatePreservation carries state of the copy on the failed cluster over to the new one (see
+	// StatePreservation): a failed cluster reports nothing, so the values are the ones its rules picked while it
+	// last reported, which the binding keeps in its annotation work.fedmesh.io/preserved-state.
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
-// StatePreservation picks values from the status of the copy on the cluster application failover leaves and hands them to
+// StatePreservation picks values from the status of the copy on the cluster a failover leaves and hands them to
 // the new copy as labels, e.g. the job id a stream processor resumes from, as Karmada does: the values go on the
 // eviction task (preservedLabelState), and the workload gets them as labels where it moved when it now runs on
 // that one cluster alone, was not there before, and the old copy was deleted at once (purgeMode Directly), so the
 // two never run side by side; they last as long as the task. While a rule finds no value (no status collected
-// yet, a path that finds nothing, a value no label can hold), the workload stays where it is, with a
-// StatePreservationFailed event saying why, and is looked at again when the status changes or within a minute.
+// yet, a path that finds nothing, a value no label can hold; for cluster failover, none recorded while the cluster
+// reported), the workload stays where it is, with a StatePreservationFailed event saying why, and is looked at
+// again when the status changes or within a minute.
 type StatePreservation struct {
 	// Rules are the values to carry over.
 	// +kubebuilder:validation:MinItems=1

@@ -89,7 +89,8 @@ type TargetCluster struct {
 }
 
 // GracefulEvictionTask is the removal of a template's copy from a cluster the binding left, once it is safe: the
-// scheduler makes one when it fails over from a cluster with purgeMode Gracefully, or (reason ApplicationFailure,
+// scheduler makes one when it fails over from a cluster with purgeMode Gracefully (or Directly, to carry state
+// preserved from it), or (reason ApplicationFailure,
 // any purge mode) when application failover moves the workload off a cluster, which then takes no replicas while
 // the task stands. The binding stage keeps that cluster's Work while it stands (but with purgeMode Directly), and
 // the eviction stage removes it once the workload is healthy on the binding's clusters or the grace period is
