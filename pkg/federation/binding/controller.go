@@ -143,8 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, tc := range b.Spec.Clusters {
 		targeted[tc.Name] = true
 	}
-	// A cluster failed over from gracefully keeps its Work, as it is, until its eviction task is done; a task of
-	// purgeMode Directly only keeps the cluster out of scheduling.
+	// A cluster failed over from gracefully keeps its Work, as it is, until its eviction task is done; the Work of
+	// one with a task of purgeMode Directly (which keeps an application failover's cluster out of scheduling, or
+	// carries state preserved from it) goes at once.
 	evicting := map[string]bool{}
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		evicting[t.FromCluster] = scheduler.KeepsCopy(t)

@@ -226,14 +226,22 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if !ok {
 		return reconcile.Result{}, r.release(ctx, obj)
 	}
-	// A policy takes effect once the overrides it depends on exist (dependentOverrides): until then it neither
-	// claims the template nor writes its binding. Their creation queues the template again (policiesDependingOn).
-	if missing, err := r.missingOverrides(ctx, policy); err != nil {
+	// A policy takes effect once the overrides it depends on exist (dependentOverrides); their creation queues the
+	// template again (policiesDependingOn).
+	waiting := policy
+	policy, act, missing, err := r.inEffect(ctx, obj, candidates, policy)
+	if err != nil {
 		return reconcile.Result{}, err
-	} else if len(missing) > 0 {
+	}
+	if len(missing) > 0 {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonDependentOverridesMissing, ReasonDependentOverridesMissing,
-			"%s waits for the overrides it depends on: %s", policy, strings.Join(missing, ", "))
+			"%s waits for the overrides it depends on: %s", waiting, strings.Join(missing, ", "))
+	}
+	switch act {
+	case actWait:
 		return reconcile.Result{}, nil
+	case actRelease:
+		return reconcile.Result{}, r.release(ctx, obj)
 	}
 	if obj, err = r.claim(ctx, obj, policy); err != nil {
 		return reconcile.Result{}, err

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,6 +35,45 @@ func (r *Reconciler) missingOverrides(ctx context.Context, p Policy) ([]string, 
 		}
 	}
 	return missing, nil
+}
+
+// action is what the detector does with a template.
+type action int
+
+const (
+	actClaim   action = iota // claim it for the policy and write its binding
+	actWait                  // leave it as it is
+	actRelease               // no policy in effect selects it
+)
+
+// inEffect is the policy that acts on obj, given chosen, the policy Choose picked among candidates regardless of
+// dependentOverrides: chosen itself, once the overrides it depends on exist. Until then it preempts nothing: a
+// template another policy holds stays with the winner among the policies not waiting (released when none selects
+// it), so the template's changes still reach its binding; an unclaimed template, or one chosen holds already,
+// waits. missing names what chosen waits for.
+func (r *Reconciler) inEffect(ctx context.Context, obj *unstructured.Unstructured, candidates []Policy, chosen Policy) (Policy, action, []string, error) {
+	missing, err := r.missingOverrides(ctx, chosen)
+	if err != nil || len(missing) == 0 {
+		return chosen, actClaim, nil, err
+	}
+	holder, claimed := ClaimedBy(obj)
+	if !claimed || holder == chosen.claimKey() {
+		return chosen, actWait, missing, nil
+	}
+	var ready []Policy
+	for _, p := range candidates {
+		m, err := r.missingOverrides(ctx, p)
+		if err != nil {
+			return chosen, actWait, missing, err
+		}
+		if len(m) == 0 {
+			ready = append(ready, p)
+		}
+	}
+	if p, ok := Choose(obj, ready); ok {
+		return p, actClaim, missing, nil
+	}
+	return chosen, actRelease, missing, nil
 }
 
 // policiesDependingOn are the policies whose dependentOverrides names the override obj (an OverridePolicy names

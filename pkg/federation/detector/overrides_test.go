@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -17,7 +18,8 @@ import (
 )
 
 // testDependentOverrides: a policy naming an OverridePolicy that does not exist in dependentOverrides neither
-// claims its template nor writes a binding, and says why; once the override exists it does both.
+// claims its template nor writes a binding, and says why; once the override exists it does both. Meanwhile it
+// takes nothing from the policy that holds a template.
 func testDependentOverrides(t *testing.T, c client.Client, events *fedtest.Events) {
 	ctx := context.Background()
 	for _, o := range []client.Object{
@@ -53,4 +55,39 @@ func testDependentOverrides(t *testing.T, c client.Client, events *fedtest.Event
 	}
 	waitLabels(t, c, "e", "site", map[string]string{names.PropagationPolicyLabel: "guarded"})
 	waitBinding(t, c, "e", "site-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+
+	// A waiting policy preempts nothing: a template another policy holds stays with it, and its changes still
+	// reach the binding, until the override exists.
+	if err := c.Create(ctx, webDeployment("e", "cart", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitLabels(t, c, "e", "cart", map[string]string{names.ClusterPropagationPolicyLabel: "all-deployments"})
+	if err := c.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "takeover"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("cart"), Preemption: policyv1alpha1.PreemptAlways,
+			DependentOverrides: []string{"later"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if events.Find("cart", ReasonDependentOverridesMissing, "PropagationPolicy e/takeover waits for the overrides it depends on: later") == "" {
+			return fmt.Errorf("no %s event for cart among %v", ReasonDependentOverridesMissing, events.All())
+		}
+		return nil
+	})
+	if err := c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "cart"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitBinding(t, c, "e", "cart-deployment", func(rb *workv1alpha1.ResourceBinding) error {
+		if rb.Spec.Replicas != 3 || rb.Labels[names.ClusterPropagationPolicyLabel] != "all-deployments" {
+			return fmt.Errorf("replicas %d, labels %v", rb.Spec.Replicas, rb.Labels)
+		}
+		return nil
+	})
+	if err := c.Create(ctx, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "later"},
+		Spec: policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+			LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"later": "yes"}}}}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitLabels(t, c, "e", "cart", map[string]string{names.PropagationPolicyLabel: "takeover"})
 }

@@ -103,11 +103,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // doneNote says what the end of cluster's task means: its copy goes, or (purgeMode Directly, whose copy went when
-// the workload left) the cluster is a candidate again, for the next time the binding is placed afresh.
+// the workload left) the cluster is a candidate again (application failover's task kept it out) or the state
+// preserved from it is no longer given to the new copy.
 func doneNote(b *workv1alpha1.ResourceBinding, cluster string) string {
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		if t.FromCluster == cluster && !scheduler.KeepsCopy(t) {
-			return fmt.Sprintf("%s is a candidate again", cluster)
+			if t.Reason == scheduler.ApplicationFailureReason {
+				return fmt.Sprintf("%s is a candidate again", cluster)
+			}
+			return fmt.Sprintf("the state preserved from %s is no longer given to the new copy", cluster)
 		}
 	}
 	return fmt.Sprintf("the copy on %s goes", cluster)

@@ -16,14 +16,19 @@ import (
 )
 
 // StatePreservation is the statePreservation of the failover that leaves a cluster for reason (application
-// failover for ApplicationFailureReason, cluster failover for EvictionReason); nil when there is none.
+// failover for ApplicationFailureReason, cluster failover for EvictionReason), when its purgeMode is Directly; nil
+// otherwise. With another purge mode the old copy stays beside the new one, which is therefore never given the
+// state (PreservedLabels): it is neither picked nor waited for.
 func StatePreservation(f *policyv1alpha1.FailoverBehavior, reason string) *policyv1alpha1.StatePreservation {
+	direct := func(mode policyv1alpha1.PurgeMode) bool {
+		return mode == policyv1alpha1.PurgeModeDirectly || mode == policyv1alpha1.PurgeModeImmediately
+	}
 	switch {
 	case f == nil:
 		return nil
-	case reason == ApplicationFailureReason && f.Application != nil:
+	case reason == ApplicationFailureReason && f.Application != nil && direct(f.Application.PurgeMode):
 		return f.Application.StatePreservation
-	case reason == EvictionReason && f.Cluster != nil:
+	case reason == EvictionReason && f.Cluster != nil && direct(f.Cluster.PurgeMode):
 		return f.Cluster.StatePreservation
 	}
 	return nil
@@ -31,8 +36,9 @@ func StatePreservation(f *policyv1alpha1.FailoverBehavior, reason string) *polic
 
 // RecordState is the state cluster failover's statePreservation sp picks from each target's status, as it
 // reports it now, over recorded (what was picked before): a cluster that reports nothing (not ready, so its
-// status is not kept) keeps what it had, which failing over from it carries; one whose status yields no value
-// has none; clusters no longer targets are dropped. Nil without sp.
+// status is not kept), or a status that yields no value (a workload often loses it as its cluster degrades),
+// keeps the last value picked, which failing over from the cluster carries; clusters no longer targets are
+// dropped. Nil without sp.
 func RecordState(sp *policyv1alpha1.StatePreservation, targets []workv1alpha1.TargetCluster, items []workv1alpha1.AggregatedStatusItem,
 	recorded map[string]map[string]string) map[string]map[string]string {
 	if sp == nil {
@@ -48,6 +54,8 @@ func RecordState(sp *policyv1alpha1.StatePreservation, targets []workv1alpha1.Ta
 			continue
 		}
 		if state, err := PreservedLabelState(sp, items[i].Status); err == nil {
+			out[t.Name] = state
+		} else if state, ok := recorded[t.Name]; ok {
 			out[t.Name] = state
 		}
 	}

@@ -13,8 +13,13 @@ import (
 
 func TestStatePreservation(t *testing.T) {
 	sp := &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "a", JSONPath: "{.a}"}}}
-	app := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp}}
-	cluster := &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}
+	app := &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp,
+		PurgeMode: policyv1alpha1.PurgeModeDirectly}}
+	cluster := &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp,
+		PurgeMode: policyv1alpha1.PurgeModeImmediately}}
+	gracefully := &policyv1alpha1.FailoverBehavior{
+		Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: sp, PurgeMode: policyv1alpha1.PurgeModeGracefully},
+		Cluster:     &policyv1alpha1.ClusterFailoverBehavior{StatePreservation: sp}}
 	for _, tc := range []struct {
 		name   string
 		f      *policyv1alpha1.FailoverBehavior
@@ -26,6 +31,8 @@ func TestStatePreservation(t *testing.T) {
 		{name: "not cluster failover's", f: app, reason: EvictionReason},
 		{name: "cluster failover's", f: cluster, reason: EvictionReason, want: sp},
 		{name: "not application failover's", f: cluster, reason: ApplicationFailureReason},
+		{name: "the old copy kept: the state would never reach the new one", f: gracefully, reason: ApplicationFailureReason},
+		{name: "cluster failover's default purge mode keeps the copy too", f: gracefully, reason: EvictionReason},
 	} {
 		if got := StatePreservation(tc.f, tc.reason); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
@@ -61,9 +68,9 @@ func TestRecordState(t *testing.T) {
 		{name: "a new value replaces the old", sp: sp, targets: targets("a", 1),
 			items: []workv1alpha1.AggregatedStatusItem{item("a", `{"job":"j3"}`)}, recorded: map[string]map[string]string{"a": job("j0")},
 			want: map[string]map[string]string{"a": job("j3")}},
-		{name: "a status without the value has none", sp: sp, targets: targets("a", 1),
-			items: []workv1alpha1.AggregatedStatusItem{item("a", `{"other":1}`)}, recorded: map[string]map[string]string{"a": job("j0")},
-			want: map[string]map[string]string{}},
+		{name: "a status without the value keeps the last one", sp: sp, targets: targets("a", 1, "b", 1),
+			items:    []workv1alpha1.AggregatedStatusItem{item("a", `{"other":1}`), item("b", `{"other":1}`)},
+			recorded: map[string]map[string]string{"a": job("j0")}, want: map[string]map[string]string{"a": job("j0")}},
 		{name: "a cluster no longer a target is dropped", sp: sp, targets: targets("b", 1),
 			recorded: map[string]map[string]string{"a": job("j0")}, want: map[string]map[string]string{}},
 	} {

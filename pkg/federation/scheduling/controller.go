@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"maps"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -220,8 +221,10 @@ func healthChanged() predicate.Predicate {
 				return false
 			}
 			f := cur.Spec.Failover
-			if scheduler.StatePreservation(f, scheduler.EvictionReason) != nil && !maps.Equal(reports(old, ""), reports(cur, "")) {
-				return true // the state recorded from the targets may change
+			if sp := scheduler.StatePreservation(f, scheduler.EvictionReason); sp != nil && !maps.Equal(reports(old, ""), reports(cur, "")) &&
+				!reflect.DeepEqual(scheduler.RecordState(sp, cur.Spec.Clusters, old.Status.AggregatedStatus, nil),
+					scheduler.RecordState(sp, cur.Spec.Clusters, cur.Status.AggregatedStatus, nil)) {
+				return true // the state to record from the targets changed
 			}
 			if f.Application == nil {
 				return false

@@ -34,8 +34,8 @@ const (
 	ReasonEvicted       = "ClusterFailover"
 	// ReasonApplicationFailover: the workload left a cluster where it stayed unhealthy.
 	ReasonApplicationFailover = "ApplicationFailover"
-	// ReasonStatePreservationFailed: application failover would leave a cluster, but the state its
-	// statePreservation asks for cannot be picked from the workload's status there.
+	// ReasonStatePreservationFailed: a failover would leave a cluster, but the state its statePreservation asks
+	// for cannot be picked from the workload's status there (for cluster failover: none was recorded).
 	ReasonStatePreservationFailed = "StatePreservationFailed"
 )
 
@@ -131,6 +131,9 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 		// Somewhere to go: with the workload's state, where it asks for it.
 		d.appEvicted = d.preserveState(spec.Failover, app.Evict, status.AggregatedStatus)
 		in.Evicted = append(slices.Clone(out), d.appEvicted...)
+		for _, name := range d.appEvicted {
+			delete(d.unpreserved, name) // held by cluster failover for want of a record, but left all the same
+		}
 	}
 	d.result, d.err = scheduler.Schedule(in)
 	return d
@@ -275,7 +278,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		log.V(1).Info("application failover: nowhere healthy to go, staying", "clusters", d.stayed)
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.unpreserved)) {
-		log.Info("application failover: staying, the workload's state cannot be preserved", "cluster", name, "reason", d.unpreserved[name])
+		log.Info("failover: staying, the workload's state cannot be preserved", "cluster", name, "reason", d.unpreserved[name])
 		r.event(obj, corev1.EventTypeWarning, ReasonStatePreservationFailed, "stays on %s: its state cannot be preserved: %s", name, d.unpreserved[name])
 	}
 	var before metav1.Condition

@@ -62,7 +62,8 @@ type ApplicationFailoverBehavior struct {
 	// +optional
 	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 
-	// StatePreservation carries state of the copy on the cluster left over to the new one (see StatePreservation).
+	// StatePreservation carries state of the copy on the cluster left over to the new one, with purgeMode Directly
+	// (see StatePreservation).
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
@@ -87,21 +88,22 @@ type ClusterFailoverBehavior struct {
 	// +optional
 	PurgeMode PurgeMode `json:"purgeMode,omitempty"`
 
-	// StatePreservation carries state of the copy on the failed cluster over to the new one (see
-	// StatePreservation): a failed cluster reports nothing, so the values are the ones its rules picked while it
-	// last reported, which the binding keeps in its annotation work.fedmesh.io/preserved-state.
+	// StatePreservation carries state of the copy on the failed cluster over to the new one, with purgeMode
+	// Directly (see StatePreservation): a failed cluster reports nothing, so the values are the last ones its
+	// rules picked while it reported, which the binding keeps in its annotation work.fedmesh.io/preserved-state.
 	// +optional
 	StatePreservation *StatePreservation `json:"statePreservation,omitempty"`
 }
 
 // StatePreservation picks values from the status of the copy on the cluster a failover leaves and hands them to
-// the new copy as labels, e.g. the job id a stream processor resumes from, as Karmada does: the values go on the
-// eviction task (preservedLabelState), and the workload gets them as labels where it moved when it now runs on
-// that one cluster alone, was not there before, and the old copy was deleted at once (purgeMode Directly), so the
-// two never run side by side; they last as long as the task. While a rule finds no value (no status collected
-// yet, a path that finds nothing, a value no label can hold; for cluster failover, none recorded while the cluster
-// reported), the workload stays where it is, with a StatePreservationFailed event saying why, and is looked at
-// again when the status changes or within a minute.
+// the new copy as labels, e.g. the job id a stream processor resumes from, as Karmada does, with purgeMode
+// Directly (with another purge mode the old copy stays beside the new one, which is never given the state, so
+// none is picked or waited for): the values go on the eviction task (preservedLabelState), and the workload gets
+// them as labels where it moved when it now runs on that one cluster alone and was not there before; they last as
+// long as the task. While a rule finds no value (no status collected yet, a path that finds nothing, a value no
+// label can hold; for cluster failover, none ever recorded while the cluster reported), the workload stays where
+// it is, with a StatePreservationFailed event saying why, and is looked at again when the status changes or
+// within a minute; remove statePreservation to let it go without its state.
 type StatePreservation struct {
 	// Rules are the values to carry over.
 	// +kubebuilder:validation:MinItems=1

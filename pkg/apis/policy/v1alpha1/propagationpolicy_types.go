@@ -56,8 +56,8 @@ type PropagationSpec struct {
 	// DependentOverrides names overrides that must exist before this policy takes effect, for when overrides and
 	// templates are created together: OverridePolicies of the policy's namespace (ClusterOverridePolicies for a
 	// ClusterPropagationPolicy). Until they all exist the policy neither claims a template nor writes or updates
-	// its binding (a DependentOverridesMissing event on the template names those missing); their creation lets
-	// it. Other matching overrides apply too.
+	// its binding (a DependentOverridesMissing event on the template names those missing), nor takes a template
+	// another policy holds; their creation lets it. Other matching overrides apply too.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	// +optional

@@ -63,7 +63,9 @@ type ResourceBindingSpec struct {
 	Placement *policyv1alpha1.Placement `json:"placement,omitempty"`
 
 	// GracefulEvictionTasks are clusters the template left whose copy stays until the substitute is healthy or
-	// the grace period is over (failover with purgeMode Gracefully).
+	// the grace period is over (failover with purgeMode Gracefully), or, with purgeMode Directly, whose copy went
+	// at once but whose task keeps the cluster out (application failover) or carries state preserved from it, for
+	// as long (see GracefulEvictionTask).
 	// +kubebuilder:validation:MaxItems=1024
 	// +listType=atomic
 	// +optional
