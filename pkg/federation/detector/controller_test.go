@@ -40,11 +40,7 @@ func TestDetector(t *testing.T) {
 	host, c := fedtest.Host(t)
 	create := func(objs ...client.Object) {
 		t.Helper()
-		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil {
-				t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-			}
-		}
+		createAll(t, c, objs...)
 	}
 	create(namespace("a"), namespace("b"),
 		webDeployment("a", "web", 6), webDeployment("b", "api", 2),
@@ -290,12 +286,7 @@ func TestDetector(t *testing.T) {
 		create(&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "widgets"},
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{
 				{APIVersion: "example.com/v1", Kind: "Widget"}}}})
-		eventually(t, func() error {
-			if events.Find("", ReasonUnknownKind, "example.com/v1 Widget") == "" {
-				return fmt.Errorf("no UnknownKind event among %v", events.All())
-			}
-			return nil
-		})
+		waitEvent(t, events, "", ReasonUnknownKind, "example.com/v1 Widget")
 		// The detector still works.
 		create(webDeployment("b", "late", 1))
 		waitBinding(t, c, "b", "late-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
@@ -364,6 +355,27 @@ func webDeployment(ns, name string, replicas int32) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// createAll creates objs in order.
+func createAll(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// waitEvent waits for an event of reason about the object called name ("" for any) saying text.
+func waitEvent(t *testing.T, events *fedtest.Events, name, reason, text string) {
+	t.Helper()
+	eventually(t, func() error {
+		if events.Find(name, reason, text) == "" {
+			return fmt.Errorf("no %s event saying %q among %v", reason, text, events.All())
+		}
+		return nil
+	})
 }
 
 func eventually(t *testing.T, check func() error) {

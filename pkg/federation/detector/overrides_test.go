@@ -22,23 +22,11 @@ import (
 // takes nothing from the policy that holds a template.
 func testDependentOverrides(t *testing.T, c client.Client, events *fedtest.Events) {
 	ctx := context.Background()
-	for _, o := range []client.Object{
-		namespace("e"),
+	createAll(t, c, namespace("e"),
 		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "guarded"},
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("site"), DependentOverrides: []string{"mirror"}}},
-		webDeployment("e", "site", 1),
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, func() error {
-		want := "PropagationPolicy e/guarded waits for the overrides it depends on: mirror"
-		if events.Find("site", ReasonDependentOverridesMissing, want) == "" {
-			return fmt.Errorf("no %s event saying %q among %v", ReasonDependentOverridesMissing, want, events.All())
-		}
-		return nil
-	})
+		webDeployment("e", "site", 1))
+	waitEvent(t, events, "site", ReasonDependentOverridesMissing, "PropagationPolicy e/guarded waits for the overrides it depends on: mirror")
 	var d appsv1.Deployment
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "e", Name: "site"}, &d); err != nil {
 		t.Fatal(err)
@@ -58,21 +46,12 @@ func testDependentOverrides(t *testing.T, c client.Client, events *fedtest.Event
 
 	// A waiting policy preempts nothing: a template another policy holds stays with it, and its changes still
 	// reach the binding, until the override exists.
-	if err := c.Create(ctx, webDeployment("e", "cart", 1)); err != nil {
-		t.Fatal(err)
-	}
+	createAll(t, c, webDeployment("e", "cart", 1))
 	waitLabels(t, c, "e", "cart", map[string]string{names.ClusterPropagationPolicyLabel: "all-deployments"})
-	if err := c.Create(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "takeover"},
+	createAll(t, c, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "takeover"},
 		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("cart"), Preemption: policyv1alpha1.PreemptAlways,
-			DependentOverrides: []string{"later"}}}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() error {
-		if events.Find("cart", ReasonDependentOverridesMissing, "PropagationPolicy e/takeover waits for the overrides it depends on: later") == "" {
-			return fmt.Errorf("no %s event for cart among %v", ReasonDependentOverridesMissing, events.All())
-		}
-		return nil
-	})
+			DependentOverrides: []string{"later"}}})
+	waitEvent(t, events, "cart", ReasonDependentOverridesMissing, "PropagationPolicy e/takeover waits for the overrides it depends on: later")
 	if err := c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "cart"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))); err != nil {
 		t.Fatal(err)

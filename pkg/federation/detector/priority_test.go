@@ -23,24 +23,13 @@ import (
 // binding, and says why; once the class exists the binding is written with the class's value.
 func testSchedulePriority(t *testing.T, c client.Client, events *fedtest.Events) {
 	ctx := context.Background()
-	for _, o := range []client.Object{
-		namespace("d"),
+	createAll(t, c, namespace("d"),
 		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "urgent"},
 			Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("job"), SchedulePriority: &policyv1alpha1.SchedulePriority{
 				PriorityClassSource: policyv1alpha1.KubePriorityClass, PriorityClassName: "fedmesh-urgent"}}},
-		webDeployment("d", "job", 1),
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, func() error {
-		want := "PropagationPolicy d/urgent names PriorityClass fedmesh-urgent, which does not exist: the binding keeps the priority it has, or waits for the class"
-		if events.Find("", ReasonPriorityClassNotFound, want) == "" {
-			return fmt.Errorf("no %s event saying %q among %v", ReasonPriorityClassNotFound, want, events.All())
-		}
-		return nil
-	})
+		webDeployment("d", "job", 1))
+	waitEvent(t, events, "", ReasonPriorityClassNotFound,
+		"PropagationPolicy d/urgent names PriorityClass fedmesh-urgent, which does not exist: the binding keeps the priority it has, or waits for the class")
 	waitLabels(t, c, "d", "job", map[string]string{names.PropagationPolicyLabel: "urgent"})
 	var rb workv1alpha1.ResourceBinding
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "d", Name: "job-deployment"}, &rb); !apierrors.IsNotFound(err) {
