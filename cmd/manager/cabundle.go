@@ -106,7 +106,8 @@ func (b *webhookCABundle) Start(ctx context.Context) error {
 	}
 }
 
-// fileCA reads a CA bundle from its file each time it is asked: a small read per admitted pod, and nothing to watch.
+// fileCA reads a CA bundle from its file each time it is asked (per admitted pod for the xDS CA, every resync period
+// for the webhook CA): a small read, and nothing to watch.
 type fileCA struct {
 	path string
 	what string // for logs

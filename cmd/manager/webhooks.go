@@ -150,8 +150,8 @@ func (o *webhookOptions) clientConfig(path string, ca []byte) admissionregistrat
 	}
 }
 
-// setup registers the webhooks, the label-mode controller, and the injection registration with the controller that
-// replaces pods admitted before it.
+// setup registers the webhooks, the label-mode controller, the injection registration with the controller that
+// replaces pods admitted before it, and the loop that keeps the registrations' CA bundle current (webhookCABundle).
 func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error {
 	if !o.enabled() {
 		ctrl.Log.Info("admission webhooks off (no --webhook-cert-dir): label mode relies on the proxies' own stamping, no sidecar injection")

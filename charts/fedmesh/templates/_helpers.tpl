@@ -82,7 +82,8 @@ signs certificates for the manager's Service (webhooks and xDS) and the federato
 {{- end -}}
 {{- end -}}
 
-{{/* caBundle of the webhook configurations (base64 PEM); empty under cert-manager, whose cainjector fills it. */}}
+{{/* caBundle of the webhook configurations (base64 PEM); empty under cert-manager, where cainjector fills the
+federator's and the manager fills its own. */}}
 {{- define "fedmesh.caBundle" -}}
 {{- if eq .Values.certificates.mode "self-signed" -}}
 {{- include "fedmesh.selfSigned" . -}}

@@ -11,8 +11,8 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
-// ReasonPriorityClassNotFound: the policy's schedulePriority names a PriorityClass that does not exist, so the
-// template's binding is not written.
+// ReasonPriorityClassNotFound: the policy's schedulePriority names a PriorityClass that does not exist, so no new
+// binding is written; one that exists keeps the priority it has.
 const ReasonPriorityClassNotFound = "PriorityClassNotFound"
 
 // schedulePriority is the schedule priority of the bindings p claims: the value of the PriorityClass its

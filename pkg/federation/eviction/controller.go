@@ -19,7 +19,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 )
 
-// ReasonEvictionDone is the event on a binding whose copy on a cluster it left is released for deletion.
+// ReasonEvictionDone is the event on a binding whose eviction task on a cluster it left is done.
 const ReasonEvictionDone = "GracefulEvictionDone"
 
 // EventRecorder records events on bindings (the manager's GetEventRecorder returns one).

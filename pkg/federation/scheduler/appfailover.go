@@ -90,7 +90,8 @@ func ApplicationEvicted(tasks []workv1alpha1.GracefulEvictionTask) []string {
 }
 
 // KeepsCopy reports whether the copy on t's cluster stays while t lasts: not with purgeMode Directly (or
-// Immediately), whose task only keeps the cluster out of scheduling.
+// Immediately), whose task keeps an application failover's cluster out of scheduling, or carries state preserved
+// from the cluster.
 func KeepsCopy(t workv1alpha1.GracefulEvictionTask) bool {
 	switch t.PurgeMode {
 	case policyv1alpha1.PurgeModeDirectly, policyv1alpha1.PurgeModeImmediately:

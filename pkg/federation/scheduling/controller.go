@@ -77,10 +77,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A binding is placed by its spec (and the Clusters): the status the other stages write (FullyApplied, the
 	// aggregated status, two or more writes per binding) changes nothing the scheduler reads, but for the health
 	// application failover watches.
-	specChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, healthChanged()))
+	relevantChanges := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, failoverInputChanged()))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler-resourcebinding").
-		Watches(&workv1alpha1.ResourceBinding{}, bindingEvents(), specChanges).
+		Watches(&workv1alpha1.ResourceBinding{}, bindingEvents(), relevantChanges).
 		Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents()).
 		Complete(r)
 }
@@ -205,11 +205,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: recheck}, err
 }
 
-// healthChanged passes a status update of a binding with application failover that changes a cluster's health,
+// failoverInputChanged passes a status update of a binding with application failover that changes a cluster's health,
 // and, of one whose application failover preserves state, one that changes what a cluster where the workload is
 // Unhealthy reports (a failover waiting for state it could not read goes ahead as soon as the state is there), and,
 // of one whose cluster failover preserves state, one that changes what any cluster reports (the state recorded).
-func healthChanged() predicate.Predicate {
+func failoverInputChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },

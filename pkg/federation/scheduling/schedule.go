@@ -46,7 +46,7 @@ type decision struct {
 	// evicted are the clusters cluster failover leaves, appEvicted those application failover leaves; stayed
 	// are those application failover would leave but for nowhere healthy to go.
 	evicted, appEvicted, stayed []string
-	// preserved is the state statePreservation picked from each cluster failover leaves; unpreserved says, for
+	// preserved is the state statePreservation picked from each cluster a failover leaves; unpreserved says, for
 	// each cluster it would leave but whose state could not be picked, why (the workload stays there meanwhile).
 	preserved   map[string]map[string]string
 	unpreserved map[string]string
