@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -52,12 +51,8 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 	// unhealthyOn reports the workload Unhealthy on cluster, with status there when given, and Healthy elsewhere.
 	unhealthyOn := func(key client.ObjectKey, cluster string, status ...string) {
 		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var rb workv1alpha1.ResourceBinding
-			if err := c.Get(ctx, key, &rb); err != nil {
-				return err
-			}
-			rb.Status.AggregatedStatus = nil
+		writeAggregatedStatus(t, c, key, func(rb *workv1alpha1.ResourceBinding) []workv1alpha1.AggregatedStatusItem {
+			var items []workv1alpha1.AggregatedStatusItem
 			for _, tc := range rb.Spec.Clusters {
 				health := workv1alpha1.ResourceHealthy
 				if tc.Name == cluster {
@@ -67,13 +62,10 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 				if tc.Name == cluster && len(status) > 0 {
 					item.Status = &runtime.RawExtension{Raw: []byte(status[0])}
 				}
-				rb.Status.AggregatedStatus = append(rb.Status.AggregatedStatus, item)
+				items = append(items, item)
 			}
-			return c.Status().Update(ctx, &rb)
+			return items
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 
 	web := binding("web", &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}})
@@ -144,20 +136,7 @@ func testApplicationFailover(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	streamKey := client.ObjectKeyFromObject(stream)
-	var from, to string
-	fedtest.Eventually(t, 20*time.Second, "on one cluster", func() error {
-		if err := c.Get(ctx, streamKey, stream); err != nil {
-			return err
-		}
-		if len(stream.Spec.Clusters) != 1 {
-			return fmt.Errorf("clusters %v", stream.Spec.Clusters)
-		}
-		from, to = stream.Spec.Clusters[0].Name, "member1"
-		if from == "member1" {
-			to = "member2"
-		}
-		return nil
-	})
+	from, to := onOneOfTwo(t, c, stream)
 	unhealthyOn(streamKey, from, `{"checkpoint":3}`)
 	fedtest.Eventually(t, 10*time.Second, "a StatePreservationFailed event", func() error {
 		var events corev1.EventList

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +75,43 @@ func scheduledTo(c client.Client, key client.ObjectKey, want []workv1alpha1.Targ
 			return fmt.Errorf("status not scheduled for generation %d: %+v", rb.Generation, rb.Status)
 		}
 		return nil
+	}
+}
+
+// onOneOfTwo waits until rb is scheduled to one of member1 and member2, and returns that one and the other.
+func onOneOfTwo(t *testing.T, c client.Client, rb *workv1alpha1.ResourceBinding) (on, other string) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(rb)
+	fedtest.Eventually(t, 20*time.Second, "on one cluster", func() error {
+		if err := c.Get(context.Background(), key, rb); err != nil {
+			return err
+		}
+		if len(rb.Spec.Clusters) != 1 {
+			return fmt.Errorf("clusters %v", rb.Spec.Clusters)
+		}
+		on, other = rb.Spec.Clusters[0].Name, "member1"
+		if on == "member1" {
+			other = "member2"
+		}
+		return nil
+	})
+	return on, other
+}
+
+// writeAggregatedStatus sets the aggregated status of the binding key names to what items makes of it, as the
+// status stage would.
+func writeAggregatedStatus(t *testing.T, c client.Client, key client.ObjectKey, items func(*workv1alpha1.ResourceBinding) []workv1alpha1.AggregatedStatusItem) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var rb workv1alpha1.ResourceBinding
+		if err := c.Get(context.Background(), key, &rb); err != nil {
+			return err
+		}
+		rb.Status.AggregatedStatus = items(&rb)
+		return c.Status().Update(context.Background(), &rb)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

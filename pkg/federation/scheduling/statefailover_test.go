@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -51,40 +50,20 @@ func testClusterStatePreservation(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rb)
-	var from, to string
-	fedtest.Eventually(t, 20*time.Second, "on one cluster", func() error {
-		if err := c.Get(ctx, key, rb); err != nil {
-			return err
-		}
-		if len(rb.Spec.Clusters) != 1 {
-			return fmt.Errorf("clusters %v", rb.Spec.Clusters)
-		}
-		from, to = rb.Spec.Clusters[0].Name, "member1"
-		if from == "member1" {
-			to = "member2"
-		}
-		return nil
-	})
+	from, to := onOneOfTwo(t, c, rb)
 	t.Cleanup(func() {
 		setReady(t, c, from, metav1.ConditionTrue)
 		_ = c.Delete(ctx, rb)
 	})
 	report := func(status string) {
 		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := c.Get(ctx, key, rb); err != nil {
-				return err
-			}
+		writeAggregatedStatus(t, c, key, func(*workv1alpha1.ResourceBinding) []workv1alpha1.AggregatedStatusItem {
 			item := workv1alpha1.AggregatedStatusItem{ClusterName: from, Applied: true, Health: workv1alpha1.ResourceUnknown}
 			if status != "" {
 				item.Status, item.Health = &runtime.RawExtension{Raw: []byte(status)}, workv1alpha1.ResourceHealthy
 			}
-			rb.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{item}
-			return c.Status().Update(ctx, rb)
+			return []workv1alpha1.AggregatedStatusItem{item}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	report(`{"job":"j9"}`)
 	want := fmt.Sprintf(`{%q:{"example.io/job":"j9"}}`, from)
