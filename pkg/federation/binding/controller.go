@@ -194,7 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // renderAll renders and writes the Work of every target cluster, recording in o what went wrong for which cluster.
 // A cluster whose Work cannot be rendered keeps its previous Work: a bad policy must not take a workload away.
 func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBinding, o *outcome) error {
-	template, err := r.template(ctx, b)
+	current, err := r.template(ctx, b)
 	if apierrors.IsNotFound(err) {
 		o.templateMissing = err.Error()
 		r.dependents.forget(client.ObjectKeyFromObject(b))
@@ -203,6 +203,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	if err != nil {
 		return err
 	}
+	template := stripServerFields(current)
 	in := renderInput{binding: b, template: template}
 	if b.Spec.PropagateDeps {
 		if in.deps, o.missingDeps, err = r.dependencies(ctx, client.ObjectKeyFromObject(b), template); err != nil {
@@ -214,8 +215,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	if in.policies, err = r.policies(ctx, b.Spec.Resource.Namespace); err != nil {
 		return err
 	}
-	var written []string
-	var created []client.ObjectKey
+	desired := map[string]*workv1alpha1.Work{}
 	for _, tc := range b.Spec.Clusters {
 		if slices.Contains(o.deleting, tc.Name) {
 			continue
@@ -228,21 +228,38 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			o.renderErrors[tc.Name] = fmt.Errorf("cluster %s does not exist", tc.Name)
 			continue
 		}
-		desired, err := render(ctx, in, r.Interpreter, tc, &cluster)
-		if err != nil {
+		if desired[tc.Name], err = render(ctx, in, r.Interpreter, tc, &cluster); err != nil {
 			o.renderErrors[tc.Name] = err
+			delete(desired, tc.Name)
+		}
+	}
+	turns, err := pace(b, template, current.GetGeneration(), desired, o.works)
+	if err != nil {
+		return err
+	}
+	if turns != nil && turns.turnsChanged(o.works) {
+		if msg := turns.summary(); msg != "" {
+			r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "%s", msg)
+		} else {
+			r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "every cluster has rolled out")
+		}
+	}
+	var written []string
+	var created []client.ObjectKey
+	for _, tc := range b.Spec.Clusters {
+		if desired[tc.Name] == nil {
 			continue
 		}
 		isNew := o.works[tc.Name] == nil
-		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired)
-		if isNew && apierrors.IsAlreadyExists(err) && r.unseen(ctx, desired) {
+		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired[tc.Name])
+		if isNew && apierrors.IsAlreadyExists(err) && r.unseen(ctx, desired[tc.Name]) {
 			// An earlier pass made it and the cache has not shown it yet: not a failure, and not this pass's to
 			// compare with what it should be.
 			o.unseen = append(o.unseen, tc.Name)
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("write Work %s: %w", desired.Name, err)
+			return fmt.Errorf("write Work %s: %w", desired[tc.Name].Name, err)
 		}
 		if isNew {
 			created = append(created, client.ObjectKeyFromObject(w))
@@ -344,7 +361,7 @@ func (r *Reconciler) works(ctx context.Context, b *workv1alpha1.ResourceBinding)
 	return list.Items, err
 }
 
-// template reads the binding's template, stripped of server fields. A template replaced by another of the same
+// template reads the binding's template, as the API server has it. A template replaced by another of the same
 // name (another UID) counts as not found: this binding is about the old one.
 func (r *Reconciler) template(ctx context.Context, b *workv1alpha1.ResourceBinding) (*unstructured.Unstructured, error) {
 	ref := b.Spec.Resource
@@ -358,7 +375,7 @@ func (r *Reconciler) template(ctx context.Context, b *workv1alpha1.ResourceBindi
 		gr := obj.GroupVersionKind().GroupVersion().WithResource(strings.ToLower(ref.Kind)).GroupResource()
 		return nil, fmt.Errorf("template %s %s/%s was replaced: %w", ref.Kind, ref.Namespace, ref.Name, apierrors.NewNotFound(gr, ref.Name))
 	}
-	return stripServerFields(obj), nil
+	return obj, nil
 }
 
 // policies lists the override policies that may apply to a template of namespace ("" for a cluster-scoped one,

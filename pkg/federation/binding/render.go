@@ -117,9 +117,9 @@ func suspended(b *workv1alpha1.ResourceBinding, cluster string) *bool {
 	return nil
 }
 
-// merge copies what the binding controller owns of desired into existing (its labels and the applied-overrides
-// annotation are added to whatever others put there) and reports whether anything changed, so an unchanged Work
-// is never written.
+// merge copies what the binding controller owns of desired into existing (its labels and its annotations, the
+// applied overrides and the rollout phase, are added to whatever others put there) and reports whether anything
+// changed, so an unchanged Work is never written.
 func merge(existing, desired *workv1alpha1.Work) (bool, error) {
 	changed := false
 	for k, v := range desired.Labels {
@@ -130,17 +130,19 @@ func merge(existing, desired *workv1alpha1.Work) (bool, error) {
 			existing.Labels[k], changed = v, true
 		}
 	}
-	want, has := desired.Annotations[AppliedOverridesAnnotation]
-	if got, had := existing.Annotations[AppliedOverridesAnnotation]; got != want || had != has {
-		if has {
-			if existing.Annotations == nil {
-				existing.Annotations = map[string]string{}
+	for _, key := range []string{AppliedOverridesAnnotation, names.RolloutPhaseAnnotation} {
+		want, has := desired.Annotations[key]
+		if got, had := existing.Annotations[key]; got != want || had != has {
+			if has {
+				if existing.Annotations == nil {
+					existing.Annotations = map[string]string{}
+				}
+				existing.Annotations[key] = want
+			} else {
+				delete(existing.Annotations, key)
 			}
-			existing.Annotations[AppliedOverridesAnnotation] = want
-		} else {
-			delete(existing.Annotations, AppliedOverridesAnnotation)
+			changed = true
 		}
-		changed = true
 	}
 	if !reflect.DeepEqual(existing.Spec.PreserveResourcesOnDeletion, desired.Spec.PreserveResourcesOnDeletion) {
 		existing.Spec.PreserveResourcesOnDeletion, changed = desired.Spec.PreserveResourcesOnDeletion, true

@@ -32,6 +32,7 @@ func DesiredSpec(obj *unstructured.Unstructured, p Policy, replicas int32, req *
 		Failover:                    s.Failover.DeepCopy(),
 		Suspension:                  s.Suspension.DeepCopy(),
 		PreserveResourcesOnDeletion: copyBool(s.PreserveResourcesOnDeletion),
+		RolloutScope:                s.RolloutScope,
 	}
 	return spec
 }
@@ -51,6 +52,7 @@ func SetDesired(spec *workv1alpha1.ResourceBindingSpec, desired workv1alpha1.Res
 	spec.Failover = desired.Failover.DeepCopy()
 	spec.Suspension = desired.Suspension.DeepCopy()
 	spec.PreserveResourcesOnDeletion = copyBool(desired.PreserveResourcesOnDeletion)
+	spec.RolloutScope = desired.RolloutScope
 	return !equality.Semantic.DeepEqual(before, spec)
 }
 

@@ -43,6 +43,10 @@ const (
 	// cluster, the state its statePreservation picked from the workload's status there (JSON: cluster -> label ->
 	// value), kept while the cluster reports nothing (not ready), so that failing over from it can carry the state.
 	PreservedStateAnnotation = "work.fedmesh.io/preserved-state"
+	// RolloutPhaseAnnotation on a Work whose binding's rollout is paced across clusters (rolloutScope Federation)
+	// is the cluster's phase (rollout.Phase: Rolling or Waiting) while it has one; each change of the Work's status
+	// then brings the binding stage back, to give the next cluster its turn.
+	RolloutPhaseAnnotation = "work.fedmesh.io/rollout-phase"
 	// BindingLabel on a Work names the ResourceBinding (same namespace) it was rendered from.
 	BindingLabel = "work.fedmesh.io/binding"
 	// ClusterLabel on a Work names its target member cluster, as LabelValue(cluster) since a Cluster's name may be
@@ -62,6 +66,9 @@ const (
 	// otherwise: an object applied before Work names were shortened, or of a Work with a short name, carries the
 	// label alone.
 	WorkNameAnnotation = "work.fedmesh.io/work-name"
+	// RolloutHeldAnnotation, "true", on a member's Deployment says fedmesh paused it (spec.paused) until its turn
+	// in a rollout paced across clusters: its pods run an older pod template than it holds.
+	RolloutHeldAnnotation = "work.fedmesh.io/rollout-held"
 )
 
 // AppliedLabels are the labels that tie an object fedmesh applies to a member to the Work namespace/name.

@@ -56,6 +56,16 @@ func apportion(total int32, shares []share) map[string]int32 {
 	return out
 }
 
+// Apportion divides total among the named weights as the scheduler divides replicas among clusters (see
+// apportion); the weights must not all be 0.
+func Apportion(total int32, weights map[string]int64) map[string]int32 {
+	shares := make([]share, 0, len(weights))
+	for name, w := range weights {
+		shares = append(shares, share{name: name, weight: w})
+	}
+	return apportion(total, shares)
+}
+
 // staticWeights weighs each cluster by the heaviest entry of list that selects it; clusters no entry selects get
 // no weight, and no replicas (unless no cluster has one: see divide).
 func staticWeights(clusters []Cluster, list []policyv1alpha1.StaticClusterWeight, previous map[string]int32) []share {

@@ -103,6 +103,16 @@ type PropagationSpec struct {
 	// change).
 	// +optional
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
+
+	// RolloutScope is what a Deployment's rolling update spends its maxUnavailable and maxSurge over. Cluster
+	// (the default, as Karmada) lets each member cluster roll its copy on its own, the template's strategy
+	// resolved against the cluster's share. Federation spends them once, resolved against all the template's
+	// replicas, as one Deployment in one cluster would: clusters whose pods are out of date take turns, each
+	// cluster rolling gets part of the budget (its copy's maxUnavailable and maxSurge), and a cluster waiting for
+	// its turn gets the new template paused (spec.paused) until then. Other kinds roll per cluster either way.
+	// +kubebuilder:validation:Enum=Cluster;Federation
+	// +optional
+	RolloutScope RolloutScope `json:"rolloutScope,omitempty"`
 }
 
 // ResourceSelector selects resource templates by type and, optionally, namespace, name or labels.
@@ -161,6 +171,18 @@ type ActivationPreference string
 
 // LazyActivation defers a policy change for a template until the template itself changes.
 const LazyActivation ActivationPreference = "Lazy"
+
+// RolloutScope is what a rolling update's budget of unavailable and surge pods is spent over.
+// +kubebuilder:validation:Enum=Cluster;Federation
+type RolloutScope string
+
+// The rollout scopes.
+const (
+	// ClusterRolloutScope: each member cluster rolls its copy with the template's strategy on its own.
+	ClusterRolloutScope RolloutScope = "Cluster"
+	// FederationRolloutScope: the clusters take turns within one budget for the whole template.
+	FederationRolloutScope RolloutScope = "Federation"
+)
 
 // SchedulePriority names the PriorityClass that orders scheduling.
 type SchedulePriority struct {

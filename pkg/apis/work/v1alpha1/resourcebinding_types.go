@@ -108,6 +108,11 @@ type ResourceBindingSpec struct {
 	// PreserveResourcesOnDeletion is copied from the policy.
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
+
+	// RolloutScope is copied from the policy: with Federation the binding stage paces a Deployment's rolling
+	// update across the clusters (package rollout).
+	// +optional
+	RolloutScope policyv1alpha1.RolloutScope `json:"rolloutScope,omitempty"`
 }
 
 // ResourceBindingStatus is a binding's scheduling progress and per-cluster status.

@@ -1,0 +1,138 @@
+package binding
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rollout"
+)
+
+// pacing is the turn each cluster has in a rollout paced across clusters.
+type pacing struct {
+	// phases are as the Works show them: a cluster whose turn starts now is Rolling.
+	phases map[string]rollout.Phase
+	grants map[string]rollout.Grant
+}
+
+// pace gives each cluster of desired (the Works just rendered, by cluster) its turn in the template's rollout,
+// when the binding paces it across clusters (rolloutScope Federation) and the template can be paced: every
+// workload gets the template generation it comes from, and each cluster not Idle its grant (package rollout).
+// existing are the clusters' Works as they are. It returns nil when the rollout is not paced.
+func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, generation int64, desired, existing map[string]*workv1alpha1.Work) (*pacing, error) {
+	if b.Spec.RolloutScope != policyv1alpha1.FederationRolloutScope || !rollout.Paced(template) || len(desired) == 0 {
+		return nil, nil
+	}
+	// The budget is of all the pods the clusters run together (a duplicated template's too).
+	replicas := map[string]int32{}
+	var total int32
+	for _, tc := range b.Spec.Clusters {
+		replicas[tc.Name] = tc.Replicas
+		total += tc.Replicas
+	}
+	unavailable, surge, err := rollout.Budget(strategyValue(template, "maxUnavailable"), strategyValue(template, "maxSurge"), total)
+	if err != nil {
+		return nil, fmt.Errorf("the template's rolling update: %w", err)
+	}
+	workloads := map[string]*unstructured.Unstructured{}
+	var members []rollout.Member
+	for cluster, w := range desired {
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(w.Spec.Workload.Manifests[0].Raw); err != nil {
+			return nil, fmt.Errorf("the workload rendered for %s: %w", cluster, err)
+		}
+		phase, err := rollout.Classify(existing[cluster], &u, generation)
+		if err != nil {
+			return nil, fmt.Errorf("the rollout in %s: %w", cluster, err)
+		}
+		workloads[cluster] = &u
+		members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: phase})
+	}
+	p := &pacing{phases: map[string]rollout.Phase{}, grants: rollout.Plan(unavailable, surge, members)}
+	for _, m := range members {
+		shown := m.Phase
+		if shown == rollout.Waiting && !p.grants[m.Name].Hold {
+			shown = rollout.Rolling // its turn starts with this write
+		}
+		p.phases[m.Name] = shown
+		if err := rollout.Amend(workloads[m.Name], generation, m.Phase, p.grants[m.Name]); err != nil {
+			return nil, fmt.Errorf("the rollout in %s: %w", m.Name, err)
+		}
+		raw, err := json.Marshal(workloads[m.Name].Object)
+		if err != nil {
+			return nil, err
+		}
+		w := desired[m.Name]
+		w.Spec.Workload.Manifests[0].Raw = raw
+		if shown != rollout.Idle {
+			if w.Annotations == nil {
+				w.Annotations = map[string]string{}
+			}
+			w.Annotations[names.RolloutPhaseAnnotation] = shown.String()
+		}
+	}
+	return p, nil
+}
+
+// strategyValue is the template's spec.strategy.rollingUpdate field, nil when unset.
+func strategyValue(template *unstructured.Unstructured, field string) *intstr.IntOrString {
+	v, ok, _ := unstructured.NestedFieldNoCopy(template.Object, "spec", "strategy", "rollingUpdate", field)
+	if !ok {
+		return nil
+	}
+	switch t := v.(type) {
+	case string:
+		out := intstr.FromString(t)
+		return &out
+	case int64:
+		out := intstr.FromInt32(int32(t))
+		return &out
+	case float64:
+		out := intstr.FromInt32(int32(t))
+		return &out
+	}
+	return nil
+}
+
+// summary says who rolls with what and who waits; "" when no cluster does either.
+func (p *pacing) summary() string {
+	var rolling, waiting []string
+	for cluster, g := range p.grants {
+		if g.Hold {
+			waiting = append(waiting, cluster)
+		} else {
+			rolling = append(rolling, fmt.Sprintf("%s (maxUnavailable %d, maxSurge %d)", cluster, g.MaxUnavailable, g.MaxSurge))
+		}
+	}
+	slices.Sort(rolling)
+	slices.Sort(waiting)
+	var parts []string
+	if len(rolling) > 0 {
+		parts = append(parts, "rolling "+strings.Join(rolling, ", "))
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, "waiting for a turn "+strings.Join(waiting, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// turnsChanged reports whether any cluster's phase differs from the one its Work had (existing).
+func (p *pacing) turnsChanged(existing map[string]*workv1alpha1.Work) bool {
+	for cluster, phase := range p.phases {
+		var had string
+		if w := existing[cluster]; w != nil {
+			had = w.Annotations[names.RolloutPhaseAnnotation]
+		}
+		if want := phase.String(); (phase == rollout.Idle && had != "") || (phase != rollout.Idle && had != want) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,157 @@
+package rollout
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+// deploy is a rendered Deployment running image, held when held.
+func deploy(image string, held bool) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": image}}}}},
+	}}
+	if held {
+		u.SetAnnotations(map[string]string{names.RolloutHeldAnnotation: "true"})
+		_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
+	}
+	return u
+}
+
+// work is a Work holding workload, with status reported (nil: none).
+func work(t *testing.T, workload *unstructured.Unstructured, status map[string]any) *workv1alpha1.Work {
+	t.Helper()
+	raw, err := json.Marshal(workload.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workv1alpha1.Work{Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{
+		Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+	if status != nil {
+		st, _ := json.Marshal(status)
+		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Status: &runtime.RawExtension{Raw: st}}}
+	}
+	return w
+}
+
+// reported is a member's reflected status: replicas pods, updated of them on the pod template it holds, available
+// of them available, caught up (observedGeneration = generation) and applied from template generation tg.
+func reported(replicas, updated, available int32, caughtUp bool, tg int64) map[string]any {
+	og := int64(4)
+	if !caughtUp {
+		og = 3
+	}
+	return map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
+		"generation": 4, "observedGeneration": og, "templateGeneration": tg}
+}
+
+func TestClassify(t *testing.T) {
+	const gen = 7
+	for _, tc := range []struct {
+		name     string
+		existing *workv1alpha1.Work
+		desired  *unstructured.Unstructured
+		want     Phase
+	}{
+		{name: "a new copy", desired: deploy("v2", false), want: Idle},
+		{name: "a new pod template where pods run", existing: work(t, deploy("v1", false), reported(2, 2, 2, true, 6)),
+			desired: deploy("v2", false), want: Waiting},
+		{name: "a new pod template, nothing reported yet", existing: work(t, deploy("v1", false), nil),
+			desired: deploy("v2", false), want: Waiting},
+		{name: "a new pod template where no pod runs", existing: work(t, deploy("v1", false), reported(0, 0, 0, true, 6)),
+			desired: deploy("v2", false), want: Idle},
+		{name: "held, still on old pods", existing: work(t, deploy("v2", true), reported(2, 0, 2, true, gen)),
+			desired: deploy("v2", false), want: Waiting},
+		{name: "held, but its pods already run the pod template", existing: work(t, deploy("v2", true), reported(2, 2, 2, true, gen)),
+			desired: deploy("v2", false), want: Idle},
+		{name: "given its turn, report not caught up with this generation", existing: work(t, deploy("v2", false), reported(2, 2, 2, true, 6)),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "given its turn, member controller not caught up", existing: work(t, deploy("v2", false), reported(2, 2, 2, false, gen)),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "given its turn, pods being replaced", existing: work(t, deploy("v2", false), reported(3, 1, 2, true, gen)),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "rolled out", existing: work(t, deploy("v2", false), reported(2, 2, 2, true, gen)),
+			desired: deploy("v2", false), want: Idle},
+		{name: "same pod template, nothing reported", existing: work(t, deploy("v2", false), nil),
+			desired: deploy("v2", false), want: Idle},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Classify(tc.existing, tc.desired, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAmend(t *testing.T) {
+	t.Run("held: paused and marked", func(t *testing.T) {
+		u := deploy("v2", false)
+		if err := Amend(u, 7, Waiting, Grant{Hold: true}); err != nil {
+			t.Fatal(err)
+		}
+		paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+		a := u.GetAnnotations()
+		if !paused || a[names.RolloutHeldAnnotation] != "true" || a[interpreter.TemplateGenerationAnnotation] != "7" {
+			t.Errorf("paused %v, annotations %v", paused, a)
+		}
+	})
+	t.Run("a turn: the grant as the strategy, not paused", func(t *testing.T) {
+		u := deploy("v2", false)
+		u.SetAnnotations(map[string]string{names.RolloutHeldAnnotation: "true", "kept": "yes"})
+		if err := Amend(u, 7, Waiting, Grant{MaxUnavailable: 1, MaxSurge: 2}); err != nil {
+			t.Fatal(err)
+		}
+		ru, _, _ := unstructured.NestedMap(u.Object, "spec", "strategy", "rollingUpdate")
+		_, paused, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+		a := u.GetAnnotations()
+		if ru["maxUnavailable"] != int64(1) || ru["maxSurge"] != int64(2) || paused || a[names.RolloutHeldAnnotation] != "" || a["kept"] != "yes" {
+			t.Errorf("rollingUpdate %v, paused %v, annotations %v", ru, paused, a)
+		}
+	})
+	t.Run("idle: only the generation", func(t *testing.T) {
+		u := deploy("v2", false)
+		if err := Amend(u, 7, Idle, Grant{}); err != nil {
+			t.Fatal(err)
+		}
+		_, has, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "strategy")
+		if has || u.GetAnnotations()[interpreter.TemplateGenerationAnnotation] != "7" {
+			t.Errorf("strategy set %v, annotations %v", has, u.GetAnnotations())
+		}
+	})
+}
+
+func TestPaced(t *testing.T) {
+	recreate := deploy("v1", false)
+	_ = unstructured.SetNestedField(recreate.Object, "Recreate", "spec", "strategy", "type")
+	paused := deploy("v1", false)
+	_ = unstructured.SetNestedField(paused.Object, true, "spec", "paused")
+	sts := deploy("v1", false)
+	sts.SetKind("StatefulSet")
+	for _, tc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"a rolling Deployment", deploy("v1", false), true},
+		{"Recreate", recreate, false},
+		{"paused by its owner", paused, false},
+		{"not a Deployment", sts, false},
+	} {
+		if got := Paced(tc.obj); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
