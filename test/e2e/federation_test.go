@@ -81,6 +81,7 @@ func testFederation(t *testing.T, shards int) {
 	t.Run("member watches outlive Cluster status writes", e.watchesOutliveClusterStatus)
 	t.Run("application failover off a member where the workload cannot run", e.applicationFailover)
 	t.Run("stateful failover carries the workload's state to its new member", e.statefulFailover)
+	t.Run("a rollout paced across the members keeps one budget", e.pacedRollout)
 	if shards > 0 {
 		e.checkSharded(shards)
 		t.Run("the system namespace moves to a new shard and back", e.systemNamespaceMoves)

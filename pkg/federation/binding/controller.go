@@ -237,13 +237,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	if err != nil {
 		return err
 	}
-	if turns != nil && turns.turnsChanged(o.works) {
-		if msg := turns.summary(); msg != "" {
-			r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "%s", msg)
-		} else {
-			r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "every cluster has rolled out")
-		}
-	}
+	paced := turns != nil && turns.turnsChanged(o.works)
 	var written []string
 	var created []client.ObjectKey
 	for _, tc := range b.Spec.Clusters {
@@ -273,6 +267,14 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	// a new Work yet would create it again. The wait follows all the creates, so that the cache's lag is waited out
 	// once per binding rather than once per cluster, which would hold the later clusters' Works back by as much.
 	r.Cached.CreatedAll(ctx, r.Client, created, func() client.Object { return &workv1alpha1.Work{} })
+	if paced {
+		note := turns.summary()
+		if note == "" {
+			note = "every cluster has rolled out"
+		}
+		log.FromContext(ctx).Info("rollout paced across clusters", "turns", note)
+		r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "%s", note)
+	}
 	if len(written) > 0 {
 		log.FromContext(ctx).Info("rendered Works", "clusters", written)
 		r.event(b, corev1.EventTypeNormal, "WorksRendered", "Render", "rendered the Works of %s", strings.Join(written, ", "))

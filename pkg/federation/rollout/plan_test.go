@@ -37,7 +37,9 @@ func TestBudget(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	m := func(name string, replicas int32, p Phase) Member { return Member{Name: name, Replicas: replicas, Phase: p} }
+	m := func(name string, replicas int32, p Phase) Member {
+		return Member{Name: name, Replicas: replicas, Phase: p}
+	}
 	for _, tc := range []struct {
 		name               string
 		unavailable, surge int32
