@@ -7,6 +7,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
 type healthFunc func(obj *unstructured.Unstructured) (bool, error)
@@ -42,10 +44,15 @@ func replicas(p *int32) int32 {
 }
 
 // deploymentHealthy: the controller has seen the latest spec, every wanted replica runs the latest template and
-// is available, and no old replica is left.
+// is available, and no old replica is left. A Deployment fedmesh paused until its turn in a rollout paced across
+// clusters (names.RolloutHeldAnnotation) is waiting, not failing: every wanted replica available is enough, so
+// that waiting long for its turn is no reason for application failover to take the workload away.
 func deploymentHealthy(d *appsv1.Deployment) bool {
 	s := d.Status
 	want := replicas(d.Spec.Replicas)
+	if d.Spec.Paused && d.Annotations[names.RolloutHeldAnnotation] == "true" {
+		return s.ObservedGeneration >= d.Generation && s.Replicas == want && s.AvailableReplicas >= want
+	}
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want &&
 		s.AvailableReplicas >= want
 }
