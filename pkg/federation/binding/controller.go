@@ -78,9 +78,9 @@ type Reconciler struct {
 // SetupWithManager watches bindings, their Works' spec (an edit is undone, a deleted Work made again), the
 // override policies (a change re-renders the bindings it may select, before and after the change), the
 // Clusters' labels and spec (override rules target by them) and the dependencies the native interpreter finds
-// (one created, changed or deleted re-renders the bindings whose last pass looked it up). Not the Works' status:
-// applying a Work changes no other Work, and the binding-status stage judges from it whether the binding is fully
-// applied. Dependencies are watched by their metadata only: ConfigMaps and Secrets are not held in memory whole
+// (one created, changed or deleted re-renders the bindings whose last pass looked it up). Not the Works' status
+// (applying a Work changes no other Work, and the binding-status stage judges from it whether the binding is fully
+// applied), except a Work's whose cluster has a turn in a paced rollout (editedOrDeleted). Dependencies are watched by their metadata only: ConfigMaps and Secrets are not held in memory whole
 // for the sake of their names, and a pass reads those it needs through Templates.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Renderings == nil {
@@ -235,6 +235,8 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	}
 	turns, err := pace(b, template, current.GetGeneration(), desired, o.works)
 	if err != nil {
+		// Written unpaced, the Works would roll every cluster at once: they wait for the cause to be fixed.
+		r.event(b, corev1.EventTypeWarning, "RolloutPaceFailed", "Rollout", "no Work written: %v", err)
 		return err
 	}
 	paced := turns != nil && turns.turnsChanged(o.works)

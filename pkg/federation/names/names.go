@@ -69,6 +69,10 @@ const (
 	// RolloutHeldAnnotation, "true", on a member's Deployment says fedmesh paused it (spec.paused) until its turn
 	// in a rollout paced across clusters: its pods run an older pod template than it holds.
 	RolloutHeldAnnotation = "work.fedmesh.io/rollout-held"
+	// PodTemplateHashAnnotation on a member's Deployment whose rollout is paced across clusters is a hash of the
+	// pod template it was given (rollout.PodTemplateHash); its reported status carries it back, which tells a
+	// report about the pod template just sent from one about the one before.
+	PodTemplateHashAnnotation = "work.fedmesh.io/pod-template-hash"
 )
 
 // AppliedLabels are the labels that tie an object fedmesh applies to a member to the Work namespace/name.

@@ -43,19 +43,40 @@ func work(t *testing.T, workload *unstructured.Unstructured, status map[string]a
 	return w
 }
 
+// inTurn marks w as its cluster's turn, as the binding stage does.
+func inTurn(w *workv1alpha1.Work) *workv1alpha1.Work {
+	w.Annotations = map[string]string{names.RolloutPhaseAnnotation: Rolling.String()}
+	return w
+}
+
 // reported is a member's reflected status: replicas pods, updated of them on the pod template it holds, available
-// of them available, caught up (observedGeneration = generation) and applied from template generation tg.
-func reported(replicas, updated, available int32, caughtUp bool, tg int64) map[string]any {
+// of them available (all wanted pods exist), caught up (observedGeneration = generation) and stamped with the hash
+// of image's pod template ("": no hash, only template generation tg).
+func reported(t *testing.T, replicas, updated, available int32, caughtUp bool, image string, tg int64) map[string]any {
+	t.Helper()
 	og := int64(4)
 	if !caughtUp {
 		og = 3
 	}
-	return map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
-		"generation": 4, "observedGeneration": og, "templateGeneration": tg}
+	st := map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
+		"unavailableReplicas": replicas - available, "generation": 4, "observedGeneration": og, "templateGeneration": tg}
+	if image != "" {
+		h, err := PodTemplateHash(deploy(image, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st["podTemplateHash"] = h
+	}
+	return st
 }
 
 func TestClassify(t *testing.T) {
 	const gen = 7
+	r := func(replicas, updated, available int32, caughtUp bool, image string) map[string]any {
+		return reported(t, replicas, updated, available, caughtUp, image, gen)
+	}
+	missing := r(2, 1, 1, true, "v2")
+	missing["replicas"], missing["updatedReplicas"], missing["availableReplicas"], missing["unavailableReplicas"] = 1, 1, 1, 1
 	for _, tc := range []struct {
 		name     string
 		existing *workv1alpha1.Work
@@ -63,25 +84,39 @@ func TestClassify(t *testing.T) {
 		want     Phase
 	}{
 		{name: "a new copy", desired: deploy("v2", false), want: Idle},
-		{name: "a new pod template where pods run", existing: work(t, deploy("v1", false), reported(2, 2, 2, true, 6)),
+		{name: "a new pod template where pods run", existing: work(t, deploy("v1", false), r(2, 2, 2, true, "v1")),
 			desired: deploy("v2", false), want: Waiting},
 		{name: "a new pod template, nothing reported yet", existing: work(t, deploy("v1", false), nil),
 			desired: deploy("v2", false), want: Waiting},
-		{name: "a new pod template where no pod runs", existing: work(t, deploy("v1", false), reported(0, 0, 0, true, 6)),
+		{name: "a new pod template where no pod runs or is wanted", existing: work(t, deploy("v1", false), r(0, 0, 0, true, "v1")),
 			desired: deploy("v2", false), want: Idle},
-		{name: "held, still on old pods", existing: work(t, deploy("v2", true), reported(2, 0, 2, true, gen)),
+		{name: "a new pod template where a pod is down, with no turn: it waits", existing: work(t, deploy("v1", false), r(2, 2, 1, true, "v1")),
 			desired: deploy("v2", false), want: Waiting},
-		{name: "held, but its pods already run the pod template", existing: work(t, deploy("v2", true), reported(2, 2, 2, true, gen)),
+		{name: "held, still on old pods", existing: work(t, deploy("v2", true), r(2, 0, 2, true, "v2")),
+			desired: deploy("v2", false), want: Waiting},
+		{name: "held, but its pods already run the pod template", existing: work(t, deploy("v2", true), r(2, 2, 2, true, "v2")),
 			desired: deploy("v2", false), want: Idle},
-		{name: "given its turn, report not caught up with this generation", existing: work(t, deploy("v2", false), reported(2, 2, 2, true, 6)),
+		{name: "its turn, the report about the pod template before", existing: inTurn(work(t, deploy("v2", false), r(2, 2, 2, true, "v1"))),
 			desired: deploy("v2", false), want: Rolling},
-		{name: "given its turn, member controller not caught up", existing: work(t, deploy("v2", false), reported(2, 2, 2, false, gen)),
+		{name: "its turn, member controller not caught up", existing: inTurn(work(t, deploy("v2", false), r(2, 2, 2, false, "v2"))),
 			desired: deploy("v2", false), want: Rolling},
-		{name: "given its turn, pods being replaced", existing: work(t, deploy("v2", false), reported(3, 1, 2, true, gen)),
+		{name: "its turn, pods being replaced", existing: inTurn(work(t, deploy("v2", false), r(3, 1, 2, true, "v2"))),
 			desired: deploy("v2", false), want: Rolling},
-		{name: "rolled out", existing: work(t, deploy("v2", false), reported(2, 2, 2, true, gen)),
+		{name: "its turn, a wanted pod not made yet", existing: inTurn(work(t, deploy("v2", false), missing)),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "its turn, nothing known (cluster not ready)", existing: inTurn(work(t, deploy("v2", false), nil)),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "its turn, a new pod template midway: it keeps the turn", existing: inTurn(work(t, deploy("v2", false), r(2, 1, 1, true, "v2"))),
+			desired: deploy("v3", false), want: Rolling},
+		{name: "its turn, rolled out", existing: inTurn(work(t, deploy("v2", false), r(2, 2, 2, true, "v2"))),
 			desired: deploy("v2", false), want: Idle},
-		{name: "same pod template, nothing reported", existing: work(t, deploy("v2", false), nil),
+		{name: "its turn, rolled out, reported by generation alone", existing: inTurn(work(t, deploy("v2", false), reported(t, 2, 2, 2, true, "", gen))),
+			desired: deploy("v2", false), want: Idle},
+		{name: "its turn, an older generation reported without hash", existing: inTurn(work(t, deploy("v2", false), reported(t, 2, 2, 2, true, "", gen-1))),
+			desired: deploy("v2", false), want: Rolling},
+		{name: "no turn, same pod template, a pod down: scaling and failures are no rollout", existing: work(t, deploy("v2", false), r(2, 2, 1, true, "v2")),
+			desired: deploy("v2", false), want: Idle},
+		{name: "no turn, same pod template, nothing reported", existing: work(t, deploy("v2", false), nil),
 			desired: deploy("v2", false), want: Idle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,7 +139,8 @@ func TestAmend(t *testing.T) {
 		}
 		paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
 		a := u.GetAnnotations()
-		if !paused || a[names.RolloutHeldAnnotation] != "true" || a[interpreter.TemplateGenerationAnnotation] != "7" {
+		want, _ := PodTemplateHash(deploy("v2", false))
+		if !paused || a[names.RolloutHeldAnnotation] != "true" || a[interpreter.TemplateGenerationAnnotation] != "7" || a[names.PodTemplateHashAnnotation] != want {
 			t.Errorf("paused %v, annotations %v", paused, a)
 		}
 	})

@@ -81,8 +81,9 @@ func Budget(maxUnavailable, maxSurge *intstr.IntOrString, total int32) (unavaila
 // members keep rolling: taking the budget from a cluster halfway through would only stall it. Waiting members,
 // in name order, get a turn while budget is left. Each member rolling gets one pod's worth first (surge before
 // unavailability: a surge pod takes no capacity away), then the rest of both in proportion to replicas. A
-// member rolling with nothing left to give it (only after the budget shrank mid-rollout) still gets one pod of
-// surge, or of unavailability when the template allows no surge: a Deployment must be able to move.
+// member rolling with nothing left to give it (more members keep their turns than the budget has pods: it shrank
+// mid-rollout) still gets one pod of surge, or of unavailability when the template allows no surge: a Deployment
+// must be able to move.
 func Plan(unavailable, surge int32, members []Member) map[string]Grant {
 	var rolling, waiting []Member
 	for _, m := range members {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
 // reflectFunc returns the status to record for a member's object, nil when it has none.
@@ -60,6 +61,8 @@ const (
 	generationKey = "generation"
 	// templateGenerationKey is the member object's interpreter.TemplateGenerationAnnotation.
 	templateGenerationKey = "templateGeneration"
+	// podTemplateHashKey is the member object's names.PodTemplateHashAnnotation.
+	podTemplateHashKey = "podTemplateHash"
 )
 
 // reflectCounts records the kind's counters and, for generation-tracking kinds, the generations that tell whether
@@ -98,6 +101,9 @@ func reflectCounts(obj *unstructured.Unstructured) (map[string]any, error) {
 		if g, err := strconv.ParseInt(v, 10, 64); err == nil {
 			out[templateGenerationKey] = g
 		}
+	}
+	if v, ok := obj.GetAnnotations()[names.PodTemplateHashAnnotation]; ok {
+		out[podTemplateHashKey] = v
 	}
 	return out, nil
 }
