@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -135,32 +134,19 @@ func describe(steps []rolloutStep) string {
 // watchRollout watches the Deployment name in ns on every member from now until the test ends, and returns a
 // function listing the states seen, in the order they arrived.
 func watchRollout(t *testing.T, e *fedEnv, ns, name string) func() []rolloutStep {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	var mu sync.Mutex
 	var steps []rolloutStep
-	for member, cs := range e.members {
-		w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				d, ok := ev.Object.(*appsv1.Deployment)
-				if !ok {
-					continue
-				}
-				mu.Lock()
-				steps = append(steps, rolloutStep{
-					member: member, image: d.Spec.Template.Spec.Containers[0].Image,
-					paused: d.Spec.Paused, held: d.Annotations[names.RolloutHeldAnnotation] == "true",
-					caughtUp: d.Status.ObservedGeneration == d.Generation,
-					replicas: ptr.Deref(d.Spec.Replicas, 0), updated: d.Status.UpdatedReplicas, available: d.Status.AvailableReplicas,
-				})
-				mu.Unlock()
-			}
-		}()
+	for member := range e.members {
+		watchMemberDeployment(t, e, member, ns, name, func(d *appsv1.Deployment) {
+			mu.Lock()
+			defer mu.Unlock()
+			steps = append(steps, rolloutStep{
+				member: member, image: d.Spec.Template.Spec.Containers[0].Image,
+				paused: d.Spec.Paused, held: d.Annotations[names.RolloutHeldAnnotation] == "true",
+				caughtUp: d.Status.ObservedGeneration == d.Generation,
+				replicas: ptr.Deref(d.Spec.Replicas, 0), updated: d.Status.UpdatedReplicas, available: d.Status.AvailableReplicas,
+			})
+		})
 	}
 	return func() []rolloutStep {
 		mu.Lock()

@@ -107,33 +107,40 @@ func (e *fedEnv) statefulFailover(t *testing.T) {
 // watchLabel watches the Deployment name in ns on member from now until the test ends, and returns a function
 // listing the values of label it has had, in order.
 func watchLabel(t *testing.T, e *fedEnv, member, ns, name, label string) func() []string {
+	var mu sync.Mutex
+	var values []string
+	watchMemberDeployment(t, e, member, ns, name, func(d *appsv1.Deployment) {
+		if v, has := d.Labels[label]; has {
+			mu.Lock()
+			if len(values) == 0 || values[len(values)-1] != v {
+				values = append(values, v)
+			}
+			mu.Unlock()
+		}
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), values...)
+	}
+}
+
+// watchMemberDeployment watches the Deployment name in ns on member from now until the test ends, handing each
+// state of it to seen, from a goroutine of its own.
+func watchMemberDeployment(t *testing.T, e *fedEnv, member, ns, name string, seen func(*appsv1.Deployment)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w, err := e.members[member].AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var values []string
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*appsv1.Deployment)
-			if !ok {
-				continue
-			}
-			if v, has := d.Labels[label]; has {
-				mu.Lock()
-				if len(values) == 0 || values[len(values)-1] != v {
-					values = append(values, v)
-				}
-				mu.Unlock()
+			if d, ok := ev.Object.(*appsv1.Deployment); ok {
+				seen(d)
 			}
 		}
 	}()
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), values...)
-	}
 }
