@@ -67,6 +67,11 @@ type Reconciler struct {
 	// status, and writes it with the binding's aggregatedStatus.
 	Renderings Renderings
 
+	// Reader lists the Works of a binding whose rollout is paced across clusters from the API server: whose turn
+	// it is must not be judged from a Work the cache shows as it was before this stage's last write. Nil means
+	// the manager's API reader.
+	Reader client.Reader
+
 	// Cached waits for the cache to show a Work once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
@@ -80,14 +85,18 @@ type Reconciler struct {
 // Clusters' labels and spec (override rules target by them) and the dependencies the native interpreter finds
 // (one created, changed or deleted re-renders the bindings whose last pass looked it up). Not the Works' status
 // (applying a Work changes no other Work, and the binding-status stage judges from it whether the binding is fully
-// applied), except a Work's whose cluster has a turn in a paced rollout (editedOrDeleted). Dependencies are watched by their metadata only: ConfigMaps and Secrets are not held in memory whole
-// for the sake of their names, and a pass reads those it needs through Templates.
+// applied), except a Work's whose cluster has a turn in a paced rollout (editedOrDeleted). Dependencies are
+// watched by their metadata only: ConfigMaps and Secrets are not held in memory whole for the sake of their names,
+// and a pass reads those it needs through Templates.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Renderings == nil {
 		return errors.New("binding: no Renderings to hand each pass's outcome to")
 	}
 	if r.Templates == nil {
 		r.Templates = r.Client
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
 	}
 	var err error
 	if r.Cached == nil {
@@ -358,10 +367,14 @@ func (r *Reconciler) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, b))
 }
 
-// works lists the binding's Works.
+// works lists the binding's Works (from the API server when its rollout is paced: see Reader).
 func (r *Reconciler) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
 	var list workv1alpha1.WorkList
-	err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(b.Name)})
+	reader := client.Reader(r.Client)
+	if b.Spec.RolloutScope == policyv1alpha1.FederationRolloutScope {
+		reader = r.Reader
+	}
+	err := reader.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(b.Name)})
 	return list.Items, err
 }
 
