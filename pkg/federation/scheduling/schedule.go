@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -230,7 +231,7 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		first = false
 		spec := &obj.Spec
 		placement := placementText(spec.Placement)
-		settled := obj.GetAnnotations()[names.ScheduledPlacementAnnotation] == placement
+		settled := scheduledFor(obj.GetAnnotations()[names.ScheduledPlacementAnnotation], spec.Placement)
 		m := memory{settled: settled, unhealthySince: r.unhealthy.get(key), recorded: recordedState(obj)}
 		d = decide(spec, &obj.Status, m, clusters, r.Now(), r.DefaultToleration)
 		d.observed = obj.GetGeneration()
@@ -388,6 +389,20 @@ func placementText(placement *policyv1alpha1.Placement) string {
 		return "unrecorded: " + err.Error() // no recorded placement reads so: the binding is scheduled afresh
 	}
 	return string(b)
+}
+
+// scheduledFor reports whether recorded, a ScheduledPlacementAnnotation, records placement. It compares what the
+// JSON says, not its text: a field that a later version adds (and writes, empty) or drops must not make every
+// binding scheduled afresh after an upgrade.
+func scheduledFor(recorded string, placement *policyv1alpha1.Placement) bool {
+	if recorded == "" {
+		return false
+	}
+	var was *policyv1alpha1.Placement
+	if err := json.Unmarshal([]byte(recorded), &was); err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(was, placement)
 }
 
 // withAnnotation sets key to value in annotations, or removes it for an empty value.

@@ -230,3 +230,27 @@ func TestDecideStatefulFailover(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 }
+
+// TestScheduledFor: the recorded placement is compared by what its JSON says, so a field written empty by another
+// version, or one this version does not know, does not unsettle every binding.
+func TestScheduledFor(t *testing.T) {
+	p := &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}}
+	for _, tc := range []struct {
+		name      string
+		recorded  string
+		placement *policyv1alpha1.Placement
+		want      bool
+	}{
+		{"as this version writes it", placementText(p), p, true},
+		{"keys in another order, an empty field written out", `{"spreadConstraints":null,"clusterAffinity":{"clusterNames":["member1"]}}`, p, true},
+		{"a field this version does not know", `{"clusterAffinity":{"clusterNames":["member1"]},"futureField":{}}`, p, true},
+		{"another placement", `{"clusterAffinity":{"clusterNames":["member2"]}}`, p, false},
+		{"none recorded", "", p, false},
+		{"unreadable", "unrecorded: error", p, false},
+		{"no placement, recorded as such", "null", nil, true},
+	} {
+		if got := scheduledFor(tc.recorded, tc.placement); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
