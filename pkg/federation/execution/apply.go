@@ -124,7 +124,11 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	if err != nil {
 		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
 	}
-	opts := metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(true)}
+	// Forced, the federation's values win over what the member changed in fedmesh's object. Not an object just
+	// found missing under Abort: one someone else creates between that read and this apply must stay theirs, and
+	// an unforced apply meets their fields as a conflict.
+	force := observed != nil || resolution == policyv1alpha1.ConflictOverwrite
+	opts := metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(force)}
 	_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)
 	if apierrors.IsNotFound(err) && desired.GetNamespace() != "" {
 		// The template's namespace does not exist in the member yet: create it, as the namespace is part of what
@@ -133,6 +137,9 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 			return &ref, fmt.Errorf("creating namespace %s for %s: %w", desired.GetNamespace(), ref, err)
 		}
 		_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)
+	}
+	if !force && apierrors.IsConflict(err) {
+		return &ref, &conflictError{ref: ref, cluster: work.Spec.ClusterName}
 	}
 	if err != nil {
 		return &ref, fmt.Errorf("applying %s: %w", ref, err)
