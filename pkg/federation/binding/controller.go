@@ -279,12 +279,14 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	// once per binding rather than once per cluster, which would hold the later clusters' Works back by as much.
 	r.Cached.CreatedAll(ctx, r.Client, created, func() client.Object { return &workv1alpha1.Work{} })
 	if paced {
-		note := turns.summary()
+		// Two reasons, not one: events of one reason on one object are folded into a series that keeps the first
+		// note, and the end of a rollout must show.
+		reason, note := "RolloutPaced", turns.summary()
 		if note == "" {
-			note = "every cluster has rolled out"
+			reason, note = "RolloutDone", "every cluster has rolled out"
 		}
 		log.FromContext(ctx).Info("rollout paced across clusters", "turns", note)
-		r.event(b, corev1.EventTypeNormal, "RolloutPaced", "Rollout", "%s", note)
+		r.event(b, corev1.EventTypeNormal, reason, "Rollout", "%s", note)
 	}
 	if len(written) > 0 {
 		log.FromContext(ctx).Info("rendered Works", "clusters", written)

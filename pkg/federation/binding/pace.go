@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -48,15 +49,26 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		if err := u.UnmarshalJSON(w.Spec.Workload.Manifests[0].Raw); err != nil {
 			return nil, fmt.Errorf("the workload rendered for %s: %w", cluster, err)
 		}
-		phase, err := rollout.Classify(existing[cluster], &u, generation)
+		phase, known, err := rollout.Classify(existing[cluster], &u)
 		if err != nil {
 			return nil, fmt.Errorf("the rollout in %s: %w", cluster, err)
 		}
 		workloads[cluster] = &u
-		members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: phase})
+		stuck := !known || ptr.Deref(w.Spec.SuspendDispatching, false)
+		members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: phase, Stuck: stuck})
+	}
+	for cluster, w := range existing {
+		if desired[cluster] == nil && w.Annotations[names.RolloutPhaseAnnotation] == rollout.Rolling.String() {
+			// Its turn goes on though its Work is not written this pass (it could not be rendered, or is being
+			// left): its pods still count against the budget.
+			members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: rollout.Rolling})
+		}
 	}
 	p := &pacing{phases: map[string]rollout.Phase{}, grants: rollout.Plan(unavailable, surge, members)}
 	for _, m := range members {
+		if workloads[m.Name] == nil {
+			continue // counted, not written
+		}
 		shown := m.Phase
 		if shown == rollout.Waiting && !p.grants[m.Name].Hold {
 			shown = rollout.Rolling // its turn starts with this write

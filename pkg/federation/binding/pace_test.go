@@ -62,42 +62,64 @@ func TestPacedRollout(t *testing.T) {
 	}
 
 	// The new image: member1 rolls with the whole budget, member2 gets the template paused and waits.
-	touch(ctx, t, h, b, setImage(ctx, t, h, "nginx:1.28"))
+	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.28")))
 	waitTurn(ctx, t, h, work1, "nginx:1.28", turn{generation: 2, phase: "Rolling", unavailable: "1"})
-	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Waiting", held: true, unavailable: "25%"})
-	waitPacedEvent(ctx, t, h, b, "rolling member1 (maxUnavailable 1, maxSurge 0); waiting for a turn member2")
+	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Waiting", held: true, paused: true, unavailable: "25%"})
+	waitPacedEvent(ctx, t, h, b, "RolloutPaced", "rolling member1 (maxUnavailable 1, maxSurge 0); waiting for a turn member2")
 
 	// member1 halfway (one pod replaced, one unavailable): member2 still waits.
 	report(ctx, t, h, work1, 2, 1, 1, 2)
 	report(ctx, t, h, work2, 2, 0, 2, 2)
-	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Waiting", held: true, unavailable: "25%"})
+	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Waiting", held: true, paused: true, unavailable: "25%"})
 	// member1 done: member2's turn, member1 idle again.
 	report(ctx, t, h, work1, 2, 2, 2, 2)
 	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Rolling", unavailable: "1"})
 	waitTurn(ctx, t, h, work1, "nginx:1.28", turn{generation: 2, unavailable: "25%"})
 	report(ctx, t, h, work2, 2, 2, 2, 2)
 	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, unavailable: "25%"})
-	waitPacedEvent(ctx, t, h, b, "every cluster has rolled out")
+	waitPacedEvent(ctx, t, h, b, "RolloutDone", "every cluster has rolled out")
+
+	// The owner pauses the template with a new image: the copies are paused as the template is (nothing to pace),
+	// their pods still on the old image. Resumed, the clusters take turns again.
+	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.29"), func(d *appsv1.Deployment) { d.Spec.Paused = true }))
+	for _, w := range []string{work1, work2} {
+		waitTurn(ctx, t, h, w, "nginx:1.29", turn{paused: true, unavailable: "25%"})
+		report(ctx, t, h, w, 2, 0, 2, 3)
+	}
+	touch(ctx, t, h, b, editTemplate(ctx, t, h, func(d *appsv1.Deployment) { d.Spec.Paused = false }))
+	waitTurn(ctx, t, h, work1, "nginx:1.29", turn{generation: 4, phase: "Rolling", unavailable: "1"})
+	waitTurn(ctx, t, h, work2, "nginx:1.29", turn{generation: 4, phase: "Waiting", held: true, paused: true, unavailable: "25%"})
+	report(ctx, t, h, work1, 2, 2, 2, 4)
+	waitTurn(ctx, t, h, work2, "nginx:1.29", turn{generation: 4, phase: "Rolling", unavailable: "1"})
+	report(ctx, t, h, work2, 2, 2, 2, 4)
+	waitTurn(ctx, t, h, work2, "nginx:1.29", turn{generation: 4, unavailable: "25%"})
 
 	// Rolling per cluster (the default): a new image reaches both at once, with the template's strategy.
 	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
 	b.Spec.RolloutScope = ""
 	must(t, h.Update(ctx, b))
-	touch(ctx, t, h, b, setImage(ctx, t, h, "nginx:1.29"))
+	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.30")))
 	for _, w := range []string{work1, work2} {
-		waitTurn(ctx, t, h, w, "nginx:1.29", turn{unavailable: "25%"})
+		waitTurn(ctx, t, h, w, "nginx:1.30", turn{unavailable: "25%"})
 	}
 }
 
-// setImage plays the user: a new image in the template; it returns the template's new resourceVersion.
-func setImage(ctx context.Context, t *testing.T, h client.Client, image string) string {
+// withImage sets the template's image.
+func withImage(name string) func(*appsv1.Deployment) {
+	return func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = name }
+}
+
+// editTemplate plays the user: it changes the template; it returns the template's new resourceVersion.
+func editTemplate(ctx context.Context, t *testing.T, h client.Client, edits ...func(*appsv1.Deployment)) string {
 	t.Helper()
 	var d appsv1.Deployment
 	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := h.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &d); err != nil {
 			return err
 		}
-		d.Spec.Template.Spec.Containers[0].Image = image
+		for _, edit := range edits {
+			edit(&d)
+		}
 		return h.Update(ctx, &d)
 	}))
 	return d.ResourceVersion
@@ -109,7 +131,8 @@ type turn struct {
 	generation int64
 	// phase is the Work's rollout phase annotation; "" for none.
 	phase string
-	held  bool
+	// held: paused and marked held; paused: paused (by fedmesh when held, else by the template's owner).
+	held, paused bool
 	// unavailable is the workload's maxUnavailable (its maxSurge is 0 throughout): the cluster's grant when it
 	// rolls (a number), the template's own otherwise ("25%").
 	unavailable string
@@ -130,43 +153,51 @@ func waitTurn(ctx context.Context, t *testing.T, h client.Client, name, image st
 		got := turn{phase: w.Annotations[names.RolloutPhaseAnnotation], held: d.GetAnnotations()[names.RolloutHeldAnnotation] == "true"}
 		fmt.Sscan(d.GetAnnotations()[interpreter.TemplateGenerationAnnotation], &got.generation)
 		got.unavailable = fmt.Sprint(u)
-		if img := imageOf(d); img != image || got != want || paused != want.held || fmt.Sprint(s) != "0" {
+		got.paused = paused
+		if img := imageOf(d); img != image || got != want || fmt.Sprint(s) != "0" {
 			return fmt.Errorf("image %s, %+v, paused %v, maxSurge %v", img, got, paused, s)
 		}
 		return nil
 	})
 }
 
-// report plays the member: the status the native interpreter reflects of its Deployment, applied from template
-// generation tg and caught up.
+// report plays the member: the status the native interpreter reflects of its Deployment once it has the Work's
+// copy (applied from template generation tg, with the copy's pod template hash) and caught up.
 func report(ctx context.Context, t *testing.T, h client.Client, name string, replicas, updated, available int32, tg int64) {
 	t.Helper()
-	var w workv1alpha1.Work
-	must(t, h.Get(ctx, client.ObjectKey{Namespace: "demo", Name: name}, &w))
-	raw, err := json.Marshal(map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
-		"readyReplicas": available, "generation": w.Generation, "observedGeneration": w.Generation, "templateGeneration": tg})
+	w, ms, err := getWork(ctx, h, name)
+	must(t, err)
+	st := map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
+		"unavailableReplicas": replicas - available, "readyReplicas": available,
+		"generation": w.Generation, "observedGeneration": w.Generation, "templateGeneration": tg}
+	if hash, ok := ms[0].GetAnnotations()[names.PodTemplateHashAnnotation]; ok {
+		st["podTemplateHash"] = hash
+	}
+	raw, err := json.Marshal(st)
 	must(t, err)
 	w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{
 		Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "demo", Name: "web"},
 		Status:     &runtime.RawExtension{Raw: raw}, Health: workv1alpha1.ResourceHealthy,
 	}}
-	must(t, h.Status().Update(ctx, &w))
+	must(t, h.Status().Update(ctx, w))
 }
 
-func waitPacedEvent(ctx context.Context, t *testing.T, h client.Client, b *workv1alpha1.ResourceBinding, note string) {
+// waitPacedEvent waits for an event of reason with note on b. Only the first event of a reason is looked for: the
+// recorder folds later ones into its series.
+func waitPacedEvent(ctx context.Context, t *testing.T, h client.Client, b *workv1alpha1.ResourceBinding, reason, note string) {
 	t.Helper()
 	eventually(t, "event "+note, func() error {
 		var events eventsv1.EventList
 		must(t, h.List(ctx, &events, client.InNamespace("demo")))
 		var seen []string
 		for _, e := range events.Items {
-			if e.Reason == "RolloutPaced" && e.Regarding.Name == b.Name {
+			if e.Reason == reason && e.Regarding.Name == b.Name {
 				if e.Note == note {
 					return nil
 				}
 				seen = append(seen, e.Note)
 			}
 		}
-		return fmt.Errorf("RolloutPaced events: %s", strings.Join(seen, " | "))
+		return fmt.Errorf("%s events: %s", reason, strings.Join(seen, " | "))
 	})
 }

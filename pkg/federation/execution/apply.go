@@ -126,7 +126,8 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	}
 	// Forced, the federation's values win over what the member changed in fedmesh's object. Not an object just
 	// found missing under Abort: one someone else creates between that read and this apply must stay theirs, and
-	// an unforced apply meets their fields as a conflict.
+	// an unforced apply meets their fields as a conflict wherever their values differ from the manifest's (where
+	// all are the same, the object becomes fedmesh's as if fedmesh had made it).
 	force := observed != nil || resolution == policyv1alpha1.ConflictOverwrite
 	opts := metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr.To(force)}
 	_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)

@@ -39,21 +39,8 @@ type memberStatus struct {
 	UnavailableReplicas int32 `json:"unavailableReplicas"`
 	ObservedGeneration  int64 `json:"observedGeneration"`
 	Generation          int64 `json:"generation"`
-	// PodTemplateHash and TemplateGeneration are those Amend stamped on the member's object.
-	PodTemplateHash    *string `json:"podTemplateHash"`
-	TemplateGeneration *int64  `json:"templateGeneration"`
-}
-
-// reports reports whether the status is about the pod template of hash (or, where a status interpreter left the
-// hash out, the template of generation; with neither, any report is taken as current).
-func (s *memberStatus) reports(hash string, generation int64) bool {
-	switch {
-	case s.PodTemplateHash != nil:
-		return *s.PodTemplateHash == hash
-	case s.TemplateGeneration != nil:
-		return *s.TemplateGeneration == generation
-	}
-	return true
+	// PodTemplateHash is the one Amend stamped on the member's object.
+	PodTemplateHash *string `json:"podTemplateHash"`
 }
 
 // settled reports whether the member's Deployment controller has seen its spec and every wanted pod exists, runs
@@ -75,69 +62,68 @@ func PodTemplateHash(workload *unstructured.Unstructured) (string, error) {
 	return strconv.FormatUint(h.Sum64(), 16), nil
 }
 
-// Classify says where a cluster stands, from existing, its Work as it is (nil: it has none yet), desired, the
-// workload just rendered for it, and generation, the template's:
+// Classify says where a cluster stands, from existing, its Work as it is (nil: it has none yet), and desired, the
+// workload just rendered for it; known is false when the member's report on its copy is missing or unreadable
+// (its cluster not ready, say):
 //   - a cluster whose turn began (its Work shows phase Rolling) keeps it, through further new pod templates, until
 //     it reports the pod template it holds settled: every wanted pod updated and available;
-//   - one given a pod template other than the one it had, or held, waits for a turn, unless it has no pods;
-//   - anything else is Idle: a new copy, one given the pod template it has, one already running what it was held
-//     with. Scaling is no rollout.
-func Classify(existing *workv1alpha1.Work, desired *unstructured.Unstructured, generation int64) (Phase, error) {
+//   - one given a pod template other than the one it had, or whose copy was paused (held for a turn, or by the
+//     template's owner, who has since resumed it), waits for a turn, unless it has no pods or, unchanged, its pods
+//     already run that pod template;
+//   - anything else is Idle: a new copy, one given the pod template it has. Scaling is no rollout.
+//
+// A report is taken as one about the copy as it is only when it carries the pod template hash the copy was
+// stamped with (Amend); a copy never stamped (not paced before) takes any report.
+func Classify(existing *workv1alpha1.Work, desired *unstructured.Unstructured) (phase Phase, known bool, err error) {
 	if existing == nil || len(existing.Spec.Workload.Manifests) == 0 {
-		return Idle, nil // a new copy: its pods are made, none replaced
+		return Idle, true, nil // a new copy: its pods are made, none replaced
 	}
 	var before unstructured.Unstructured
 	if err := before.UnmarshalJSON(existing.Spec.Workload.Manifests[0].Raw); err != nil {
-		return Idle, fmt.Errorf("the Work's workload: %w", err)
+		return Idle, false, fmt.Errorf("the Work's workload: %w", err)
 	}
-	held := before.GetAnnotations()[names.RolloutHeldAnnotation] == "true"
-	inTurn := !held && existing.Annotations[names.RolloutPhaseAnnotation] == Rolling.String()
+	paused, _, _ := unstructured.NestedBool(before.Object, "spec", "paused")
+	inTurn := !paused && existing.Annotations[names.RolloutPhaseAnnotation] == Rolling.String()
 	oldPods, _, _ := unstructured.NestedFieldNoCopy(before.Object, "spec", "template")
 	newPods, _, _ := unstructured.NestedFieldNoCopy(desired.Object, "spec", "template")
 	changed := !equality.Semantic.DeepEqual(oldPods, newPods)
-	hash, err := PodTemplateHash(desired)
-	if err != nil {
-		return Idle, err
-	}
-	st, err := workloadStatus(existing)
-	if err != nil {
-		return Idle, err
-	}
-	// done: the member reports the pod template it is given now, settled. A report that is not known (none yet,
-	// the cluster not ready) is no end of a turn.
-	done := st != nil && !changed && st.reports(hash, generation) && st.settled()
+	st := workloadStatus(existing)
+	stamp, stamped := before.GetAnnotations()[names.PodTemplateHashAnnotation]
+	current := st != nil && (!stamped || (st.PodTemplateHash != nil && *st.PodTemplateHash == stamp))
+	// done: the member reports its copy as it is, settled, and the copy keeps its pod template.
+	done := current && !changed && st.settled()
 	switch {
+	case inTurn && done:
+		return Idle, true, nil
 	case inTurn:
-		if done {
-			return Idle, nil
-		}
-		return Rolling, nil
-	case !changed && !held:
-		return Idle, nil
+		return Rolling, st != nil, nil
+	case !changed && !paused:
+		return Idle, st != nil, nil
 	case st == nil:
-		return Waiting, nil // what runs there is not known yet
+		return Waiting, false, nil
 	case st.Replicas == 0 && st.UnavailableReplicas == 0:
-		return Idle, nil // no pods, none wanted
+		return Idle, true, nil // no pods, none wanted
 	case done:
-		return Idle, nil // held, but its pods already run this pod template
+		return Idle, true, nil // paused, but its pods already run this pod template
 	default:
-		return Waiting, nil
+		return Waiting, true, nil
 	}
 }
 
-// workloadStatus is the status the member reported for the Work's workload (its first manifest), nil when none.
-func workloadStatus(w *workv1alpha1.Work) (*memberStatus, error) {
+// workloadStatus is the status the member reported for the Work's workload (its first manifest); nil when there
+// is none, or none this package can read (a status customization's own shape).
+func workloadStatus(w *workv1alpha1.Work) *memberStatus {
 	for _, ms := range w.Status.ManifestStatuses {
 		if ms.Identifier.Ordinal != 0 || ms.Status == nil || len(ms.Status.Raw) == 0 {
 			continue
 		}
 		var st memberStatus
-		if err := json.Unmarshal(ms.Status.Raw, &st); err != nil {
-			return nil, fmt.Errorf("the Work's reported status: %w", err)
+		if json.Unmarshal(ms.Status.Raw, &st) != nil {
+			return nil
 		}
-		return &st, nil
+		return &st
 	}
-	return nil, nil
+	return nil
 }
 
 // Amend writes into workload, a cluster's rendered Deployment, the template generation it comes from and the hash

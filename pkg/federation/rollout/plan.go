@@ -39,6 +39,9 @@ type Member struct {
 	// Replicas is the cluster's share of the template's replicas.
 	Replicas int32
 	Phase    Phase
+	// Stuck: the cluster cannot take a turn now (what it runs is not known, or its Work is not dispatched); if
+	// Waiting, it waits without taking the budget from a cluster that can.
+	Stuck bool
 }
 
 // Grant is what a cluster that is not Idle gets: a share of the budget to roll with, or Hold.
@@ -83,7 +86,7 @@ func Budget(maxUnavailable, maxSurge *intstr.IntOrString, total int32) (unavaila
 // unavailability: a surge pod takes no capacity away), then the rest of both in proportion to replicas. A
 // member rolling with nothing left to give it (more members keep their turns than the budget has pods: it shrank
 // mid-rollout) still gets one pod of surge, or of unavailability when the template allows no surge: a Deployment
-// must be able to move.
+// must be able to move. A Stuck member waiting stays held.
 func Plan(unavailable, surge int32, members []Member) map[string]Grant {
 	var rolling, waiting []Member
 	for _, m := range members {
@@ -100,7 +103,7 @@ func Plan(unavailable, surge int32, members []Member) map[string]Grant {
 	out := map[string]Grant{}
 	active := rolling
 	for _, m := range waiting {
-		if int64(len(active)) < int64(unavailable)+int64(surge) {
+		if !m.Stuck && int64(len(active)) < int64(unavailable)+int64(surge) {
 			active = append(active, m)
 		} else {
 			out[m.Name] = Grant{Hold: true}

@@ -79,6 +79,11 @@ func TestPlan(t *testing.T) {
 			want:    map[string]Grant{"a": {MaxUnavailable: 1}, "b": {MaxUnavailable: 1}, "c": {Hold: true}},
 		},
 		{
+			name: "a waiting cluster that cannot start takes no turn from one that can", unavailable: 1,
+			members: []Member{{Name: "a", Replicas: 2, Phase: Waiting, Stuck: true}, m("b", 2, Waiting)},
+			want:    map[string]Grant{"a": {Hold: true}, "b": {MaxUnavailable: 1}},
+		},
+		{
 			name: "clusters with no replicas share equally", unavailable: 0, surge: 2,
 			members: []Member{m("a", 0, Waiting), m("b", 0, Waiting), m("c", 0, Waiting)},
 			want:    map[string]Grant{"a": {MaxSurge: 1}, "b": {MaxSurge: 1}, "c": {Hold: true}},
