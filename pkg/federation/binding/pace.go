@@ -59,8 +59,8 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 	}
 	for cluster, w := range existing {
 		if desired[cluster] == nil && w.Annotations[names.RolloutPhaseAnnotation] == rollout.Rolling.String() {
-			// Its turn goes on though its Work is not written this pass (it could not be rendered, or is being
-			// left): its pods still count against the budget.
+			// Its turn goes on though its Work is not written this pass (it could not be rendered): its pods still
+			// count against the budget.
 			members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: rollout.Rolling})
 		}
 	}
