@@ -249,6 +249,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		return err
 	}
 	paced := turns != nil && turns.turnsChanged(o.works)
+	unpaced := turns == nil && hadTurns(o.works)
 	var written []string
 	var created []client.ObjectKey
 	for _, tc := range b.Spec.Clusters {
@@ -287,6 +288,14 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		}
 		log.FromContext(ctx).Info("rollout paced across clusters", "turns", note)
 		r.event(b, corev1.EventTypeNormal, reason, "Rollout", "%s", note)
+	}
+	if unpaced {
+		// Turns were under way: say why every cluster now rolls on its own.
+		why := "the template is paused, or does not roll"
+		if b.Spec.RolloutScope != policyv1alpha1.FederationRolloutScope {
+			why = "rolloutScope is no longer Federation"
+		}
+		r.event(b, corev1.EventTypeNormal, "RolloutUnpaced", "Rollout", "the rollout is no longer paced across clusters (%s): each cluster rolls on its own", why)
 	}
 	if len(written) > 0 {
 		log.FromContext(ctx).Info("rendered Works", "clusters", written)

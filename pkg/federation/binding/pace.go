@@ -148,3 +148,13 @@ func (p *pacing) turnsChanged(existing map[string]*workv1alpha1.Work) bool {
 	}
 	return false
 }
+
+// hadTurns reports whether any of works shows its cluster's turn in a paced rollout.
+func hadTurns(works map[string]*workv1alpha1.Work) bool {
+	for _, w := range works {
+		if w.Annotations[names.RolloutPhaseAnnotation] != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -94,14 +94,17 @@ func TestPacedRollout(t *testing.T) {
 	report(ctx, t, h, work2, 2, 2, 2, 4)
 	waitTurn(ctx, t, h, work2, "nginx:1.29", turn{generation: 4, unavailable: "25%"})
 
-	// Rolling per cluster (the default): a new image reaches both at once, with the template's strategy.
+	// Back to rolling per cluster (the default) in the middle of a rollout: the waiting cluster is released, both
+	// roll at once with the template's strategy, and an event says so.
+	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.30")))
+	waitTurn(ctx, t, h, work2, "nginx:1.30", turn{generation: 5, phase: "Waiting", held: true, paused: true, unavailable: "25%"})
 	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
 	b.Spec.RolloutScope = ""
 	must(t, h.Update(ctx, b))
-	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.30")))
 	for _, w := range []string{work1, work2} {
 		waitTurn(ctx, t, h, w, "nginx:1.30", turn{unavailable: "25%"})
 	}
+	waitPacedEvent(ctx, t, h, b, "RolloutUnpaced", "the rollout is no longer paced across clusters (rolloutScope is no longer Federation): each cluster rolls on its own")
 }
 
 // withImage sets the template's image.
