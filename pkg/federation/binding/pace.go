@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -38,7 +40,15 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		replicas[tc.Name] = tc.Replicas
 		total += tc.Replicas
 	}
-	unavailable, surge, err := rollout.Budget(strategyValue(template, "maxUnavailable"), strategyValue(template, "maxSurge"), total)
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template.Object, &d); err != nil {
+		return nil, fmt.Errorf("the template: %w", err)
+	}
+	var maxUnavailable, maxSurge *intstr.IntOrString
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		maxUnavailable, maxSurge = ru.MaxUnavailable, ru.MaxSurge
+	}
+	unavailable, surge, err := rollout.Budget(maxUnavailable, maxSurge, total)
 	if err != nil {
 		return nil, fmt.Errorf("the template's rolling update: %w", err)
 	}
@@ -91,26 +101,6 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		}
 	}
 	return p, nil
-}
-
-// strategyValue is the template's spec.strategy.rollingUpdate field, nil when unset.
-func strategyValue(template *unstructured.Unstructured, field string) *intstr.IntOrString {
-	v, ok, _ := unstructured.NestedFieldNoCopy(template.Object, "spec", "strategy", "rollingUpdate", field)
-	if !ok {
-		return nil
-	}
-	switch t := v.(type) {
-	case string:
-		out := intstr.FromString(t)
-		return &out
-	case int64:
-		out := intstr.FromInt32(int32(t))
-		return &out
-	case float64:
-		out := intstr.FromInt32(int32(t))
-		return &out
-	}
-	return nil
 }
 
 // summary says who rolls with what and who waits; "" when no cluster does either.
