@@ -22,6 +22,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/binding"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
@@ -166,7 +167,10 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err := mgr.Add(tpls); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder("fedmesh-federator")
+	recorder, err := eventrecord.ForManager(mgr, "fedmesh-federator")
+	if err != nil {
+		return err
+	}
 	// One waiter for the stages that wait for their own writes to reach the cache: one event handler per kind.
 	cached, err := cachewait.For(context.Background(), mgr.GetCache(), &workv1alpha1.ResourceBinding{}, &workv1alpha1.Work{})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	"github.com/fedmesh/fedmesh/pkg/cli"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/manager/sharding"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
@@ -66,6 +67,10 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	recorder, err := eventrecord.ForManager(mgr, "fedmesh-manager")
+	if err != nil {
+		return err
+	}
 	snap := xds.NewSnapshotter(xds.SnapshotterOptions{VersionPrefix: fmt.Sprintf("m%d-", time.Now().UnixNano())})
 	callbacks := xds.NewCallbacks(xds.TokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), o.xdsAudiences))
 	callbacks.Log = mgr.GetLogger().WithName("xds")
@@ -91,7 +96,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 		Client:              mgr.GetClient(),
 		APIReader:           mgr.GetAPIReader(),
 		Publisher:           publisher{snap, callbacks},
-		Recorder:            mgr.GetEventRecorder("fedmesh-manager"),
+		Recorder:            recorder,
 		ProxyLease:          o.proxyLease,
 		LeaseMargin:         o.leaseMargin,
 		ObjectCountInterval: o.countEvery,
@@ -99,7 +104,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return o.webhooks.setup(mgr, o.proxyLease)
+	return o.webhooks.setup(mgr, o.proxyLease, recorder)
 }
 
 // publisher is the xDS server as the controller sees it: documents in, acknowledgements out.

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -152,7 +153,7 @@ func (o *webhookOptions) clientConfig(path string, ca []byte) admissionregistrat
 
 // setup registers the webhooks, the label-mode controller, the injection registration with the controller that
 // replaces pods admitted before it, and the loop that keeps the registrations' CA bundle current (webhookCABundle).
-func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error {
+func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration, recorder record.EventRecorder) error {
 	if !o.enabled() {
 		ctrl.Log.Info("admission webhooks off (no --webhook-cert-dir): label mode relies on the proxies' own stamping, no sidecar injection")
 		return nil
@@ -179,7 +180,7 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 		return o.clientConfig(labels.Path, caBundle.bundle()), nil
 	}
 	err = (&labelmode.Reconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Discovery: disco,
-		ClientConfig: labelsConfig, Resync: caBundle.labelMode, Backfill: backfill}).SetupWithManager(mgr)
+		ClientConfig: labelsConfig, Resync: caBundle.labelMode, Backfill: backfill, Recorder: recorder}).SetupWithManager(mgr)
 	if err != nil {
 		return err
 	}
@@ -203,7 +204,7 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration) error
 		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, o.clientConfig(inject.Path, ca)))
 	}
 	return (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
-		Recorder: mgr.GetEventRecorder("fedmesh-manager")}).SetupWithManager(mgr)
+		Recorder: recorder}).SetupWithManager(mgr)
 }
 
 // apply creates or replaces the webhooks of a MutatingWebhookConfiguration.

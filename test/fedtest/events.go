@@ -5,27 +5,53 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 )
 
-// Events is an event recorder (the Eventf of k8s.io/client-go/tools/events.EventRecorder) that keeps what it is
-// told, as "name: type reason message", for a test to look through.
+// Events is an event recorder (k8s.io/client-go/tools/record.EventRecorder) that keeps what it is told, as
+// "name: type reason message", for a test to look through.
 type Events struct {
 	mu     sync.Mutex
 	events []string
 }
 
-// Eventf records one event about regarding.
-func (e *Events) Eventf(regarding, _ runtime.Object, eventtype, reason, _, format string, args ...any) {
+// Event records one event about object.
+func (e *Events) Event(object runtime.Object, eventtype, reason, message string) {
 	name := ""
-	if o, ok := regarding.(metav1.Object); ok {
+	if o, ok := object.(metav1.Object); ok {
 		name = o.GetName()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, name+": "+eventtype+" "+reason+" "+fmt.Sprintf(format, args...))
+	e.events = append(e.events, name+": "+eventtype+" "+reason+" "+message)
+}
+
+// Eventf records one event about object.
+func (e *Events) Eventf(object runtime.Object, eventtype, reason, format string, args ...any) {
+	e.Event(object, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+// AnnotatedEventf records one event about object; the annotations are not kept.
+func (e *Events) AnnotatedEventf(object runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	e.Eventf(object, eventtype, reason, format, args...)
+}
+
+// Recorder is an event recorder from component writing to mgr's API server (package eventrecord), for a test
+// that reads the events back from there.
+func Recorder(t testing.TB, mgr ctrl.Manager, component string) record.EventRecorder {
+	t.Helper()
+	rec, err := eventrecord.ForManager(mgr, component)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // All is every event recorded so far.

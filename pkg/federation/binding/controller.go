@@ -36,10 +36,10 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
 )
 
-// EventRecorder records events on bindings (k8s.io/client-go/tools/events.EventRecorder, as the manager's
-// GetEventRecorder returns it, satisfies it).
+// EventRecorder records events on bindings (k8s.io/client-go/tools/record.EventRecorder, as package eventrecord
+// gives it, satisfies it).
 type EventRecorder interface {
-	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // Renderings takes the outcome of each pass over a binding, from which the binding-status stage judges its
@@ -181,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		logger.Info("deleted Work of a cluster no longer targeted", "work", w.Name, "cluster", w.Spec.ClusterName)
-		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "Delete", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
+		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
 	}
 	if len(b.Spec.Clusters) > 0 {
 		if err := r.renderAll(ctx, &b, &o); err != nil {
@@ -245,7 +245,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	turns, err := pace(b, template, current.GetGeneration(), desired, o.works)
 	if err != nil {
 		// Written unpaced, the Works would roll every cluster at once: they wait for the cause to be fixed.
-		r.event(b, corev1.EventTypeWarning, "RolloutPaceFailed", "Rollout", "no Work written: %v", err)
+		r.event(b, corev1.EventTypeWarning, "RolloutPaceFailed", "no Work written: %v", err)
 		return err
 	}
 	paced := turns != nil && turns.turnsChanged(o.works)
@@ -280,14 +280,13 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	// once per binding rather than once per cluster, which would hold the later clusters' Works back by as much.
 	r.Cached.CreatedAll(ctx, r.Client, created, func() client.Object { return &workv1alpha1.Work{} })
 	if paced {
-		// Two reasons, not one: events of one reason on one object are folded into a series that keeps the first
-		// note, and the end of a rollout must show.
+		// The end of a rollout is a reason of its own, for whoever watches for it.
 		reason, note := "RolloutPaced", turns.summary()
 		if note == "" {
 			reason, note = "RolloutDone", "every cluster has rolled out"
 		}
 		log.FromContext(ctx).Info("rollout paced across clusters", "turns", note)
-		r.event(b, corev1.EventTypeNormal, reason, "Rollout", "%s", note)
+		r.event(b, corev1.EventTypeNormal, reason, "%s", note)
 	}
 	if unpaced {
 		// Turns were under way: say why every cluster now rolls on its own.
@@ -295,11 +294,11 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		if b.Spec.RolloutScope != policyv1alpha1.FederationRolloutScope {
 			why = "rolloutScope is no longer Federation"
 		}
-		r.event(b, corev1.EventTypeNormal, "RolloutUnpaced", "Rollout", "the rollout is no longer paced across clusters (%s): each cluster rolls on its own", why)
+		r.event(b, corev1.EventTypeNormal, "RolloutUnpaced", "the rollout is no longer paced across clusters (%s): each cluster rolls on its own", why)
 	}
 	if len(written) > 0 {
 		log.FromContext(ctx).Info("rendered Works", "clusters", written)
-		r.event(b, corev1.EventTypeNormal, "WorksRendered", "Render", "rendered the Works of %s", strings.Join(written, ", "))
+		r.event(b, corev1.EventTypeNormal, "WorksRendered", "rendered the Works of %s", strings.Join(written, ", "))
 	}
 	return nil
 }
@@ -441,13 +440,13 @@ func (r *Reconciler) handOver(b *workv1alpha1.ResourceBinding, o outcome) {
 		return
 	}
 	if reason, msg := out.Problem(b); reason != "" && reason != rendering.ReasonNotScheduled {
-		r.event(b, corev1.EventTypeWarning, reason, "Render", "%s", shorten.To(msg, shorten.EventNote))
+		r.event(b, corev1.EventTypeWarning, reason, "%s", shorten.To(msg, shorten.EventNote))
 	}
 }
 
-func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, action, note string, args ...any) {
+func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(b, nil, eventType, reason, action, note, args...)
+		r.Recorder.Eventf(b, eventType, reason, note, args...)
 	}
 }
 

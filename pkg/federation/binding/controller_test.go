@@ -49,7 +49,7 @@ func TestBindingController(t *testing.T) {
 	// The binding-status stage runs too: it judges FullyApplied from this stage's outcome and writes it.
 	startStages(t, f, func(r *Reconciler, mgr ctrl.Manager) {
 		r.Client = countingClient{Client: mgr.GetClient(), workUpdates: &workUpdates}
-		r.Recorder = mgr.GetEventRecorder("fedmesh-binding")
+		r.Recorder = fedtest.Recorder(t, mgr, "fedmesh-binding")
 	})
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))

@@ -36,7 +36,7 @@ func TestPacedRollout(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 2})
 	ctx := t.Context()
 	h := f.Host
-	startStages(t, f, func(r *Reconciler, mgr ctrl.Manager) { r.Recorder = mgr.GetEventRecorder("fedmesh-binding") })
+	startStages(t, f, func(r *Reconciler, mgr ctrl.Manager) { r.Recorder = fedtest.Recorder(t, mgr, "fedmesh-binding") })
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	deploy := webDeployment("demo", 4)
@@ -75,6 +75,7 @@ func TestPacedRollout(t *testing.T) {
 	report(ctx, t, h, work1, 2, 2, 2, 2)
 	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, phase: "Rolling", unavailable: "1"})
 	waitTurn(ctx, t, h, work1, "nginx:1.28", turn{generation: 2, unavailable: "25%"})
+	waitPacedEvent(ctx, t, h, b, "RolloutPaced", "rolling member2 (maxUnavailable 1, maxSurge 0)")
 	report(ctx, t, h, work2, 2, 2, 2, 2)
 	waitTurn(ctx, t, h, work2, "nginx:1.28", turn{generation: 2, unavailable: "25%"})
 	waitPacedEvent(ctx, t, h, b, "RolloutDone", "every cluster has rolled out")
@@ -185,8 +186,7 @@ func report(ctx context.Context, t *testing.T, h client.Client, name string, rep
 	must(t, h.Status().Update(ctx, w))
 }
 
-// waitPacedEvent waits for an event of reason with note on b. Only the first event of a reason is looked for: the
-// recorder folds later ones into its series.
+// waitPacedEvent waits for an event of reason with note on b.
 func waitPacedEvent(ctx context.Context, t *testing.T, h client.Client, b *workv1alpha1.ResourceBinding, reason, note string) {
 	t.Helper()
 	eventually(t, "event "+note, func() error {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,7 +65,7 @@ type Reconciler struct {
 	// Client reads and writes Clusters in the host.
 	Client   client.Client
 	Members  Members
-	Recorder events.EventRecorder
+	Recorder record.EventRecorder
 	Options  Options
 	// Elected, when set, tells whether this federator is the one that probes (elect.Elector): every shard sees
 	// every Cluster, and only one should watch each member and write its status. Nil probes always.
@@ -224,7 +224,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 		if ready.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(c, nil, eventType, ready.Reason, "Probe", "%s", ready.Message)
+		r.Recorder.Eventf(c, eventType, ready.Reason, "%s", ready.Message)
 	}
 	return ready, nil
 }
@@ -254,7 +254,7 @@ func (r *Reconciler) writeTaints(ctx context.Context, c *clusterv1alpha1.Cluster
 		return err
 	}
 	logf.FromContext(ctx).Info("Cluster taints updated", "taints", taints)
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "TaintsUpdated", "Taint", "taints are now %v", taintKeys(taints))
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, "TaintsUpdated", "taints are now %v", taintKeys(taints))
 	return nil
 }
 

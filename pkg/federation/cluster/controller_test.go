@@ -47,7 +47,7 @@ func TestClusterHealthFollowsTheMembersAPIServer(t *testing.T) {
 		r := &Reconciler{
 			Client:   mgr.GetClient(),
 			Members:  &member.Factory{Host: mgr.GetAPIReader()},
-			Recorder: mgr.GetEventRecorder("fedmesh-cluster-test"),
+			Recorder: fedtest.Recorder(t, mgr, "fedmesh-cluster-test"),
 			Options:  Options{ProbeInterval: interval, ProbeTimeout: 2 * time.Second, FailureThreshold: 2},
 		}
 		return r.SetupWithManager(mgr)

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -109,7 +109,7 @@ func TestStoppedProbingReleasesTheMembersWatches(t *testing.T) {
 			if tc.cluster != nil {
 				b = b.WithObjects(tc.cluster)
 			}
-			r := &Reconciler{Client: b.Build(), Members: tc.members, Recorder: events.NewFakeRecorder(10)}
+			r := &Reconciler{Client: b.Build(), Members: tc.members, Recorder: record.NewFakeRecorder(10)}
 			r.Options.setDefaults()
 			// What probing it as a Push cluster left behind.
 			stopped := false

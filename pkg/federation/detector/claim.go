@@ -56,7 +56,7 @@ func (r *Reconciler) claim(ctx context.Context, obj *unstructured.Unstructured, 
 		return nil, err
 	}
 	logf.FromContext(ctx).Info("claimed", "policy", p.Key())
-	r.Recorder.Eventf(out, nil, corev1.EventTypeNormal, ReasonClaimed, ReasonClaimed, "claimed by %s", p)
+	r.Recorder.Eventf(out, corev1.EventTypeNormal, ReasonClaimed, "claimed by %s", p)
 	return out, nil
 }
 
@@ -69,7 +69,7 @@ func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured
 			return err
 		}
 		logf.FromContext(ctx).Info("released: no policy selects it")
-		r.Recorder.Eventf(out, nil, corev1.EventTypeNormal, ReasonReleased, ReasonReleased, "no policy selects it any more")
+		r.Recorder.Eventf(out, corev1.EventTypeNormal, ReasonReleased, "no policy selects it any more")
 	}
 	return r.deleteBinding(ctx, templates.KeyOf(obj), true)
 }
@@ -125,7 +125,7 @@ func (r *Reconciler) writeBinding(ctx context.Context, obj *unstructured.Unstruc
 			return err
 		}
 		if !sameTemplate(&b.Spec, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonBindingNameTaken, ReasonBindingNameTaken,
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonBindingNameTaken,
 				"binding %s already belongs to another template", key)
 			return nil
 		}

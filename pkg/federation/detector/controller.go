@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,6 +28,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -78,12 +79,12 @@ type Reconciler struct {
 	// Templates runs an informer for every kind some policy selects and reads templates from them; the binding
 	// and status stages share it. Made from Dynamic and the manager's API reader when nil.
 	Templates *templates.Cache
-	// Mapper resolves the selected kinds to resources; the manager's when nil.
+	// Mapper resolves the selected kinds to resources; one of its own (package eventrecord) when nil.
 	Mapper meta.RESTMapper
 	// Interpreter finds replicas and replica requirements.
 	Interpreter ReplicaInterpreter
-	// Recorder records events on templates and policies; the manager's when nil.
-	Recorder events.EventRecorder
+	// Recorder records events on templates and policies; one of its own (package eventrecord) when nil.
+	Recorder record.EventRecorder
 	// ClusterScoped elects the federator that handles cluster-scoped templates; nil handles them here.
 	ClusterScoped Elector
 	// UnknownKindRetry is how soon a policy selecting a kind the API server does not serve is looked at again
@@ -109,7 +110,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Mapper = mgr.GetRESTMapper()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("fedmesh-detector")
+		rec, err := eventrecord.ForManager(mgr, "fedmesh-detector")
+		if err != nil {
+			return err
+		}
+		r.Recorder = rec
 	}
 	var err error
 	if r.Cached == nil {
@@ -234,7 +239,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		return reconcile.Result{}, err
 	}
 	if len(missing) > 0 {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonDependentOverridesMissing, ReasonDependentOverridesMissing,
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonDependentOverridesMissing,
 			"%s waits for the overrides it depends on: %s", waiting, strings.Join(missing, ", "))
 	}
 	switch act {
@@ -250,7 +255,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	var req *workv1alpha1.ReplicaRequirements
 	if r.Interpreter.Handles(key.GVK, interpreter.InterpretReplica) {
 		if replicas, req, err = r.Interpreter.InterpretReplica(ctx, obj); err != nil {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInterpretFailed, ReasonInterpretFailed, "finding the replicas: %v", err)
+			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInterpretFailed, "finding the replicas: %v", err)
 			return reconcile.Result{}, err
 		}
 	}
@@ -258,7 +263,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if desired.SchedulePriority, err = r.schedulePriority(ctx, policy); apierrors.IsNotFound(err) {
 		// No binding is born without its priority; one that exists keeps the priority it has, and everything
 		// else still reaches it. The class's creation queues the template again (policiesNaming).
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPriorityClassNotFound, ReasonPriorityClassNotFound,
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonPriorityClassNotFound,
 			"%s names PriorityClass %s, which does not exist: the binding keeps the priority it has, or waits for the class",
 			policy, policy.Spec.SchedulePriority.PriorityClassName)
 		var existing workv1alpha1.ResourceBinding

@@ -69,12 +69,12 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	if len(ignored) > 0 {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonIgnoredKind, ReasonIgnoredKind,
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonIgnoredKind,
 			"fedmesh's own kinds are never propagated: %s", strings.Join(ignored, ", "))
 	}
 	if len(unknown) > 0 {
 		logf.FromContext(ctx).Info("policy selects kinds the API server does not serve", "kinds", unknown)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonUnknownKind, ReasonUnknownKind,
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownKind,
 			"the API server does not serve %s; looking again in %s", strings.Join(unknown, ", "), r.UnknownKindRetry)
 		return reconcile.Result{RequeueAfter: r.UnknownKindRetry}, nil
 	}

@@ -22,9 +22,9 @@ import (
 // ReasonEvictionDone is the event on a binding whose eviction task on a cluster it left is done.
 const ReasonEvictionDone = "GracefulEvictionDone"
 
-// EventRecorder records events on bindings (the manager's GetEventRecorder returns one).
+// EventRecorder records events on bindings (package eventrecord gives one).
 type EventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // Reconciler removes the eviction tasks that are done from bindings.
@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		evictionsDone.WithLabelValues(outcomes[v.Done[c]]).Inc()
 		ctrl.LoggerFrom(ctx).Info("graceful eviction done", "cluster", c, "why", v.Done[c])
 		if r.Recorder != nil {
-			r.Recorder.Eventf(&b, nil, corev1.EventTypeNormal, ReasonEvictionDone, "Evict", "%s: %s", doneNote(before, c), v.Done[c])
+			r.Recorder.Eventf(&b, corev1.EventTypeNormal, ReasonEvictionDone, "%s: %s", doneNote(before, c), v.Done[c])
 		}
 	}
 	return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil

@@ -37,7 +37,7 @@ func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctr
 			return ctrl.Result{}, gerr
 		}
 		if !gone {
-			r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, "CleanupFailed", "Delete",
+			r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
 				"removing the Work's objects from cluster %s: %v", work.Spec.ClusterName, err)
 			return ctrl.Result{}, err
 		}

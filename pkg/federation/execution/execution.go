@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -58,7 +58,7 @@ type Reconciler struct {
 	// Verdicts takes the Applied condition of each pass over a Work: the work-status stage writes it with the
 	// member objects' status, in one write of the Work.
 	Verdicts Verdicts
-	Recorder events.EventRecorder
+	Recorder record.EventRecorder
 	// Timeout bounds the member calls of one reconcile, so a member that hangs does not hold a worker; default 30s.
 	Timeout time.Duration
 	// ConflictRecheck is how often a Work stopped by a conflict looks again (the object may have been removed);
@@ -177,7 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if cond.Status == metav1.ConditionTrue {
 		return ctrl.Result{}, nil
 	}
-	r.Recorder.Eventf(&work, nil, corev1.EventTypeWarning, cond.Reason, "Apply", "%s", shorten.To(cond.Message, shorten.EventNote))
+	r.Recorder.Eventf(&work, corev1.EventTypeWarning, cond.Reason, "%s", shorten.To(cond.Message, shorten.EventNote))
 	for _, e := range errs {
 		if e != nil && retryable(e) {
 			// The error goes to controller-runtime for its backoff; the condition already tells users.

@@ -65,7 +65,7 @@ func TestExecution(t *testing.T) {
 			Members:         members,
 			Retainer:        chain,
 			Verdicts:        applied,
-			Recorder:        mgr.GetEventRecorder("fedmesh-execution-test"),
+			Recorder:        fedtest.Recorder(t, mgr, "fedmesh-execution-test"),
 			Timeout:         5 * time.Second,
 			ConflictRecheck: 2 * time.Second,
 		}

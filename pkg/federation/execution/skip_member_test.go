@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +60,7 @@ func TestReconcileUnchanged(t *testing.T) {
 			Members:         &member.Factory{Host: host},
 			Retainer:        interpreter.Layers{Native: native.New()}.Chain(),
 			Verdicts:        applied,
-			Recorder:        events.NewFakeRecorder(100),
+			Recorder:        record.NewFakeRecorder(100),
 			Timeout:         10 * time.Second,
 			ConflictRecheck: time.Minute,
 		}

@@ -29,9 +29,10 @@ import (
 // bindings naming no scheduler are its too.
 const DefaultSchedulerName = "default-scheduler"
 
-// EventRecorder is the part of events.EventRecorder the controller uses.
+// EventRecorder is the part of k8s.io/client-go/tools/record.EventRecorder the controller uses (package eventrecord
+// gives one).
 type EventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // Reconciler schedules ResourceBindings.

@@ -35,7 +35,7 @@ func startHost(t *testing.T) (client.Client, *cluster.Cluster) {
 	ctx := context.Background()
 	host, c := fedtest.Host(t)
 	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
-		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("fedmesh-scheduler")}
+		r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: fedtest.Recorder(t, mgr, "fedmesh-scheduler")}
 		return r.SetupWithManager(mgr)
 	})
 	for _, name := range []string{"member1", "member2"} {

@@ -453,6 +453,6 @@ func describe(targets []workv1alpha1.TargetCluster) string {
 
 func (r *Reconciler) event(obj client.Object, eventtype, reason, format string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventtype, reason, reason, format, args...)
+		r.Recorder.Eventf(obj, eventtype, reason, format, args...)
 	}
 }

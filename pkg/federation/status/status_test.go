@@ -59,7 +59,7 @@ func TestStatusFlowsUp(t *testing.T) {
 		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
 			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
-				Recorder: mgr.GetEventRecorder("fedmesh-status-test"), Timeout: 3 * time.Second},
+				Recorder: fedtest.Recorder(t, mgr, "fedmesh-status-test"), Timeout: 3 * time.Second},
 			works,
 			&BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: &rendering.Store{}},
 		} {

@@ -73,10 +73,10 @@ type WorkReconciler struct {
 	written written
 }
 
-// EventRecorder records events (k8s.io/client-go/tools/events.EventRecorder, as the manager's GetEventRecorder
-// returns it, satisfies it).
+// EventRecorder records events (k8s.io/client-go/tools/record.EventRecorder, as package eventrecord gives it,
+// satisfies it).
 type EventRecorder interface {
-	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // ReasonReflectStatusFailed: a status script failed on a member's object; the status recorded last stays.
@@ -265,7 +265,7 @@ func (r *WorkReconciler) observe(ctx context.Context, work *workv1alpha1.Work, m
 				ms.Status = lastStatus(work.Status.ManifestStatuses, id)
 				obs.reflectFailed = true
 				if r.Recorder != nil {
-					r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, ReasonReflectStatusFailed, "ReflectStatus",
+					r.Recorder.Eventf(work, corev1.EventTypeWarning, ReasonReflectStatusFailed,
 						"status of %s in cluster %s: %v; the status recorded last stays", key, work.Spec.ClusterName, err)
 				}
 			}

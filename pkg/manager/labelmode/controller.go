@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/webhook/labels"
 )
 
@@ -48,8 +49,8 @@ type Reconciler struct {
 	// Resync, when set, asks for a reconcile: the manager sends on it when the webhook CA changed.
 	Resync   <-chan event.GenericEvent
 	Backfill Backfill
-	// Recorder records, on the configs, the resources that do not resolve; the manager's when nil.
-	Recorder events.EventRecorder
+	// Recorder records, on the configs, the resources that do not resolve; one of its own (package eventrecord) when nil.
+	Recorder record.EventRecorder
 
 	mu sync.Mutex
 	// reported is what was last reported unresolved on each config, so that a retry does not report it again.
@@ -64,7 +65,11 @@ type Backfill interface {
 // SetupWithManager runs one reconcile per change of any ShardingConfig: the result depends on all of them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("fedmesh-manager")
+		rec, err := eventrecord.ForManager(mgr, "fedmesh-manager")
+		if err != nil {
+			return err
+		}
+		r.Recorder = rec
 	}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ConfigurationName}}}

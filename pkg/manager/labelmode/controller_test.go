@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,7 +60,7 @@ func TestUnresolvedResourceHoldsBackNoOther(t *testing.T) {
 			{Resource: "configmaps"}, {Group: "example.io", Resource: "widgets"}}},
 	}
 	backfill := &fakeBackfill{}
-	recorder := events.NewFakeRecorder(10)
+	recorder := record.NewFakeRecorder(10)
 	r := &Reconciler{
 		Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(sc).Build(),
 		Mapper: mapperOf(configMaps),

@@ -52,7 +52,7 @@ func (r *Reconciler) report(ctx context.Context, configs []meshv1alpha1.Sharding
 			"shardingConfig", types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, "resources", names,
 			"retryAfter", RetryUnresolved)
 		if r.Recorder != nil {
-			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, ReasonUnresolvedResource, "Backfill",
+			r.Recorder.Eventf(sc, corev1.EventTypeWarning, ReasonUnresolvedResource,
 				"label mode cannot backfill %s (%s); the other resources are backfilled, these are tried again every %s",
 				key, strings.Join(reasons, "; "), RetryUnresolved)
 		}

@@ -83,7 +83,7 @@ func (ro rolloutResult) act(ctx context.Context, r *Reconciler, sc *meshv1alpha1
 func (ro rolloutResult) record(r *Reconciler, sc *meshv1alpha1.ShardingConfig) {
 	key := sc.Namespace + "/" + sc.Name
 	for _, e := range ro.events {
-		r.Recorder.Eventf(sc, nil, e.Type, e.Reason, "Canary", "%s", e.Message)
+		r.Recorder.Eventf(sc, e.Type, e.Reason, "%s", e.Message)
 	}
 	if ro.step != nil {
 		canaryStep.WithLabelValues(key).Set(float64(*ro.step))

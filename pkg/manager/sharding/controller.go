@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ktypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,7 +50,7 @@ type Reconciler struct {
 	// APIReader reads what is not worth caching in full (the CA Secrets of member clusters); Client when nil.
 	APIReader client.Reader
 	Publisher Publisher
-	Recorder  events.EventRecorder
+	Recorder  record.EventRecorder
 	// Poll is how often a handover waiting for acknowledgements is looked at again, besides at each change of
 	// the acknowledgements; default 500ms.
 	Poll time.Duration
@@ -306,7 +307,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}
-		r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Assigned", "Assign", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
+		r.Recorder.Eventf(&sc, corev1.EventTypeNormal, "Assigned", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
 	}
 	var unread bool
 	if pub.Clusters, unread, err = r.memberClusters(ctx); err != nil {
@@ -358,7 +359,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	phase := handoverPhase(next.Assignment)
-	r.Recorder.Eventf(&sc, nil, corev1.EventTypeNormal, "Handover", phase, "epoch %d: %s", next.Epoch, describe(pub.Assignment, next.Assignment))
+	r.Recorder.Eventf(&sc, corev1.EventTypeNormal, "Handover", "epoch %d, %s: %s", next.Epoch, strings.ToLower(phase), describe(pub.Assignment, next.Assignment))
 	handovers.WithLabelValues(req.String(), phase).Inc()
 	r.measureGap(req.NamespacedName, phase)
 	// The proxies' acknowledgements of this step bring it back (relayAcks); the poll is a backstop.

@@ -72,7 +72,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		}
 		if ack.Error != "" && ack.Nacked != "" && ack.Error != previousNack(orig, m.pod) {
 			nacks.WithLabelValues(sc.Namespace + "/" + sc.Name).Inc()
-			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, "ProxyRefused", "Nack", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
+			r.Recorder.Eventf(sc, corev1.EventTypeWarning, "ProxyRefused", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
 		}
 		st.Proxies = append(st.Proxies, ps)
 	}
@@ -120,7 +120,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonShardUnserved
 		cond.Message = unservedMessage(sc, idle, perShard)
 		if prev := meta.FindStatusCondition(orig.Status.Conditions, "Ready"); prev == nil || prev.Reason != cond.Reason {
-			r.Recorder.Eventf(sc, nil, corev1.EventTypeWarning, ReasonShardUnserved, "Assign", "%s", cond.Message)
+			r.Recorder.Eventf(sc, corev1.EventTypeWarning, ReasonShardUnserved, "%s", cond.Message)
 		}
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +27,7 @@ type Readmitter struct {
 	Client client.Client
 	// Registration is the name of the injection MutatingWebhookConfiguration.
 	Registration string
-	Recorder     events.EventRecorder
+	Recorder     record.EventRecorder
 }
 
 // SetupWithManager runs the Readmitter on the pods that ask for the proxy and lack it.
@@ -72,18 +72,18 @@ func (r *Readmitter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // gone or changed: the next event decides
 	case apierrors.IsForbidden(err):
 		// The manager may delete pods only where it is allowed to (the chart: its own namespace).
-		r.event(pod, "DeleteRefused", why+"; the fedmesh manager may not delete it: delete it so that its controller creates it again with the proxy")
+		r.event(pod, why+"; the fedmesh manager may not delete it: delete it so that its controller creates it again with the proxy")
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	}
 	log.FromContext(ctx).Info("deleted a pod admitted without the fedmesh proxy; its controller creates it again through the injection webhook")
-	r.event(pod, "Delete", why+"; deleted so that its controller creates it again with the proxy")
+	r.event(pod, why+"; deleted so that its controller creates it again with the proxy")
 	return ctrl.Result{}, nil
 }
 
-func (r *Readmitter) event(pod *corev1.Pod, action, note string) {
+func (r *Readmitter) event(pod *corev1.Pod, note string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "AdmittedWithoutProxy", action, "%s", note)
+		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "AdmittedWithoutProxy", "%s", note)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 )
 
@@ -38,8 +39,8 @@ type Reconciler struct {
 	Client client.Reader
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the customizations; the manager's when nil.
-	Recorder events.EventRecorder
+	// Recorder records refusals on the customizations; one of its own (package eventrecord) when nil.
+	Recorder record.EventRecorder
 	// Timeout and MemoryLimit bound one call of a script; declarative's defaults when zero.
 	Timeout     time.Duration
 	MemoryLimit uint64
@@ -60,7 +61,11 @@ type report struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("fedmesh-interpreter-customization")
+		rec, err := eventrecord.ForManager(mgr, "fedmesh-interpreter-customization")
+		if err != nil {
+			return err
+		}
+		r.Recorder = rec
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-customization").
@@ -112,13 +117,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		logger.Error(ref.Err, "refused a resource interpreter customization", "customization", ref.Name,
 			"generation", ref.Generation, "previousVersionServes", ref.Fallback)
-		r.Recorder.Eventf(byName[ref.Name], nil, corev1.EventTypeWarning, ReasonRefused, ReasonRefused, "%s", msg)
+		r.Recorder.Eventf(byName[ref.Name], corev1.EventTypeWarning, ReasonRefused, "%s", msg)
 	}
 	for _, c := range serve {
 		cur := byName[c.Name]
 		// A last good version serving in place of a refused current one was reported with the refusal.
 		if cur.Generation == c.Generation && r.news(c.Name, report{generation: c.Generation}) {
-			r.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, ReasonServing, ReasonServing, "serving %d scripts for %s, %s",
+			r.Recorder.Eventf(cur, corev1.EventTypeNormal, ReasonServing, "serving %d scripts for %s, %s",
 				len(declarative.Operations(&c)), c.Spec.Target.APIVersion, c.Spec.Target.Kind)
 		}
 	}

@@ -2,11 +2,10 @@ package customization
 
 import (
 	"context"
-	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -15,13 +14,6 @@ import (
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
-// eventLog records "name reason" for each Event, so a test can tell which customization it was about.
-type eventLog []string
-
-func (l *eventLog) Eventf(regarding, _ runtime.Object, _, reason, _, _ string, _ ...any) {
-	*l = append(*l, fmt.Sprintf("%s %s", regarding.(client.Object).GetName(), reason))
-}
-
 // TestReconcilerReportsEachChange: an Event says what changed in a customization's standing, once, even when its
 // generation did not change (it is displaced by an older customization's edit, or takes its operation back).
 func TestReconcilerReportsEachChange(t *testing.T) {
@@ -29,8 +21,8 @@ func TestReconcilerReportsEachChange(t *testing.T) {
 	a := onKind(ric("a", 1, 1, good), "Gadget")
 	b := ric("b", 1, 2, good)
 	c := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(&a, &b).Build()
-	var log eventLog
-	r := &Reconciler{Client: c, Layer: NewLayer(), Recorder: &log}
+	events := &fedtest.Events{}
+	r := &Reconciler{Client: c, Layer: NewLayer(), Recorder: events}
 
 	// editA sets a's kind, as an edit that bumps its generation.
 	editA := func(kind string) func() error {
@@ -71,12 +63,18 @@ func TestReconcilerReportsEachChange(t *testing.T) {
 				t.Fatalf("%s: %v", s.name, err)
 			}
 		}
-		log = nil
+		before := len(events.All())
 		if _, err := r.Reconcile(ctx, reconcile.Request{}); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !reflect.DeepEqual([]string(log), s.want) {
-			t.Errorf("%s: Events %q, want %q", s.name, log, s.want)
+		// "name: type reason message" becomes "name reason": which customization, and what it was told.
+		var got []string
+		for _, e := range events.All()[before:] {
+			name, rest, _ := strings.Cut(e, ": ")
+			got = append(got, name+" "+strings.Fields(rest)[1])
+		}
+		if !reflect.DeepEqual(got, s.want) {
+			t.Errorf("%s: Events %q, want %q", s.name, got, s.want)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 )
 
 // Event reasons on ResourceInterpreterWebhookConfigurations.
@@ -36,8 +37,8 @@ type Reconciler struct {
 	Client client.Reader
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the configurations; the manager's when nil.
-	Recorder events.EventRecorder
+	// Recorder records refusals on the configurations; one of its own (package eventrecord) when nil.
+	Recorder record.EventRecorder
 
 	mu    sync.Mutex
 	built map[string]builtConfig // the last good version of each configuration, by name
@@ -51,7 +52,11 @@ type builtConfig struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("fedmesh-interpreter-webhook")
+		rec, err := eventrecord.ForManager(mgr, "fedmesh-interpreter-webhook")
+		if err != nil {
+			return err
+		}
+		r.Recorder = rec
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-webhook").
@@ -96,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			}
 			logger.Error(err, "refused a resource interpreter webhook configuration", "configuration", c.Name,
 				"generation", c.Generation, "previousVersionServes", hasPrev)
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonRefused, ReasonRefused, "%s", msg)
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", msg)
 			// Remember the refusal as this generation's, so it is reported once; the previous version stays.
 			if hasPrev {
 				r.built[c.Name] = builtConfig{generation: c.Generation, in: prev.in}
@@ -107,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		r.built[c.Name] = builtConfig{generation: c.Generation, in: in}
 		parts = append(parts, in)
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonServing, ReasonServing, "serving %d webhooks", len(in.hooks))
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "serving %d webhooks", len(in.hooks))
 	}
 	for name := range r.built {
 		if !seen[name] {
