@@ -56,6 +56,9 @@ func (b *Broadcaster) Start(ctx context.Context) error {
 	return nil
 }
 
+// NeedLeaderElection is false: every replica records events, leader or not, and must stop its broadcaster.
+func (b *Broadcaster) NeedLeaderElection() bool { return false }
+
 // spamKey is the record package's rate-limiting key (one token bucket per source, object and type) with the
 // reason added, so that one chatty reason on an object does not silence its others.
 func spamKey(e *corev1.Event) string {
