@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/binding"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/cluster"
@@ -138,7 +138,7 @@ func (o *options) elected(mgr ctrl.Manager) (*elect.Elector, error) {
 }
 
 // setup wires the stages of the pipeline to one interpreter chain and one member client factory.
-func (o *options) setup(mgr ctrl.Manager) error {
+func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	members := &member.Factory{Host: mgr.GetClient(), Secrets: mgr.GetAPIReader(), QPS: o.memberQPS, Burst: o.memberBurst}
 	// A Cluster's health and capacity are facts about the whole member, read by the one elected federator: its
 	// shard's proxy would show it only the shard's namespaces' pods.
@@ -165,10 +165,6 @@ func (o *options) setup(mgr ctrl.Manager) error {
 	// One informer per selected template kind, run for the detector and read by the binding and status stages.
 	tpls := templates.New(dyn, mgr.GetAPIReader())
 	if err := mgr.Add(tpls); err != nil {
-		return err
-	}
-	recorder, err := eventrecord.ForManager(mgr, "fedmesh-federator")
-	if err != nil {
 		return err
 	}
 	// One waiter for the stages that wait for their own writes to reach the cache: one event handler per kind.
@@ -213,6 +209,7 @@ func (o *options) setup(mgr ctrl.Manager) error {
 func main() {
 	o := &options{ControllerOptions: cli.ControllerOptions{
 		DefaultLeaseName: "fedmesh-federator",
+		EventSource:      "fedmesh-federator",
 		AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
 	}}
 	o.Setup = o.setup

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	"github.com/fedmesh/fedmesh/pkg/cli"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/manager/sharding"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
@@ -62,12 +62,8 @@ func (o *options) Validate() error {
 }
 
 // setup adds the xDS server and the ShardingConfig controller.
-func (o *options) setup(mgr ctrl.Manager) error {
+func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	recorder, err := eventrecord.ForManager(mgr, "fedmesh-manager")
 	if err != nil {
 		return err
 	}
@@ -116,6 +112,7 @@ type publisher struct {
 func main() {
 	o := &options{ControllerOptions: cli.ControllerOptions{
 		DefaultLeaseName: "fedmesh-manager",
+		EventSource:      "fedmesh-manager",
 		AddToScheme:      []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme},
 	}}
 	o.Setup = o.setup

@@ -8,10 +8,13 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 )
 
 // ManagerFlags are the flags every fedmesh controller binary shares: where the API server is, where metrics and
@@ -111,8 +114,11 @@ type ControllerOptions struct {
 	AddToScheme      []func(*runtime.Scheme) error
 	// Customize, if set, adjusts the manager's options before it is built.
 	Customize func(*ctrl.Options)
-	// Setup adds the binary's controllers, webhooks and checks to the manager before it starts.
-	Setup func(ctrl.Manager) error
+	// EventSource names the binary in the Events it records (the From column of kubectl describe).
+	EventSource string
+	// Setup adds the binary's controllers, webhooks and checks to the manager before it starts; they record
+	// Events with recorder.
+	Setup func(mgr ctrl.Manager, recorder record.EventRecorder) error
 }
 
 // AddFlags registers the manager flags.
@@ -121,7 +127,8 @@ func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) { o.Manager.AddFlags(fs,
 // Validate checks the manager flags.
 func (o *ControllerOptions) Validate() error { return o.Manager.Validate() }
 
-// Run builds the scheme and the manager, runs Setup, and starts the manager until ctx ends.
+// Run builds the scheme, the manager and the Events' broadcaster, runs Setup, and starts the manager until ctx
+// ends.
 func (o *ControllerOptions) Run(ctx context.Context) error {
 	scheme := runtime.NewScheme()
 	for _, add := range o.AddToScheme {
@@ -133,8 +140,14 @@ func (o *ControllerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	events, err := eventrecord.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	// Once the manager has stopped: its controllers' last passes still record.
+	defer events.Shutdown()
 	if o.Setup != nil {
-		if err := o.Setup(mgr); err != nil {
+		if err := o.Setup(mgr, events.Recorder(o.EventSource)); err != nil {
 			return err
 		}
 	}

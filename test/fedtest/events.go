@@ -44,14 +44,15 @@ func (e *Events) AnnotatedEventf(object runtime.Object, _ map[string]string, eve
 }
 
 // Recorder is an event recorder from component writing to mgr's API server (package eventrecord), for a test
-// that reads the events back from there.
+// that reads the events back from there. It stops after mgr (when StartManager calls it in its setup).
 func Recorder(t testing.TB, mgr ctrl.Manager, component string) record.EventRecorder {
 	t.Helper()
-	rec, err := eventrecord.ForManager(mgr, component)
+	events, err := eventrecord.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec
+	t.Cleanup(events.Shutdown)
+	return events.Recorder(component)
 }
 
 // All is every event recorded so far.

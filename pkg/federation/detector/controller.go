@@ -28,7 +28,6 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -79,11 +78,11 @@ type Reconciler struct {
 	// Templates runs an informer for every kind some policy selects and reads templates from them; the binding
 	// and status stages share it. Made from Dynamic and the manager's API reader when nil.
 	Templates *templates.Cache
-	// Mapper resolves the selected kinds to resources; one of its own (package eventrecord) when nil.
+	// Mapper resolves the selected kinds to resources; the manager's when nil.
 	Mapper meta.RESTMapper
 	// Interpreter finds replicas and replica requirements.
 	Interpreter ReplicaInterpreter
-	// Recorder records events on templates and policies; one of its own (package eventrecord) when nil.
+	// Recorder records events on templates and policies; required.
 	Recorder record.EventRecorder
 	// ClusterScoped elects the federator that handles cluster-scoped templates; nil handles them here.
 	ClusterScoped Elector
@@ -110,11 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Mapper = mgr.GetRESTMapper()
 	}
 	if r.Recorder == nil {
-		rec, err := eventrecord.ForManager(mgr, "fedmesh-detector")
-		if err != nil {
-			return err
-		}
-		r.Recorder = rec
+		return errors.New("detector: no Recorder")
 	}
 	var err error
 	if r.Cached == nil {

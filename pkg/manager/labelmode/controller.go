@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/webhook/labels"
 )
 
@@ -49,7 +48,7 @@ type Reconciler struct {
 	// Resync, when set, asks for a reconcile: the manager sends on it when the webhook CA changed.
 	Resync   <-chan event.GenericEvent
 	Backfill Backfill
-	// Recorder records, on the configs, the resources that do not resolve; one of its own (package eventrecord) when nil.
+	// Recorder records, on the configs, the resources that do not resolve; required.
 	Recorder record.EventRecorder
 
 	mu sync.Mutex
@@ -65,11 +64,7 @@ type Backfill interface {
 // SetupWithManager runs one reconcile per change of any ShardingConfig: the result depends on all of them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		rec, err := eventrecord.ForManager(mgr, "fedmesh-manager")
-		if err != nil {
-			return err
-		}
-		r.Recorder = rec
+		return errors.New("labelmode: no Recorder")
 	}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ConfigurationName}}}

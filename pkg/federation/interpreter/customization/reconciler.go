@@ -2,6 +2,7 @@ package customization
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 )
 
@@ -39,7 +39,7 @@ type Reconciler struct {
 	Client client.Reader
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the customizations; one of its own (package eventrecord) when nil.
+	// Recorder records refusals on the customizations; required.
 	Recorder record.EventRecorder
 	// Timeout and MemoryLimit bound one call of a script; declarative's defaults when zero.
 	Timeout     time.Duration
@@ -61,11 +61,7 @@ type report struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		rec, err := eventrecord.ForManager(mgr, "fedmesh-interpreter-customization")
-		if err != nil {
-			return err
-		}
-		r.Recorder = rec
+		return errors.New("interpreter-customization: no Recorder")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-customization").

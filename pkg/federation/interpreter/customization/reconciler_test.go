@@ -51,7 +51,7 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 	}
 	layer := NewLayer()
 	mgr := fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient(), Layer: layer}).SetupWithManager(mgr)
+		return (&Reconciler{Client: mgr.GetClient(), Layer: layer, Recorder: fedtest.Recorder(t, mgr, "fedmesh-interpreter-customization")}).SetupWithManager(mgr)
 	})
 	c := mgr.GetClient()
 

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 
@@ -15,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/eventrecord"
 )
 
 // Event reasons on ResourceInterpreterWebhookConfigurations.
@@ -37,7 +37,7 @@ type Reconciler struct {
 	Client client.Reader
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the configurations; one of its own (package eventrecord) when nil.
+	// Recorder records refusals on the configurations; required.
 	Recorder record.EventRecorder
 
 	mu    sync.Mutex
@@ -52,11 +52,7 @@ type builtConfig struct {
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		rec, err := eventrecord.ForManager(mgr, "fedmesh-interpreter-webhook")
-		if err != nil {
-			return err
-		}
-		r.Recorder = rec
+		return errors.New("interpreter-webhook: no Recorder")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("interpreter-webhook").
