@@ -124,8 +124,13 @@ type ControllerOptions struct {
 // AddFlags registers the manager flags.
 func (o *ControllerOptions) AddFlags(fs *pflag.FlagSet) { o.Manager.AddFlags(fs, o.DefaultLeaseName) }
 
-// Validate checks the manager flags.
-func (o *ControllerOptions) Validate() error { return o.Manager.Validate() }
+// Validate checks the manager flags, and that the binary names itself in its Events.
+func (o *ControllerOptions) Validate() error {
+	if o.EventSource == "" {
+		return errors.New("no EventSource to name the binary in its Events")
+	}
+	return o.Manager.Validate()
+}
 
 // Run builds the scheme, the manager and the Events' broadcaster, runs Setup, and starts the manager until ctx
 // ends.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
 )
@@ -24,7 +23,8 @@ import (
 // into the first one's series, note and all), a reason past the rate limit leaves the others through, and kubectl
 // reads them in core/v1 and events/v1 alike.
 func TestRepeatsFoldByMessage(t *testing.T) {
-	cs, rec := start(t)
+	cs, b := start(t)
+	rec := b.Recorder("fedmesh-test")
 	ctx := context.Background()
 	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "regarding"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -85,15 +85,18 @@ func TestRepeatsFoldByMessage(t *testing.T) {
 }
 
 // TestABurstOverManyObjectsLands: one event on each of many objects at once (a burst of new templates) all reach
-// the API server, spread over the sinks.
+// the API server, even when the broadcaster is shut down right after they were recorded (as a process stopping
+// does).
 func TestABurstOverManyObjectsLands(t *testing.T) {
-	cs, rec := start(t)
+	cs, b := start(t)
+	rec := b.Recorder("fedmesh-test")
 	const objects = 300
 	for i := range objects {
 		// Events may be about objects that are not (or no longer) there: no need to create them.
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("burst-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
 		rec.Eventf(cm, corev1.EventTypeNormal, "Created", "object %d", i)
 	}
+	b.Shutdown()
 	var landed int
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		list, err := cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Created"})
@@ -114,7 +117,7 @@ func TestABurstOverManyObjectsLands(t *testing.T) {
 }
 
 // start runs a real API server and a broadcaster writing to it, stopped when t ends.
-func start(t *testing.T) (kubernetes.Interface, record.EventRecorder) {
+func start(t *testing.T) (kubernetes.Interface, *Broadcaster) {
 	t.Helper()
 	c := cluster.New(t, cluster.Options{Name: "events"})
 	httpClient, err := rest.HTTPClientFor(c.Config())
@@ -126,5 +129,5 @@ func start(t *testing.T) (kubernetes.Interface, record.EventRecorder) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Shutdown)
-	return c.Clientset(), b.Recorder("fedmesh-test")
+	return c.Clientset(), b
 }
