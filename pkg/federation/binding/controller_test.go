@@ -394,9 +394,14 @@ func waitImage(ctx context.Context, t *testing.T, h client.Client, name, image, 
 // touch records a new template resourceVersion on the binding, which is what brings the binding controller back.
 func touch(ctx context.Context, t *testing.T, h client.Client, b *workv1alpha1.ResourceBinding, rv string) {
 	t.Helper()
-	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
-	b.Spec.Resource.ResourceVersion = rv
-	must(t, h.Update(ctx, b))
+	// The binding-status stage writes the binding's status meanwhile: a conflict is read again and retried.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		b.Spec.Resource.ResourceVersion = rv
+		return h.Update(ctx, b)
+	}))
 }
 
 // gone is nil once the named Work (or, for "", the binding) no longer exists.

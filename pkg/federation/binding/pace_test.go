@@ -99,9 +99,13 @@ func TestPacedRollout(t *testing.T) {
 	// roll at once with the template's strategy, and an event says so.
 	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.30")))
 	waitTurn(ctx, t, h, work2, "nginx:1.30", turn{generation: 5, phase: "Waiting", held: true, paused: true, unavailable: "25%"})
-	must(t, h.Get(ctx, client.ObjectKeyFromObject(b), b))
-	b.Spec.RolloutScope = ""
-	must(t, h.Update(ctx, b))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		b.Spec.RolloutScope = ""
+		return h.Update(ctx, b)
+	}))
 	for _, w := range []string{work1, work2} {
 		waitTurn(ctx, t, h, w, "nginx:1.30", turn{unavailable: "25%"})
 	}
