@@ -68,7 +68,7 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 		return fedmeshctl.TemplateView{}, err
 	}
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc, nil)
-	mapping, err := resolveKind(mapper, kind)
+	mapping, err := resolveKind(mapper, kind, "the host")
 	if err != nil {
 		return fedmeshctl.TemplateView{}, err
 	}
@@ -146,8 +146,8 @@ func (o *getOptions) templateNamespace() (string, error) {
 }
 
 // resolveKind maps what a user types for a kind (deploy, deployments, deployments.apps, Deployment) to its REST
-// mapping in the host.
-func resolveKind(mapper meta.RESTMapper, kind string) (*meta.RESTMapping, error) {
+// mapping in the cluster of mapper, named by where.
+func resolveKind(mapper meta.RESTMapper, kind, where string) (*meta.RESTMapping, error) {
 	// "deployments.v1.apps" names a version too; "deployments.apps" and "deploy" do not.
 	gvr, gr := schema.ParseResourceArg(kind)
 	if gvr != nil {
@@ -157,7 +157,7 @@ func resolveKind(mapper meta.RESTMapper, kind string) (*meta.RESTMapping, error)
 	}
 	gvk, err := mapper.KindFor(gr.WithVersion(""))
 	if err != nil {
-		return nil, fmt.Errorf("unknown kind %q in the host: %w", kind, err)
+		return nil, fmt.Errorf("unknown kind %q in %s: %w", kind, where, err)
 	}
 	return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }

@@ -74,6 +74,7 @@ func newRootCommand(stdin io.Reader) *cobra.Command {
 		newShardsCommand(host),
 		newOwnerCommand(host),
 		newGetCommand(host),
+		newListCommand(host),
 		newInterpretCommand(stdin),
 	)
 	return root

@@ -235,6 +235,7 @@ func printAccess(fed *fedtest.Federation) {
 	fmt.Printf("\n  try:     %s --kubeconfig %s get clusters,shardingconfigs -A\n", kubectl, host)
 	fmt.Printf("           %s --kubeconfig %s get resourcebindings,works -n %s\n", kubectl, host, appNamespace)
 	fmt.Printf("           %s --kubeconfig %s scale deploy/web -n %s --replicas 9\n", kubectl, host, appNamespace)
+	fmt.Printf("           go run ./cmd/kubectl-fedmesh --host-kubeconfig %s list pods -n %s -o wide\n", host, appNamespace)
 }
 
 func fileExists(path string) bool {

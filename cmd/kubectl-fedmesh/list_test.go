@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// widgetCRD is a kind that member1 alone serves, with a printer column of its own.
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget, shortNames: [wg]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+    additionalPrinterColumns:
+    - {name: Size, type: string, jsonPath: .spec.size}
+`
+
+// TestListAcrossMembers lists objects of two real members through the credentials the host holds for them.
+func TestListAcrossMembers(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 2})
+	ctx := context.Background()
+	hostKubeconfig := f.Federation.Host.Kubeconfig()
+	pods := map[string][]string{"member1": {"web-1"}, "member2": {"db-1", "web-2"}}
+	for member, names := range pods {
+		kc := f.Member(member).Clientset()
+		for _, ns := range []string{"shop", "tools"} {
+			createNamespace(t, kc, ns)
+		}
+		for _, name := range names {
+			app, _, _ := strings.Cut(name, "-")
+			createPod(t, kc, "shop", name, app)
+		}
+	}
+	createPod(t, f.Member("member1").Clientset(), "tools", "web-0", "web")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "widget.yaml"), []byte(widgetCRD), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Member("member1").InstallCRDs(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	widget := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"gear"},"spec":{"size":"large"}}`
+	if err := f.Member("member1").Clientset().RESTClient().Post().AbsPath("/apis/example.com/v1/namespaces/shop/widgets").
+		SetHeader("Content-Type", "application/json").Body([]byte(widget)).Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("pods of a namespace, cluster by cluster", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop"))
+		wantHeader := []string{"CLUSTER", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}
+		if !slices.Equal(rows[0], wantHeader) {
+			t.Fatalf("header %q, want %q", rows[0], wantHeader)
+		}
+		want := [][]string{{"member1", "web-1", "0/1", "Pending", "0"}, {"member2", "db-1", "0/1", "Pending", "0"}, {"member2", "web-2", "0/1", "Pending", "0"}}
+		if got := firstColumns(rows[1:], 5); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+	})
+	t.Run("every namespace, by label, short name", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "po", "-A", "-l", "app=web"))
+		if rows[0][0] != "CLUSTER" || rows[0][1] != "NAMESPACE" {
+			t.Fatalf("header %q", rows[0])
+		}
+		want := [][]string{{"member1", "shop", "web-1"}, {"member1", "tools", "web-0"}, {"member2", "shop", "web-2"}}
+		if got := firstColumns(rows[1:], 3); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+	})
+	t.Run("wide", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-o", "wide", "--clusters", "member2"))
+		if !slices.Contains(rows[0], "NODE") || len(rows) != 3 || rows[1][0] != "member2" {
+			t.Errorf("-o wide:\n%q", rows)
+		}
+	})
+	t.Run("by name", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pod", "web-2", "db-1", "-n", "shop"))
+		want := [][]string{{"member2", "web-2"}, {"member2", "db-1"}}
+		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "web-1", "nope", "-n", "shop")
+		if code == 0 || !strings.Contains(errOut, `pods "nope" not found in any member cluster`) || !strings.Contains(out, "web-1") {
+			t.Errorf("a name no member has: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		var objs []fedmeshctl.MemberObject
+		if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "member2", "-o", "json")), &objs); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			var pod corev1.Pod
+			if err := json.Unmarshal(o.Object, &pod); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, o.Cluster+"/"+pod.Name+"/"+pod.Spec.Containers[0].Image)
+		}
+		if want := []string{"member2/db-1/registry.example/app:1", "member2/web-2/registry.example/app:1"}; !slices.Equal(got, want) {
+			t.Errorf("-o json: %q, want %q", got, want)
+		}
+	})
+	t.Run("a kind one member serves, with its printer columns", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "wg", "-n", "shop"))
+		if !slices.Equal(rows[0][:3], []string{"CLUSTER", "NAME", "SIZE"}) || len(rows) != 2 ||
+			!slices.Equal(rows[1][:3], []string{"member1", "gear", "large"}) {
+			t.Errorf("widgets:\n%q", rows)
+		}
+		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "gadgets"); code == 0 || !strings.Contains(errOut, `no member cluster serves the kind "gadgets"`) {
+			t.Errorf("a kind no member serves: exit %d, %q", code, errOut)
+		}
+	})
+	t.Run("nothing found", func(t *testing.T) {
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "empty")
+		if code != 0 || out != "" || !strings.Contains(errOut, "No resources found in empty namespace.") {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		for args, want := range map[string]string{
+			"list pods --clusters member9": `cluster "member9" not found`,
+			"list pods -l a=(":             `-l "a=("`,
+			"list pods -o name":            "want table, wide, json or yaml",
+			"list pods web-1 -A":           "give -n, not -A",
+		} {
+			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code == 0 || !strings.Contains(errOut, want) {
+				t.Errorf("%s: exit %d, %q, want %q", args, code, errOut, want)
+			}
+		}
+	})
+	t.Run("a member that does not answer", func(t *testing.T) {
+		// Port 1 on loopback refuses at once: a member that is down.
+		gone := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "gone"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"}}
+		if err := f.Host.Create(ctx, gone); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.Host.Delete(ctx, gone); err != nil {
+				t.Error(err)
+			}
+		}()
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
+		if code == 0 || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone:") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+		if rows := table(t, out); len(rows) != 4 {
+			t.Errorf("the members that answered are still shown: %q", out)
+		}
+	})
+}
+
+func createNamespace(t *testing.T, kc kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No kube-controller-manager makes the default service account, which admission wants for a pod.
+	if _, err := kc.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, kc kubernetes.Interface, namespace, name, app string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+	}
+	if _, err := kc.CoreV1().Pods(namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// table splits a printed table into its rows' fields (no field of these tables holds a space, but for headers
+// like NOMINATED NODE, which then count as two).
+func table(t *testing.T, out string) [][]string {
+	t.Helper()
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		rows = append(rows, strings.Fields(l))
+	}
+	if len(rows) == 0 || len(rows[0]) == 0 {
+		t.Fatalf("no table: %q", out)
+	}
+	return rows
+}
+
+// firstColumns are the first n fields of each row.
+func firstColumns(rows [][]string, n int) [][]string {
+	var out [][]string
+	for _, r := range rows {
+		out = append(out, r[:min(n, len(r))])
+	}
+	return out
+}
