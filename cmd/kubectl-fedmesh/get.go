@@ -81,7 +81,7 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	tmpl.SetGroupVersionKind(mapping.GroupVersionKind)
 	key := client.ObjectKey{Name: name}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if key.Namespace, err = o.templateNamespace(); err != nil {
+		if key.Namespace, err = o.host.namespaceOr(o.namespace); err != nil {
 			return fedmeshctl.TemplateView{}, err
 		}
 	}
@@ -135,14 +135,6 @@ func claimingPolicy(ctx context.Context, c client.Client, tmpl *unstructured.Uns
 		}
 	}
 	return "", nil
-}
-
-// templateNamespace is -n, else the host context's namespace.
-func (o *getOptions) templateNamespace() (string, error) {
-	if o.namespace != "" {
-		return o.namespace, nil
-	}
-	return o.host.namespace()
 }
 
 // resolveKind maps what a user types for a kind (deploy, deployments, deployments.apps, Deployment) to its REST

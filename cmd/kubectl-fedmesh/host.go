@@ -67,6 +67,14 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
+// namespaceOr is ns (a -n flag's value) when set, else the namespace of the host context.
+func (o *hostOptions) namespaceOr(ns string) (string, error) {
+	if ns != "" {
+		return ns, nil
+	}
+	return o.namespace()
+}
+
 // namespace is the namespace of the host context, "default" when it names none.
 func (o *hostOptions) namespace() (string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()

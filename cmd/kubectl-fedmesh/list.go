@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,15 +29,13 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 )
 
-// outputWide is list's -o wide: every column the members give, as kubectl get -o wide.
-const outputWide = "wide"
-
 // tableAccept asks an API server for its table of a kind (the columns kubectl shows), falling back to JSON from a
 // server that has none, which list then reports.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
-// listChunk is how many objects one request to a member returns, as kubectl get's default --chunk-size.
-const listChunk = 500
+// listChunk is how many objects one request to a member returns, as kubectl get's default --chunk-size; a
+// variable so that a test can page through a few objects.
+var listChunk int64 = 500
 
 type listOptions struct {
 	host          *hostOptions
@@ -55,8 +56,9 @@ func newListCommand(host *hostOptions) *cobra.Command {
 get shows (the members' own tables, printer columns of CRDs included). Every member the federation reaches (Push
 mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: pods, po, deployments.apps, cloneset.
 A member that does not serve KIND is left out; one that cannot answer is reported after the others are shown,
-and the command then exits 1. Members are read with the credentials the federation keeps for them (the Secrets
-of their Clusters), so reading those Secrets in the host is what it takes.`,
+and the command then exits 1. -o json and -o yaml print a list of {cluster, object}. Members are read with the
+credentials the federation keeps for them (the Secrets of their Clusters), so reading those Secrets in the host
+is what it takes.`,
 		Example: `  kubectl-fedmesh list pods -n shop
   kubectl-fedmesh list deploy web -n shop -o wide
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
@@ -66,88 +68,89 @@ of their Clusters), so reading those Secrets in the host is what it takes.`,
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to list in; default the host context's namespace")
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list in every namespace (a NAMESPACE column follows CLUSTER)")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector, as kubectl's (app=web,tier!=cache)")
-	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one")
+	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one in Push mode")
 	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
-	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each member cluster may take to answer")
+	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take")
 	return cmd
 }
 
 // memberAnswer is what one member answered: its table, or that it does not serve the kind, or why it failed.
 type memberAnswer struct {
-	table     *metav1.Table
-	namespace bool // the kind is namespaced there
-	unserved  bool
+	table *metav1.Table
+	// resource is what the kind is in the member; namespaced, whether it lives in namespaces there.
+	resource   schema.GroupResource
+	namespaced bool
+	unserved   bool
 	// found are the names asked for that the member has.
 	found []string
 	err   error
 }
 
 func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string) error {
-	if o.output != outputWide {
-		if err := fedmeshctl.ValidateOutput(o.output); err != nil {
-			return fmt.Errorf("-o %q: want table, wide, json or yaml", o.output)
-		}
+	if err := fedmeshctl.ValidateOutput(o.output, fedmeshctl.OutputWide); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
 		return fmt.Errorf("-l %q: %w", o.selector, err)
 	}
-	if o.allNamespaces && len(objectNames) > 0 {
+	switch {
+	case len(objectNames) > 0 && o.allNamespaces:
 		return errors.New("a NAME is looked up in one namespace: give -n, not -A")
+	case len(objectNames) > 0 && o.selector != "":
+		return errors.New("give NAMEs or -l, not both")
 	}
 	namespace := ""
 	if !o.allNamespaces {
-		namespace = o.namespace
-		if namespace == "" {
-			var err error
-			if namespace, err = o.host.namespace(); err != nil {
-				return err
-			}
+		var err error
+		if namespace, err = o.host.namespaceOr(o.namespace); err != nil {
+			return err
 		}
 	}
 	hc, err := o.host.client()
 	if err != nil {
 		return err
 	}
-	clusters, err := o.members(cmd.Context(), hc)
+	clusters, pull, err := o.members(cmd.Context(), hc)
 	if err != nil {
 		return err
 	}
-	members := &member.Factory{Host: hc, QPS: 50, Burst: 100}
+	if len(pull) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Left out, in Pull mode (the federation does not reach them): %s\n", strings.Join(pull, ", "))
+	}
+	factory := &member.Factory{Host: hc}
 	answers := make([]memberAnswer, len(clusters))
 	var wg sync.WaitGroup
 	for i := range clusters {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			answers[i] = o.ask(ctx, members, &clusters[i], kind, namespace, objectNames)
-		})
+		wg.Go(func() { answers[i] = o.ask(cmd.Context(), factory, &clusters[i], kind, namespace, objectNames) })
 	}
 	wg.Wait()
 
 	var tables []fedmeshctl.MemberTable
 	var failed []error
-	served, namespaced := false, false
+	var resource schema.GroupResource
+	namespaced := false
 	found := map[string]bool{}
 	for i, a := range answers {
 		switch {
 		case a.err != nil:
 			failed = append(failed, fmt.Errorf("cluster %s: %w", clusters[i].Name, a.err))
 		case !a.unserved:
-			served = true
-			namespaced = namespaced || a.namespace
+			resource, namespaced = a.resource, namespaced || a.namespaced
 			for _, n := range a.found {
 				found[n] = true
 			}
 			tables = append(tables, fedmeshctl.MemberTable{Cluster: clusters[i].Name, Table: a.table})
 		}
 	}
-	if !served && len(failed) == 0 {
+	if len(tables) == 0 && len(failed) == 0 {
 		return fmt.Errorf("no member cluster serves the kind %q", kind)
 	}
 	if !namespaced {
 		namespace = ""
 	}
-	if err := o.print(cmd, tables, namespace, o.allNamespaces && namespaced, len(objectNames) > 0); err != nil {
+	// Names not found and members that failed are told as errors instead of "No resources found".
+	quiet := len(objectNames) > 0 || len(failed) > 0
+	if err := o.print(cmd, tables, namespace, o.allNamespaces && namespaced, quiet); err != nil {
 		return err
 	}
 	var errs []error
@@ -156,52 +159,62 @@ func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string)
 	}
 	for _, n := range objectNames {
 		if !found[n] && len(failed) == 0 {
-			errs = append(errs, fmt.Errorf("%s %q not found in any member cluster", kind, n))
+			errs = append(errs, fmt.Errorf("%s %q not found in any member cluster", resource, n))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// members are the Clusters to ask: those named by --clusters (each must exist), or every one; in Pull mode the
-// federation does not reach a member, so neither does list.
-func (o *listOptions) members(ctx context.Context, hc client.Reader) ([]clusterv1alpha1.Cluster, error) {
+// members are the Clusters to ask: those named by --clusters (each must exist; one in Pull mode then fails as a
+// member that cannot be reached), or else every one the federation reaches (Push mode), with the names of those
+// in Pull mode left out.
+func (o *listOptions) members(ctx context.Context, hc client.Reader) (ask []clusterv1alpha1.Cluster, pull []string, err error) {
 	var list clusterv1alpha1.ClusterList
 	if err := hc.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list clusters: %w", err)
+		return nil, nil, fmt.Errorf("list clusters: %w", err)
 	}
-	byName := map[string]clusterv1alpha1.Cluster{}
-	for _, c := range list.Items {
-		byName[c.Name] = c
-	}
-	names := o.clusters
-	if len(names) == 0 {
-		names = slices.Sorted(maps.Keys(byName))
-	}
-	var out []clusterv1alpha1.Cluster
-	for _, name := range names {
-		c, ok := byName[name]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("cluster %q not found", name)
-		case c.Spec.SyncMode == clusterv1alpha1.Pull && len(o.clusters) > 0:
-			return nil, fmt.Errorf("cluster %q is in Pull mode: the federation does not reach it", name)
-		case c.Spec.SyncMode != clusterv1alpha1.Pull:
-			out = append(out, c)
+	if len(o.clusters) > 0 {
+		for _, name := range slices.Compact(slices.Sorted(slices.Values(o.clusters))) {
+			i := slices.IndexFunc(list.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
+			if i < 0 {
+				return nil, nil, fmt.Errorf("cluster %q not found", name)
+			}
+			ask = append(ask, list.Items[i])
 		}
+		return ask, nil, nil
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no member cluster to ask: none is registered in Push mode")
+	for _, c := range list.Items {
+		if c.Spec.SyncMode == clusterv1alpha1.Pull {
+			pull = append(pull, c.Name)
+			continue
+		}
+		ask = append(ask, c)
 	}
-	return out, nil
+	switch {
+	case len(list.Items) == 0:
+		return nil, nil, errors.New("no member cluster is registered (kubectl-fedmesh join registers one)")
+	case len(ask) == 0:
+		return nil, nil, errors.New("every member cluster is in Pull mode: the federation reaches none")
+	}
+	return ask, pull, nil
 }
 
 // ask lists (or, with names, gets) kind in one member, as a table.
-func (o *listOptions) ask(ctx context.Context, members *member.Factory, c *clusterv1alpha1.Cluster, kind, namespace string, objectNames []string) memberAnswer {
-	mc, err := members.ForCluster(ctx, c)
+func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, kind, namespace string, objectNames []string) memberAnswer {
+	mc, err := factory.ForCluster(ctx, c)
 	if err != nil {
 		return memberAnswer{err: err}
 	}
-	mapper := restmapper.NewShortcutExpander(mc.Mapper, mc.Kubernetes.Discovery(), nil)
+	// Every request to the member, discovery included, has a deadline: a member that accepts and never answers
+	// must not hold back the others' rows.
+	cfg := rest.CopyConfig(mc.Config)
+	cfg.Timeout = o.timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return memberAnswer{err: err}
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 	mapping, err := resolveKind(mapper, kind, "member "+c.Name)
 	if meta.IsNoMatchError(err) {
 		return memberAnswer{unserved: true}
@@ -209,24 +222,23 @@ func (o *listOptions) ask(ctx context.Context, members *member.Factory, c *clust
 	if err != nil {
 		return memberAnswer{err: err}
 	}
-	a := memberAnswer{namespace: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
-	base := "/apis/" + mapping.Resource.Group + "/" + mapping.Resource.Version
-	if mapping.Resource.Group == "" {
-		base = "/api/" + mapping.Resource.Version
-	}
-	if a.namespace && namespace != "" {
-		base = path.Join(base, "namespaces", namespace)
-	}
-	base = path.Join(base, mapping.Resource.Resource)
-	include := "Metadata" // the namespace column needs no more
+	a := memberAnswer{resource: mapping.Resource.GroupResource(), namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	include := metav1.IncludeMetadata // the namespace column needs no more
 	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
-		include = "Object"
+		include = metav1.IncludeObject
 	}
-	rc := mc.Kubernetes.Discovery().RESTClient()
+	prefix := []string{"apis", mapping.Resource.Group, mapping.Resource.Version}
+	if mapping.Resource.Group == "" {
+		prefix = []string{"api", mapping.Resource.Version}
+	}
+	request := func() *rest.Request {
+		return dc.RESTClient().Get().Prefix(prefix...).NamespaceIfScoped(namespace, a.namespaced).
+			Resource(mapping.Resource.Resource).Param("includeObject", string(include))
+	}
 	if len(objectNames) > 0 {
 		a.table = &metav1.Table{}
 		for _, name := range objectNames {
-			t, err := getTable(ctx, rc.Get().AbsPath(base, name).Param("includeObject", include))
+			t, err := getTable(ctx, request().Name(name))
 			if apierrors.IsNotFound(err) {
 				continue // the object is in some members only
 			}
@@ -240,7 +252,7 @@ func (o *listOptions) ask(ctx context.Context, members *member.Factory, c *clust
 		return a
 	}
 	for cont := ""; ; {
-		req := rc.Get().AbsPath(base).Param("includeObject", include).Param("limit", fmt.Sprint(listChunk))
+		req := request().Param("limit", strconv.FormatInt(listChunk, 10))
 		if o.selector != "" {
 			req = req.Param("labelSelector", o.selector)
 		}
@@ -280,8 +292,9 @@ func getTable(ctx context.Context, req *rest.Request) (*metav1.Table, error) {
 	return t, nil
 }
 
-// print writes the members' tables in the format of -o; with no object at all, it says so as kubectl does.
-func (o *listOptions) print(cmd *cobra.Command, tables []fedmeshctl.MemberTable, namespace string, withNamespace, named bool) error {
+// print writes the members' tables in the format of -o; with no object at all, it says so as kubectl does, unless
+// quiet.
+func (o *listOptions) print(cmd *cobra.Command, tables []fedmeshctl.MemberTable, namespace string, withNamespace, quiet bool) error {
 	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
 		objs, err := fedmeshctl.MemberObjects(tables)
 		if err != nil {
@@ -289,16 +302,15 @@ func (o *listOptions) print(cmd *cobra.Command, tables []fedmeshctl.MemberTable,
 		}
 		return fedmeshctl.WriteData(cmd.OutOrStdout(), o.output, objs)
 	}
-	t := fedmeshctl.MembersTable(tables, withNamespace, o.output == outputWide)
-	if len(t.Rows) == 0 {
-		switch {
-		case named: // run says which names were not found
-		case namespace != "":
-			fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", namespace)
-		default:
-			fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
-		}
-		return nil
+	t := fedmeshctl.MembersTable(tables, withNamespace, o.output == fedmeshctl.OutputWide)
+	switch {
+	case len(t.Rows) > 0:
+		return t.Write(cmd.OutOrStdout())
+	case quiet:
+	case namespace != "":
+		fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", namespace)
+	default:
+		fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
 	}
-	return t.Write(cmd.OutOrStdout())
+	return nil
 }

@@ -3,15 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
@@ -60,6 +64,15 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 	}
 	createPod(t, f.Member("member1").Clientset(), "tools", "web-0", "web")
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr(int32(2)),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}},
+	}}
+	if _, err := f.Member("member2").Clientset().AppsV1().Deployments("shop").Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "widget.yaml"), []byte(widgetCRD), 0o644); err != nil {
 		t.Fatal(err)
@@ -95,9 +108,34 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 	})
 	t.Run("wide", func(t *testing.T) {
-		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-o", "wide", "--clusters", "member2"))
-		if !slices.Contains(rows[0], "NODE") || len(rows) != 3 || rows[1][0] != "member2" {
-			t.Errorf("-o wide:\n%q", rows)
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-o", "wide", "--clusters", "member2,member2"))
+		if !slices.Contains(rows[0], "IP") || len(rows) != 3 || rows[1][0] != "member2" {
+			t.Errorf("-o wide, member2 named twice:\n%q", rows)
+		}
+	})
+	t.Run("a grouped kind, and a cluster-scoped one", func(t *testing.T) {
+		for _, kind := range []string{"deploy", "deployments.apps"} {
+			rows := table(t, mustFedmesh(t, hostKubeconfig, "list", kind, "web", "-n", "shop"))
+			if !slices.Equal(rows[0][:3], []string{"CLUSTER", "NAME", "READY"}) || len(rows) != 2 || !slices.Equal(rows[1][:3], []string{"member2", "web", "0/2"}) {
+				t.Errorf("%s web:\n%q", kind, rows)
+			}
+		}
+		// A namespace has none: no NAMESPACE column, whatever -A says.
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "namespaces", "shop", "--clusters", "member1"))
+		if !slices.Equal(rows[0], []string{"CLUSTER", "NAME", "STATUS", "AGE"}) || !slices.Equal(rows[1][:3], []string{"member1", "shop", "Active"}) {
+			t.Errorf("namespaces:\n%q", rows)
+		}
+		if rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "ns", "-A")); rows[0][1] != "NAME" {
+			t.Errorf("namespaces -A:\n%q", rows)
+		}
+	})
+	t.Run("in pages", func(t *testing.T) {
+		defer func(n int64) { listChunk = n }(listChunk)
+		listChunk = 1
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-A"))
+		want := [][]string{{"member1", "shop", "web-1"}, {"member1", "tools", "web-0"}, {"member2", "shop", "db-1"}, {"member2", "shop", "web-2"}}
+		if got := firstColumns(rows[1:], 3); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("one pod a page: %q, want %q", got, want)
 		}
 	})
 	t.Run("by name", func(t *testing.T) {
@@ -106,26 +144,29 @@ func TestListAcrossMembers(t *testing.T) {
 		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Errorf("rows %q, want %q", got, want)
 		}
-		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "web-1", "nope", "-n", "shop")
-		if code == 0 || !strings.Contains(errOut, `pods "nope" not found in any member cluster`) || !strings.Contains(out, "web-1") {
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "po", "web-1", "nope", "-n", "shop")
+		if code != exitFailure || !strings.Contains(errOut, `pods "nope" not found in any member cluster`) || !strings.Contains(out, "web-1") ||
+			strings.Contains(errOut, "No resources found") {
 			t.Errorf("a name no member has: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
-	t.Run("json", func(t *testing.T) {
-		var objs []fedmeshctl.MemberObject
-		if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "member2", "-o", "json")), &objs); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, o := range objs {
-			var pod corev1.Pod
-			if err := json.Unmarshal(o.Object, &pod); err != nil {
+	t.Run("json and yaml", func(t *testing.T) {
+		for _, format := range []string{"json", "yaml"} {
+			var objs []fedmeshctl.MemberObject
+			if err := yaml.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "member2", "-o", format)), &objs); err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, o.Cluster+"/"+pod.Name+"/"+pod.Spec.Containers[0].Image)
-		}
-		if want := []string{"member2/db-1/registry.example/app:1", "member2/web-2/registry.example/app:1"}; !slices.Equal(got, want) {
-			t.Errorf("-o json: %q, want %q", got, want)
+			var got []string
+			for _, o := range objs {
+				var pod corev1.Pod
+				if err := json.Unmarshal(o.Object, &pod); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, o.Cluster+"/"+pod.Name+"/"+pod.Spec.Containers[0].Image)
+			}
+			if want := []string{"member2/db-1/registry.example/app:1", "member2/web-2/registry.example/app:1"}; !slices.Equal(got, want) {
+				t.Errorf("-o %s: %q, want %q", format, got, want)
+			}
 		}
 	})
 	t.Run("a kind one member serves, with its printer columns", func(t *testing.T) {
@@ -134,7 +175,7 @@ func TestListAcrossMembers(t *testing.T) {
 			!slices.Equal(rows[1][:3], []string{"member1", "gear", "large"}) {
 			t.Errorf("widgets:\n%q", rows)
 		}
-		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "gadgets"); code == 0 || !strings.Contains(errOut, `no member cluster serves the kind "gadgets"`) {
+		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "gadgets"); code != exitFailure || !strings.Contains(errOut, `no member cluster serves the kind "gadgets"`) {
 			t.Errorf("a kind no member serves: exit %d, %q", code, errOut)
 		}
 	})
@@ -150,8 +191,9 @@ func TestListAcrossMembers(t *testing.T) {
 			"list pods -l a=(":             `-l "a=("`,
 			"list pods -o name":            "want table, wide, json or yaml",
 			"list pods web-1 -A":           "give -n, not -A",
+			"list pods web-1 -l app=web":   "give NAMEs or -l, not both",
 		} {
-			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code == 0 || !strings.Contains(errOut, want) {
+			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code != exitFailure || !strings.Contains(errOut, want) {
 				t.Errorf("%s: exit %d, %q, want %q", args, code, errOut, want)
 			}
 		}
@@ -169,11 +211,62 @@ func TestListAcrossMembers(t *testing.T) {
 			}
 		}()
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
-		if code == 0 || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone:") {
+		if code != exitFailure || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone:") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 		if rows := table(t, out); len(rows) != 4 {
 			t.Errorf("the members that answered are still shown: %q", out)
+		}
+		out, errOut, code = fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "gone")
+		if code != exitFailure || out != "" || strings.Contains(errOut, "No resources found") || !strings.Contains(errOut, "1 of 1 member clusters") {
+			t.Errorf("only a member that does not answer: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("a member that accepts and never answers", func(t *testing.T) {
+		stop := make(chan struct{})
+		hung := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}))
+		defer hung.Close()
+		defer close(stop)
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "hung"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: hung.URL, InsecureSkipTLSVerification: true}}
+		if err := f.Host.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.Host.Delete(ctx, c); err != nil {
+				t.Error(err)
+			}
+		}()
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--member-timeout", "1s")
+		if code != exitFailure || !strings.Contains(errOut, "cluster hung:") || !strings.Contains(errOut, "Timeout exceeded") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+		if rows := table(t, out); len(rows) != 4 {
+			t.Errorf("the members that answered are still shown: %q", out)
+		}
+	})
+	t.Run("members in Pull mode", func(t *testing.T) {
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "pulled"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+		if err := f.Host.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.Host.Delete(ctx, c); err != nil {
+				t.Error(err)
+			}
+		}()
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
+		if code != 0 || !strings.Contains(errOut, "Left out, in Pull mode (the federation does not reach them): pulled") || len(table(t, out)) != 4 {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "--clusters", "pulled"); code != exitFailure || !strings.Contains(errOut, "Pull mode") {
+			t.Errorf("a member in Pull mode named: exit %d, %q", code, errOut)
 		}
 	})
 }

@@ -8,8 +8,9 @@
 //	kubectl-fedmesh shards                                     each ShardingConfig's shards, epoch and proxies
 //	kubectl-fedmesh owner NAMESPACE                            which shard owns a namespace, and why
 //	kubectl-fedmesh get KIND NAME [-n NS]                      a template's placement, per-cluster status, Works
+//	kubectl-fedmesh list KIND [NAME...] [-n NS | -A] [-l SEL]   objects in every member, with a CLUSTER column
 //
-// The status commands print tables, or -o json|yaml. The interpret subcommand runs a resource interpreter
+// The status commands print tables, or -o json|yaml (list also -o wide). The interpret subcommand runs a resource interpreter
 // operation offline, on objects in files, so that users can test ResourceInterpreterCustomizations before
 // applying them:
 //

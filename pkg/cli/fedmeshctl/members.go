@@ -1,6 +1,7 @@
 package fedmeshctl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -32,8 +33,11 @@ func MemberObjects(tables []MemberTable) ([]MemberObject, error) {
 			if len(row.Object.Raw) == 0 {
 				continue
 			}
+			// Numbers as written: an integer past 2^53 would not survive a float64.
+			dec := json.NewDecoder(bytes.NewReader(row.Object.Raw))
+			dec.UseNumber()
 			var obj map[string]any
-			if err := json.Unmarshal(row.Object.Raw, &obj); err != nil {
+			if err := dec.Decode(&obj); err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
 			}
 			if md, ok := obj["metadata"].(map[string]any); ok {

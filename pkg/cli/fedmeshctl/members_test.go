@@ -66,14 +66,14 @@ func TestFormatCell(t *testing.T) {
 
 func TestMemberObjects(t *testing.T) {
 	tables := []MemberTable{{Cluster: "member1", Table: &metav1.Table{Rows: []metav1.TableRow{
-		{Object: runtime.RawExtension{Raw: []byte(`{"kind":"Pod","metadata":{"name":"web-1","managedFields":[{"manager":"kubectl"}]}}`)}},
+		{Object: runtime.RawExtension{Raw: []byte(`{"kind":"Pod","metadata":{"name":"web-1","managedFields":[{"manager":"kubectl"}]},"n":12345678901234567890}`)}},
 		{}, // a row without its object is left out
 	}}}}
 	got, err := MemberObjects(tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Cluster != "member1" || string(got[0].Object) != `{"kind":"Pod","metadata":{"name":"web-1"}}` {
+	if len(got) != 1 || got[0].Cluster != "member1" || string(got[0].Object) != `{"kind":"Pod","metadata":{"name":"web-1"},"n":12345678901234567890}` {
 		t.Errorf("MemberObjects: %s", got)
 	}
 	if _, err := MemberObjects([]MemberTable{{Cluster: "bad", Table: &metav1.Table{Rows: []metav1.TableRow{{Object: runtime.RawExtension{Raw: []byte("{")}}}}}}); err == nil {

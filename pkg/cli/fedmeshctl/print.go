@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,15 +16,19 @@ const (
 	OutputTable = "table"
 	OutputJSON  = "json"
 	OutputYAML  = "yaml"
+	// OutputWide is a table with every column, for the commands that have more than fit a line.
+	OutputWide = "wide"
 )
 
-// ValidateOutput checks an -o value; empty means a table.
-func ValidateOutput(format string) error {
-	switch format {
-	case "", OutputTable, OutputJSON, OutputYAML:
+// ValidateOutput checks an -o value; empty means a table. also are the formats a command has beyond table, json
+// and yaml.
+func ValidateOutput(format string, also ...string) error {
+	known := append([]string{OutputTable}, also...)
+	known = append(known, OutputJSON, OutputYAML)
+	if format == "" || slices.Contains(known, format) {
 		return nil
 	}
-	return fmt.Errorf("-o %q: want table, json or yaml", format)
+	return fmt.Errorf("-o %q: want %s or %s", format, strings.Join(known[:len(known)-1], ", "), known[len(known)-1])
 }
 
 // Table is rows under a header, written like kubectl's tables: upper-case headers, columns padded by three spaces.
