@@ -200,16 +200,7 @@ func TestListAcrossMembers(t *testing.T) {
 	})
 	t.Run("a member that does not answer", func(t *testing.T) {
 		// Port 1 on loopback refuses at once: a member that is down.
-		gone := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "gone"},
-			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"}}
-		if err := f.Host.Create(ctx, gone); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := f.Host.Delete(ctx, gone); err != nil {
-				t.Error(err)
-			}
-		}()
+		addCluster(t, f, "gone", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"})
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
 		if code != exitFailure || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone:") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
@@ -232,16 +223,7 @@ func TestListAcrossMembers(t *testing.T) {
 		}))
 		defer hung.Close()
 		defer close(stop)
-		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "hung"},
-			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: hung.URL, InsecureSkipTLSVerification: true}}
-		if err := f.Host.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := f.Host.Delete(ctx, c); err != nil {
-				t.Error(err)
-			}
-		}()
+		addCluster(t, f, "hung", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: hung.URL, InsecureSkipTLSVerification: true})
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--member-timeout", "1s")
 		if code != exitFailure || !strings.Contains(errOut, "cluster hung:") || !strings.Contains(errOut, "Timeout exceeded") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
@@ -251,22 +233,27 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 	})
 	t.Run("members in Pull mode", func(t *testing.T) {
-		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "pulled"},
-			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
-		if err := f.Host.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := f.Host.Delete(ctx, c); err != nil {
-				t.Error(err)
-			}
-		}()
+		addCluster(t, f, "pulled", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull})
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
 		if code != 0 || !strings.Contains(errOut, "Left out, in Pull mode (the federation does not reach them): pulled") || len(table(t, out)) != 4 {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "--clusters", "pulled"); code != exitFailure || !strings.Contains(errOut, "Pull mode") {
 			t.Errorf("a member in Pull mode named: exit %d, %q", code, errOut)
+		}
+	})
+}
+
+// addCluster registers a Cluster with the host until the (sub)test ends.
+func addCluster(t *testing.T, f *fedtest.Federation, name string, spec clusterv1alpha1.ClusterSpec) {
+	t.Helper()
+	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	if err := f.Host.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Host.Delete(context.Background(), c); err != nil {
+			t.Error(err)
 		}
 	})
 }
