@@ -2,7 +2,8 @@
 // with its own etcd; members also run kube-controller-manager, kube-scheduler and kwok fake nodes so pods really
 // run), the manager, and the federator as shards each behind its own proxy. It applies an example app — a
 // Deployment divided 2:1, an image override for one cluster, a ConfigMap dependency — prints where each replica
-// runs and the aggregated status, and keeps everything running until Ctrl-C. `make demo` runs it.
+// runs, the aggregated status and the app's pods in every member (kubectl-fedmesh list), and keeps everything
+// running until Ctrl-C. `make demo` runs it.
 package main
 
 import (
@@ -14,8 +15,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -64,7 +67,7 @@ func run(ctx context.Context, members, shards int, exit bool) error {
 		return err
 	}
 	defer os.RemoveAll(binDir)
-	if err := fedrun.Build(fedrun.SourceRoot(), binDir); err != nil {
+	if err := fedrun.Build(fedrun.SourceRoot(), binDir, "./cmd/kubectl-fedmesh"); err != nil {
 		return err
 	}
 
@@ -107,6 +110,9 @@ func run(ctx context.Context, members, shards int, exit bool) error {
 	}
 	fmt.Printf("\nready in %s\n\n", time.Since(start).Round(time.Second))
 	if err := report(ctx, os.Stdout, fed); err != nil {
+		return err
+	}
+	if err := listPods(ctx, binDir, fed); err != nil {
 		return err
 	}
 	printAccess(fed)
@@ -236,6 +242,15 @@ func printAccess(fed *fedtest.Federation) {
 	fmt.Printf("           %s --kubeconfig %s get resourcebindings,works -n %s\n", kubectl, host, appNamespace)
 	fmt.Printf("           %s --kubeconfig %s scale deploy/web -n %s --replicas 9\n", kubectl, host, appNamespace)
 	fmt.Printf("           go run ./cmd/kubectl-fedmesh --host-kubeconfig %s list pods -n %s -o wide\n", host, appNamespace)
+}
+
+// listPods prints the app's pods in every member, as the kubectl plugin lists them.
+func listPods(ctx context.Context, binDir string, fed *fedtest.Federation) error {
+	args := []string{"--host-kubeconfig", fed.Federation.Host.Kubeconfig(), "list", "pods", "-n", appNamespace}
+	fmt.Printf("\npods in the members (kubectl-fedmesh %s):\n", strings.Join(args[2:], " "))
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl-fedmesh"), args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
 }
 
 func fileExists(path string) bool {

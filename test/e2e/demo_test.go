@@ -8,7 +8,8 @@ import (
 )
 
 // `make demo`'s program, run to the end: the example app is divided 4/2 with member1's image overridden, the
-// ConfigMap reaches both members, and the aggregated status shows all 6 replicas ready.
+// ConfigMap reaches both members, the aggregated status shows all 6 replicas ready, and kubectl-fedmesh list shows
+// the pods running in each member.
 func TestDemoPropagatesTheExampleApp(t *testing.T) {
 	cmd := exec.Command("go", "run", "./test/demo", "--exit")
 	cmd.Dir = sourceRoot(t)
@@ -23,6 +24,8 @@ func TestDemoPropagatesTheExampleApp(t *testing.T) {
 		regexp.MustCompile(`member1\s+true\s+Healthy`),
 		regexp.MustCompile(`member2\s+true\s+Healthy`),
 		regexp.MustCompile(`template demo/web in the host: replicas 6, ready 6`),
+		regexp.MustCompile(`(?m)^member1\s+web-\S+\s+1/1\s+Running`),
+		regexp.MustCompile(`(?m)^member2\s+web-\S+\s+1/1\s+Running`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
