@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -42,6 +43,7 @@ type listOptions struct {
 	namespace     string
 	allNamespaces bool
 	selector      string
+	fieldSelector string
 	clusters      []string
 	output        string
 	timeout       time.Duration
@@ -50,7 +52,7 @@ type listOptions struct {
 func newListCommand(host *hostOptions) *cobra.Command {
 	o := &listOptions{host: host}
 	cmd := &cobra.Command{
-		Use:   "list KIND [NAME...]",
+		Use:   "list KIND[/NAME] [NAME...]",
 		Short: "List objects in every member cluster, as kubectl get shows them, with a CLUSTER column",
 		Long: `List objects of a kind in the member clusters, each row headed by its cluster: the columns are those kubectl
 get shows (the members' own tables, printer columns of CRDs included). Every member the federation reaches (Push
@@ -61,6 +63,7 @@ credentials the federation keeps for them (the Secrets of their Clusters), so re
 is what it takes.`,
 		Example: `  kubectl-fedmesh list pods -n shop
   kubectl-fedmesh list deploy web -n shop -o wide
+  kubectl-fedmesh list pods -A --field-selector status.phase=Pending
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0], args[1:]) },
@@ -68,6 +71,7 @@ is what it takes.`,
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to list in; default the host context's namespace")
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list in every namespace (a NAMESPACE column follows CLUSTER)")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector, as kubectl's (app=web,tier!=cache)")
+	cmd.Flags().StringVar(&o.fieldSelector, "field-selector", "", "field selector, as kubectl's (status.phase=Pending); each member checks the fields it supports for the kind")
 	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one in Push mode")
 	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
 	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take")
@@ -93,11 +97,21 @@ func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string)
 	if _, err := labels.Parse(o.selector); err != nil {
 		return fmt.Errorf("-l %q: %w", o.selector, err)
 	}
+	if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
+		return fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
+	}
+	// KIND/NAME, as kubectl takes it, names one object.
+	if k, name, ok := strings.Cut(kind, "/"); ok {
+		if name == "" || len(objectNames) > 0 {
+			return fmt.Errorf("%q: give KIND/NAME alone, or KIND NAME...", kind)
+		}
+		kind, objectNames = k, []string{name}
+	}
 	switch {
 	case len(objectNames) > 0 && o.allNamespaces:
 		return errors.New("a NAME is looked up in one namespace: give -n, not -A")
-	case len(objectNames) > 0 && o.selector != "":
-		return errors.New("give NAMEs or -l, not both")
+	case len(objectNames) > 0 && (o.selector != "" || o.fieldSelector != ""):
+		return errors.New("give NAMEs or selectors, not both")
 	}
 	namespace := ""
 	if !o.allNamespaces {
@@ -255,6 +269,9 @@ func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clust
 		req := request().Param("limit", strconv.FormatInt(listChunk, 10))
 		if o.selector != "" {
 			req = req.Param("labelSelector", o.selector)
+		}
+		if o.fieldSelector != "" {
+			req = req.Param("fieldSelector", o.fieldSelector)
 		}
 		if cont != "" {
 			req = req.Param("continue", cont)

@@ -107,6 +107,16 @@ func TestListAcrossMembers(t *testing.T) {
 			t.Errorf("rows %q, want %q", got, want)
 		}
 	})
+	t.Run("by field", func(t *testing.T) {
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-A", "--field-selector", "metadata.name=web-2"))
+		if got, want := firstColumns(rows[1:], 3), [][]string{{"member2", "shop", "web-2"}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-A", "--field-selector", "status.phase=Running")
+		if code != 0 || out != "" || !strings.Contains(errOut, "No resources found") {
+			t.Errorf("no pod runs: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
 	t.Run("wide", func(t *testing.T) {
 		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-o", "wide", "--clusters", "member2,member2"))
 		if !slices.Contains(rows[0], "IP") || len(rows) != 3 || rows[1][0] != "member2" {
@@ -143,6 +153,10 @@ func TestListAcrossMembers(t *testing.T) {
 		want := [][]string{{"member2", "web-2"}, {"member2", "db-1"}}
 		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Errorf("rows %q, want %q", got, want)
+		}
+		rows = table(t, mustFedmesh(t, hostKubeconfig, "list", "pod/db-1", "-n", "shop"))
+		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want[1:], slices.Equal) {
+			t.Errorf("pod/db-1: rows %q, want %q", got, want[1:])
 		}
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "po", "web-1", "nope", "-n", "shop")
 		if code != exitFailure || !strings.Contains(errOut, `pods "nope" not found in any member cluster`) || !strings.Contains(out, "web-1") ||
@@ -191,7 +205,9 @@ func TestListAcrossMembers(t *testing.T) {
 			"list pods -l a=(":             `-l "a=("`,
 			"list pods -o name":            "want table, wide, json or yaml",
 			"list pods web-1 -A":           "give -n, not -A",
-			"list pods web-1 -l app=web":   "give NAMEs or -l, not both",
+			"list pods web-1 -l app=web":   "give NAMEs or selectors, not both",
+			"list pods --field-selector a": `--field-selector "a"`,
+			"list pod/web-1 web-2":         "give KIND/NAME alone",
 		} {
 			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code != exitFailure || !strings.Contains(errOut, want) {
 				t.Errorf("%s: exit %d, %q, want %q", args, code, errOut, want)
