@@ -66,7 +66,13 @@ is what it takes.`,
   kubectl-fedmesh list pods -A --field-selector status.phase=Pending
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0], args[1:]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, objectNames, err := o.parseArgs(args)
+			if err != nil {
+				return err
+			}
+			return o.run(cmd, kind, objectNames)
+		},
 	}
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to list in; default the host context's namespace")
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list in every namespace (a NAMESPACE column follows CLUSTER)")
@@ -90,29 +96,35 @@ type memberAnswer struct {
 	err   error
 }
 
-func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string) error {
+// parseArgs checks the flags and returns the kind and the names asked for (KIND/NAME, as kubectl takes it, names
+// one object).
+func (o *listOptions) parseArgs(args []string) (kind string, objectNames []string, err error) {
 	if err := fedmeshctl.ValidateOutput(o.output, fedmeshctl.OutputWide); err != nil {
-		return err
+		return "", nil, err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
-		return fmt.Errorf("-l %q: %w", o.selector, err)
+		return "", nil, fmt.Errorf("-l %q: %w", o.selector, err)
 	}
 	if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
-		return fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
+		return "", nil, fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
 	}
-	// KIND/NAME, as kubectl takes it, names one object.
+	kind, objectNames = args[0], args[1:]
 	if k, name, ok := strings.Cut(kind, "/"); ok {
 		if name == "" || len(objectNames) > 0 {
-			return fmt.Errorf("%q: give KIND/NAME alone, or KIND NAME...", kind)
+			return "", nil, fmt.Errorf("%q: give KIND/NAME alone, or KIND NAME...", kind)
 		}
 		kind, objectNames = k, []string{name}
 	}
 	switch {
 	case len(objectNames) > 0 && o.allNamespaces:
-		return errors.New("a NAME is looked up in one namespace: give -n, not -A")
+		return "", nil, errors.New("a NAME is looked up in one namespace: give -n, not -A")
 	case len(objectNames) > 0 && (o.selector != "" || o.fieldSelector != ""):
-		return errors.New("give NAMEs or selectors, not both")
+		return "", nil, errors.New("give NAMEs or selectors, not both")
 	}
+	return kind, objectNames, nil
+}
+
+func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string) error {
 	namespace := ""
 	if !o.allNamespaces {
 		var err error
