@@ -148,8 +148,11 @@ func resolveKind(mapper meta.RESTMapper, kind, where string) (*meta.RESTMapping,
 		}
 	}
 	gvk, err := mapper.KindFor(gr.WithVersion(""))
-	if err != nil {
+	if meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("unknown kind %q in %s: %w", kind, where, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovery of %s: %w", where, err)
 	}
 	return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,12 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
@@ -34,10 +31,6 @@ import (
 // server that has none, which list then reports.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
-// listChunk is how many objects one request to a member returns, as kubectl get's default --chunk-size; a
-// variable so that a test can page through a few objects.
-var listChunk int64 = 500
-
 type listOptions struct {
 	host          *hostOptions
 	namespace     string
@@ -47,20 +40,20 @@ type listOptions struct {
 	clusters      []string
 	output        string
 	timeout       time.Duration
+	chunkSize     int64
 }
 
 func newListCommand(host *hostOptions) *cobra.Command {
 	o := &listOptions{host: host}
 	cmd := &cobra.Command{
-		Use:   "list KIND[/NAME] [NAME...]",
+		Use:   "list (KIND [NAME...] | KIND/NAME)",
 		Short: "List objects in every member cluster, as kubectl get shows them, with a CLUSTER column",
 		Long: `List objects of a kind in the member clusters, each row headed by its cluster: the columns are those kubectl
 get shows (the members' own tables, printer columns of CRDs included). Every member the federation reaches (Push
 mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: pods, po, deployments.apps, cloneset.
 A member that does not serve KIND is left out; one that cannot answer is reported after the others are shown,
 and the command then exits 1. -o json and -o yaml print a list of {cluster, object}. Members are read with the
-credentials the federation keeps for them (the Secrets of their Clusters), so reading those Secrets in the host
-is what it takes.`,
+credentials the federation keeps for them, so the host must let you list Clusters and read their Secrets.`,
 		Example: `  kubectl-fedmesh list pods -n shop
   kubectl-fedmesh list deploy web -n shop -o wide
   kubectl-fedmesh list pods -A --field-selector status.phase=Pending
@@ -80,20 +73,9 @@ is what it takes.`,
 	cmd.Flags().StringVar(&o.fieldSelector, "field-selector", "", "field selector, as kubectl's (status.phase=Pending); each member checks the fields it supports for the kind")
 	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one in Push mode")
 	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
-	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take")
+	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take (discovery, then each chunk of the list)")
+	cmd.Flags().Int64Var(&o.chunkSize, "chunk-size", 500, "how many objects each request to a member returns, as kubectl get's --chunk-size")
 	return cmd
-}
-
-// memberAnswer is what one member answered: its table, or that it does not serve the kind, or why it failed.
-type memberAnswer struct {
-	table *metav1.Table
-	// resource is what the kind is in the member; namespaced, whether it lives in namespaces there.
-	resource   schema.GroupResource
-	namespaced bool
-	unserved   bool
-	// found are the names asked for that the member has.
-	found []string
-	err   error
 }
 
 // parseArgs checks the flags and returns the kind and the names asked for (KIND/NAME, as kubectl takes it, names
@@ -107,6 +89,9 @@ func (o *listOptions) parseArgs(args []string) (kind string, objectNames []strin
 	}
 	if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
 		return "", nil, fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
+	}
+	if o.timeout <= 0 || o.chunkSize <= 0 {
+		return "", nil, errors.New("--member-timeout and --chunk-size must be positive")
 	}
 	kind, objectNames = args[0], args[1:]
 	if k, name, ok := strings.Cut(kind, "/"); ok {
@@ -136,7 +121,11 @@ func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string)
 	if err != nil {
 		return err
 	}
-	clusters, pull, err := o.members(cmd.Context(), hc)
+	var registered clusterv1alpha1.ClusterList
+	if err := hc.List(cmd.Context(), &registered); err != nil {
+		return fmt.Errorf("list clusters: %w", err)
+	}
+	clusters, pull, err := fedmeshctl.SelectMembers(registered.Items, o.clusters)
 	if err != nil {
 		return err
 	}
@@ -144,111 +133,64 @@ func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string)
 		fmt.Fprintf(cmd.ErrOrStderr(), "Left out, in Pull mode (the federation does not reach them): %s\n", strings.Join(pull, ", "))
 	}
 	factory := &member.Factory{Host: hc}
-	answers := make([]memberAnswer, len(clusters))
+	answers := make([]fedmeshctl.MemberAnswer, len(clusters))
 	var wg sync.WaitGroup
 	for i := range clusters {
 		wg.Go(func() { answers[i] = o.ask(cmd.Context(), factory, &clusters[i], kind, namespace, objectNames) })
 	}
 	wg.Wait()
-
-	var tables []fedmeshctl.MemberTable
-	var failed []error
-	var resource schema.GroupResource
-	namespaced := false
-	found := map[string]bool{}
-	for i, a := range answers {
-		switch {
-		case a.err != nil:
-			failed = append(failed, fmt.Errorf("cluster %s: %w", clusters[i].Name, a.err))
-		case !a.unserved:
-			resource, namespaced = a.resource, namespaced || a.namespaced
-			for _, n := range a.found {
-				found[n] = true
-			}
-			tables = append(tables, fedmeshctl.MemberTable{Cluster: clusters[i].Name, Table: a.table})
-		}
-	}
-	if len(tables) == 0 && len(failed) == 0 {
-		return fmt.Errorf("no member cluster serves the kind %q", kind)
-	}
-	if !namespaced {
-		namespace = ""
-	}
-	// Names not found and members that failed are told as errors instead of "No resources found".
-	quiet := len(objectNames) > 0 || len(failed) > 0
-	if err := o.print(cmd, tables, namespace, o.allNamespaces && namespaced, quiet); err != nil {
+	list, err := fedmeshctl.CollectAnswers(kind, objectNames, answers)
+	if err != nil {
 		return err
 	}
-	var errs []error
-	if len(failed) > 0 {
-		errs = append(errs, fmt.Errorf("%d of %d member clusters could not be listed:\n%w", len(failed), len(clusters), errors.Join(failed...)))
+	if !list.Namespaced {
+		namespace = ""
 	}
-	for _, n := range objectNames {
-		if !found[n] && len(failed) == 0 {
-			errs = append(errs, fmt.Errorf("%s %q not found in any member cluster", resource, n))
-		}
+	if err := o.print(cmd, list.Tables, namespace, o.allNamespaces && list.Namespaced, list.Quiet); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
-}
-
-// members are the Clusters to ask: those named by --clusters (each must exist; one in Pull mode then fails as a
-// member that cannot be reached), or else every one the federation reaches (Push mode), with the names of those
-// in Pull mode left out.
-func (o *listOptions) members(ctx context.Context, hc client.Reader) (ask []clusterv1alpha1.Cluster, pull []string, err error) {
-	var list clusterv1alpha1.ClusterList
-	if err := hc.List(ctx, &list); err != nil {
-		return nil, nil, fmt.Errorf("list clusters: %w", err)
-	}
-	if len(o.clusters) > 0 {
-		for _, name := range slices.Compact(slices.Sorted(slices.Values(o.clusters))) {
-			i := slices.IndexFunc(list.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
-			if i < 0 {
-				return nil, nil, fmt.Errorf("cluster %q not found", name)
-			}
-			ask = append(ask, list.Items[i])
-		}
-		return ask, nil, nil
-	}
-	for _, c := range list.Items {
-		if c.Spec.SyncMode == clusterv1alpha1.Pull {
-			pull = append(pull, c.Name)
-			continue
-		}
-		ask = append(ask, c)
-	}
-	switch {
-	case len(list.Items) == 0:
-		return nil, nil, errors.New("no member cluster is registered (kubectl-fedmesh join registers one)")
-	case len(ask) == 0:
-		return nil, nil, errors.New("every member cluster is in Pull mode: the federation reaches none")
-	}
-	return ask, pull, nil
+	return list.Err
 }
 
 // ask lists (or, with names, gets) kind in one member, as a table.
-func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, kind, namespace string, objectNames []string) memberAnswer {
+func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, kind, namespace string, objectNames []string) fedmeshctl.MemberAnswer {
 	mc, err := factory.ForCluster(ctx, c)
 	if err != nil {
-		return memberAnswer{err: err}
+		return fedmeshctl.MemberAnswer{Cluster: c.Name, Err: err} // it names the cluster
 	}
+	a, err := o.fetch(ctx, mc.Config, kind, namespace, objectNames)
+	a.Cluster = c.Name
+	if err != nil {
+		a.Err = fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	return a
+}
+
+// fetch is ask once the member's config is known.
+func (o *listOptions) fetch(ctx context.Context, cfg *rest.Config, kind, namespace string, objectNames []string) (fedmeshctl.MemberAnswer, error) {
 	// Every request to the member, discovery included, has a deadline: a member that accepts and never answers
 	// must not hold back the others' rows.
-	cfg := rest.CopyConfig(mc.Config)
+	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = o.timeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return memberAnswer{err: err}
+		return fedmeshctl.MemberAnswer{}, err
 	}
+	// One discovery request first: its failure is the member's, not the kind's, and a member that does not answer
+	// costs one timeout (the mapper and the shortcut expander would each ask again, failures not being cached).
 	cached := memory.NewMemCacheClient(dc)
+	if _, err := cached.ServerGroups(); err != nil {
+		return fedmeshctl.MemberAnswer{}, fmt.Errorf("discovery: %w", err)
+	}
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	mapping, err := resolveKind(mapper, kind, "member "+c.Name)
+	mapping, err := resolveKind(mapper, kind, "the member")
 	if meta.IsNoMatchError(err) {
-		return memberAnswer{unserved: true}
+		return fedmeshctl.MemberAnswer{Unserved: true}, nil
 	}
 	if err != nil {
-		return memberAnswer{err: err}
+		return fedmeshctl.MemberAnswer{}, err
 	}
-	a := memberAnswer{resource: mapping.Resource.GroupResource(), namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	a := fedmeshctl.MemberAnswer{Resource: mapping.Resource.GroupResource(), Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
 	include := metav1.IncludeMetadata // the namespace column needs no more
 	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
 		include = metav1.IncludeObject
@@ -257,28 +199,29 @@ func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clust
 	if mapping.Resource.Group == "" {
 		prefix = []string{"api", mapping.Resource.Version}
 	}
+	// The discovery client's is an unversioned REST client: each request names the kind's group and version.
 	request := func() *rest.Request {
-		return dc.RESTClient().Get().Prefix(prefix...).NamespaceIfScoped(namespace, a.namespaced).
+		return dc.RESTClient().Get().Prefix(prefix...).NamespaceIfScoped(namespace, a.Namespaced).
 			Resource(mapping.Resource.Resource).Param("includeObject", string(include))
 	}
 	if len(objectNames) > 0 {
-		a.table = &metav1.Table{}
+		a.Table = &metav1.Table{}
 		for _, name := range objectNames {
 			t, err := getTable(ctx, request().Name(name))
 			if apierrors.IsNotFound(err) {
 				continue // the object is in some members only
 			}
 			if err != nil {
-				return memberAnswer{err: err}
+				return fedmeshctl.MemberAnswer{}, err
 			}
-			a.table.ColumnDefinitions = t.ColumnDefinitions
-			a.table.Rows = append(a.table.Rows, t.Rows...)
-			a.found = append(a.found, name)
+			a.Table.ColumnDefinitions = t.ColumnDefinitions
+			a.Table.Rows = append(a.Table.Rows, t.Rows...)
+			a.Found = append(a.Found, name)
 		}
-		return a
+		return a, nil
 	}
 	for cont := ""; ; {
-		req := request().Param("limit", strconv.FormatInt(listChunk, 10))
+		req := request().Param("limit", strconv.FormatInt(o.chunkSize, 10))
 		if o.selector != "" {
 			req = req.Param("labelSelector", o.selector)
 		}
@@ -290,15 +233,15 @@ func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clust
 		}
 		t, err := getTable(ctx, req)
 		if err != nil {
-			return memberAnswer{err: err}
+			return fedmeshctl.MemberAnswer{}, err
 		}
-		if a.table == nil {
-			a.table = t
+		if a.Table == nil {
+			a.Table = t
 		} else {
-			a.table.Rows = append(a.table.Rows, t.Rows...)
+			a.Table.Rows = append(a.Table.Rows, t.Rows...)
 		}
 		if cont = t.Continue; cont == "" {
-			return a
+			return a, nil
 		}
 	}
 }

@@ -140,9 +140,7 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 	})
 	t.Run("in pages", func(t *testing.T) {
-		defer func(n int64) { listChunk = n }(listChunk)
-		listChunk = 1
-		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-A"))
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-A", "--chunk-size", "1"))
 		want := [][]string{{"member1", "shop", "web-1"}, {"member1", "tools", "web-0"}, {"member2", "shop", "db-1"}, {"member2", "shop", "web-2"}}
 		if got := firstColumns(rows[1:], 3); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Errorf("one pod a page: %q, want %q", got, want)
@@ -208,6 +206,8 @@ func TestListAcrossMembers(t *testing.T) {
 			"list pods web-1 -l app=web":   "give NAMEs or selectors, not both",
 			"list pods --field-selector a": `--field-selector "a"`,
 			"list pod/web-1 web-2":         "give KIND/NAME alone",
+			"list pods --member-timeout 0": "must be positive",
+			"list pods --chunk-size -1":    "must be positive",
 		} {
 			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code != exitFailure || !strings.Contains(errOut, want) {
 				t.Errorf("%s: exit %d, %q, want %q", args, code, errOut, want)
@@ -218,7 +218,7 @@ func TestListAcrossMembers(t *testing.T) {
 		// Port 1 on loopback refuses at once: a member that is down.
 		addCluster(t, f, "gone", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"})
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
-		if code != exitFailure || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone:") {
+		if code != exitFailure || !strings.Contains(errOut, "1 of 3 member clusters could not be listed") || !strings.Contains(errOut, "cluster gone: discovery:") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 		if rows := table(t, out); len(rows) != 4 {
@@ -230,24 +230,20 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 	})
 	t.Run("a member that accepts and never answers", func(t *testing.T) {
-		stop := make(chan struct{})
-		hung := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-stop:
+		// One hangs at once, the other after discovery (it serves pods), on the list itself.
+		for name, answersDiscovery := range map[string]bool{"hung": false, "stalled": true} {
+			addCluster(t, f, name, clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push,
+				APIEndpoint: hangingMember(t, answersDiscovery), InsecureSkipTLSVerification: true})
+			out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", name, "--member-timeout", "1s")
+			// The request carries --member-timeout and ends on it: net/http's client timeout or client-go's own
+			// deadline on the request, whichever fires first.
+			timedOut := strings.Contains(errOut, "Timeout exceeded") || strings.Contains(errOut, "deadline exceeded")
+			if code != exitFailure || out != "" || !strings.Contains(errOut, "cluster "+name+":") || !strings.Contains(errOut, "timeout=1s") || !timedOut {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
 			}
-		}))
-		defer hung.Close()
-		defer close(stop)
-		addCluster(t, f, "hung", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: hung.URL, InsecureSkipTLSVerification: true})
-		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--member-timeout", "1s")
-		// The request carries --member-timeout, and ends on it (net/http says Client.Timeout or deadline exceeded).
-		timedOut := strings.Contains(errOut, "Timeout exceeded") || strings.Contains(errOut, "deadline exceeded")
-		if code != exitFailure || !strings.Contains(errOut, "cluster hung:") || !strings.Contains(errOut, "timeout=1s") || !timedOut {
-			t.Errorf("exit %d, stderr %q", code, errOut)
-		}
-		if rows := table(t, out); len(rows) != 4 {
-			t.Errorf("the members that answered are still shown: %q", out)
+			if discovered := !strings.Contains(errOut, "discovery:"); discovered != answersDiscovery {
+				t.Errorf("%s: failed in discovery %t, want %t: %q", name, !discovered, !answersDiscovery, errOut)
+			}
 		}
 	})
 	t.Run("members in Pull mode", func(t *testing.T) {
@@ -260,6 +256,30 @@ func TestListAcrossMembers(t *testing.T) {
 			t.Errorf("a member in Pull mode named: exit %d, %q", code, errOut)
 		}
 	})
+}
+
+// hangingMember serves TLS on loopback and never answers, but for discovery (pods, in v1) when answersDiscovery;
+// it stops when the (sub)test ends.
+func hangingMember(t *testing.T, answersDiscovery bool) string {
+	stop := make(chan struct{})
+	discovery := map[string]any{
+		"/api":    metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
+		"/apis":   metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
+		"/api/v1": metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList"}, GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "list"}}}},
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if doc, ok := discovery[r.URL.Path]; ok && answersDiscovery {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(doc)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv.URL
 }
 
 // addCluster registers a Cluster with the host until the (sub)test ends.

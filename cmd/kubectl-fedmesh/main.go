@@ -8,11 +8,11 @@
 //	kubectl-fedmesh shards                                     each ShardingConfig's shards, epoch and proxies
 //	kubectl-fedmesh owner NAMESPACE                            which shard owns a namespace, and why
 //	kubectl-fedmesh get KIND NAME [-n NS]                      a template's placement, per-cluster status, Works
-//	kubectl-fedmesh list KIND [NAME...] [-n NS | -A] [-l SEL]   objects in every member, with a CLUSTER column
+//	kubectl-fedmesh list KIND [NAME...] [-n NS | -A]            objects in the members, with a CLUSTER column
 //
-// The status commands print tables, or -o json|yaml (list also -o wide). The interpret subcommand runs a resource interpreter
-// operation offline, on objects in files, so that users can test ResourceInterpreterCustomizations before
-// applying them:
+// The status commands print tables, or -o json|yaml (list also -o wide). The interpret subcommand runs a
+// resource interpreter operation offline, on objects in files, so that users can test
+// ResourceInterpreterCustomizations before applying them:
 //
 //	kubectl-fedmesh interpret -f CUSTOMIZATION.yaml --operation OP [--desired-file F] [--observed-file F]
 //	    [--status-file F] [--desired-replica N] [-o json|yaml]
@@ -29,7 +29,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/fedmesh/fedmesh/pkg/version"
 )
@@ -38,6 +40,9 @@ import (
 const exitFailure = 1
 
 func main() {
+	// client-go logs what it also returns (a member's discovery that failed, twice over); the commands report
+	// every error themselves, once.
+	klog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

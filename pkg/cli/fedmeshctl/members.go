@@ -3,11 +3,16 @@ package fedmeshctl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 )
 
 // MemberTable is one member cluster's answer to a list as kubectl asks for it: the API server's own table
@@ -135,4 +140,98 @@ func printable(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// SelectMembers picks the Clusters to ask: those named (each must exist; one in Pull mode is asked too, and fails
+// as a member the federation cannot reach), or else every one in Push mode, with the names of those left out for
+// being in Pull mode.
+func SelectMembers(clusters []clusterv1alpha1.Cluster, named []string) (ask []clusterv1alpha1.Cluster, pull []string, err error) {
+	if len(named) > 0 {
+		for _, name := range slices.Compact(slices.Sorted(slices.Values(named))) {
+			i := slices.IndexFunc(clusters, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
+			if i < 0 {
+				return nil, nil, fmt.Errorf("cluster %q not found", name)
+			}
+			ask = append(ask, clusters[i])
+		}
+		return ask, nil, nil
+	}
+	for _, c := range clusters {
+		if c.Spec.SyncMode == clusterv1alpha1.Pull {
+			pull = append(pull, c.Name)
+			continue
+		}
+		ask = append(ask, c)
+	}
+	switch {
+	case len(clusters) == 0:
+		return nil, nil, errors.New("no member cluster is registered (kubectl-fedmesh join registers one)")
+	case len(ask) == 0:
+		return nil, nil, errors.New("every member cluster is in Pull mode: the federation reaches none")
+	}
+	return ask, pull, nil
+}
+
+// MemberAnswer is one member cluster's answer to a list (or a get by names): its table, or that it does not serve
+// the kind, or why it could not answer.
+type MemberAnswer struct {
+	Cluster string
+	Table   *metav1.Table
+	// Resource is what the kind is in the member; Namespaced, whether it lives in namespaces there.
+	Resource   schema.GroupResource
+	Namespaced bool
+	Unserved   bool
+	// Found are the names asked for that the member has.
+	Found []string
+	Err   error
+}
+
+// MemberList is what the members' answers add up to.
+type MemberList struct {
+	// Tables are the answers of the members that serve the kind, in the answers' order.
+	Tables []MemberTable
+	// Namespaced is true when the kind lives in namespaces in a member that serves it.
+	Namespaced bool
+	// Err tells of the members that could not answer and, when all did, of the names no member has.
+	Err error
+	// Quiet is true when an empty list needs no "No resources found": Err says why, or names were asked for.
+	Quiet bool
+}
+
+// CollectAnswers adds up the members' answers to a list of kind, or to a get of names. It is an error when no
+// member serves the kind and every member answered.
+func CollectAnswers(kind string, names []string, answers []MemberAnswer) (MemberList, error) {
+	var out MemberList
+	var failed []error
+	var resource schema.GroupResource
+	found := map[string]bool{}
+	for _, a := range answers {
+		switch {
+		case a.Err != nil:
+			failed = append(failed, a.Err)
+		case !a.Unserved:
+			resource, out.Namespaced = a.Resource, out.Namespaced || a.Namespaced
+			for _, n := range a.Found {
+				found[n] = true
+			}
+			out.Tables = append(out.Tables, MemberTable{Cluster: a.Cluster, Table: a.Table})
+		}
+	}
+	if len(out.Tables) == 0 && len(failed) == 0 {
+		return MemberList{}, fmt.Errorf("no member cluster serves the kind %q", kind)
+	}
+	out.Quiet = len(names) > 0 || len(failed) > 0
+	if len(failed) > 0 {
+		// A name missing from the members that answered may be in one that did not.
+		out.Err = fmt.Errorf("%d of %d member clusters could not be listed:\n%w", len(failed), len(answers), errors.Join(failed...))
+		return out, nil
+	}
+	var missing []error
+	for _, n := range names {
+		if !found[n] {
+			missing = append(missing, fmt.Errorf("%s %q not found in any member cluster", resource, n))
+		}
+	}
+	out.Err = errors.Join(missing...)
+	return out, nil
 }
