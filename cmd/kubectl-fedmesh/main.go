@@ -31,6 +31,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/fedmesh/fedmesh/pkg/version"
@@ -41,8 +42,10 @@ const exitFailure = 1
 
 func main() {
 	// client-go logs what it also returns (a member's discovery that failed, twice over); the commands report
-	// every error themselves, once.
+	// every error themselves, once. The API servers' warnings (a deprecated API) still reach stderr, as kubectl
+	// prints them.
 	klog.SetLogger(logr.Discard())
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
