@@ -41,6 +41,7 @@ type listOptions struct {
 	output        string
 	timeout       time.Duration
 	chunkSize     int64
+	noHeaders     bool
 }
 
 func newListCommand(host *hostOptions) *cobra.Command {
@@ -74,6 +75,7 @@ credentials the federation keeps for them, so the host must let you list Cluster
 	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one in Push mode")
 	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
 	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take (discovery, then each chunk of the list)")
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "leave the header line out of tables")
 	cmd.Flags().Int64Var(&o.chunkSize, "chunk-size", 500, "how many objects each request to a member returns, as kubectl get's --chunk-size")
 	return cmd
 }
@@ -277,6 +279,9 @@ func (o *listOptions) print(cmd *cobra.Command, tables []fedmeshctl.MemberTable,
 	t := fedmeshctl.MembersTable(tables, withNamespace, o.output == fedmeshctl.OutputWide)
 	switch {
 	case len(t.Rows) > 0:
+		if o.noHeaders {
+			t.Header = nil
+		}
 		return t.Write(cmd.OutOrStdout())
 	case quiet:
 	case namespace != "":

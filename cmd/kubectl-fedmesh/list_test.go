@@ -152,6 +152,9 @@ func TestListAcrossMembers(t *testing.T) {
 		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Errorf("rows %q, want %q", got, want)
 		}
+		if out := mustFedmesh(t, hostKubeconfig, "list", "pod/db-1", "-n", "shop", "--no-headers"); !strings.HasPrefix(out, "member2   db-1 ") || strings.Count(out, "\n") != 1 {
+			t.Errorf("--no-headers: %q", out)
+		}
 		rows = table(t, mustFedmesh(t, hostKubeconfig, "list", "pod/db-1", "-n", "shop"))
 		if got := firstColumns(rows[1:], 2); !slices.EqualFunc(got, want[1:], slices.Equal) {
 			t.Errorf("pod/db-1: rows %q, want %q", got, want[1:])

@@ -50,6 +50,11 @@ member2   tools       web-2   Crash...`},
 			}
 		})
 	}
+	headless := MembersTable(tables, false, false)
+	headless.Header = nil
+	if got, want := lines(render(t, headless)), "member1   web-1   Running    3\nmember2   web-2   Crash..."; got != want {
+		t.Errorf("without the header:\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestFormatCell(t *testing.T) {

@@ -37,10 +37,13 @@ type Table struct {
 	Rows   [][]string
 }
 
-// Write prints t; a table without rows prints its header only, as kubectl does with --no-headers off.
+// Write prints t; a table without rows prints its header only, as kubectl does with --no-headers off, and one
+// without a header its rows alone, as kubectl does with it on.
 func (t Table) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(t.Header, "\t")))
+	if len(t.Header) > 0 {
+		fmt.Fprintln(tw, strings.ToUpper(strings.Join(t.Header, "\t")))
+	}
 	for _, r := range t.Rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
