@@ -112,6 +112,16 @@ func TestListAcrossMembers(t *testing.T) {
 		if got, want := firstColumns(rows[1:], 3), [][]string{{"member2", "shop", "web-2"}}; !slices.EqualFunc(got, want, slices.Equal) {
 			t.Errorf("rows %q, want %q", got, want)
 		}
+		// A member's Warning events, as operations.md has them looked at.
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-1.stuck"}, Type: corev1.EventTypeWarning, Reason: "FailedScheduling",
+			Message: "0/0 nodes are available", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web-1"}}
+		if _, err := f.Member("member1").Clientset().CoreV1().Events("shop").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if out := mustFedmesh(t, hostKubeconfig, "list", "events", "-n", "shop", "--field-selector", "type=Warning"); !strings.Contains(out, "FailedScheduling") ||
+			!strings.Contains(out, "pod/web-1") || !strings.HasPrefix(strings.Split(out, "\n")[1], "member1 ") {
+			t.Errorf("events:\n%s", out)
+		}
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-A", "--field-selector", "status.phase=Running")
 		if code != 0 || out != "" || !strings.Contains(errOut, "No resources found") {
 			t.Errorf("no pod runs: exit %d, stdout %q, stderr %q", code, out, errOut)
