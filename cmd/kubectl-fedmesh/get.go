@@ -67,7 +67,7 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	if err != nil {
 		return fedmeshctl.TemplateView{}, err
 	}
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc, nil)
+	mapper := kindMapper(memory.NewMemCacheClient(dc))
 	mapping, err := resolveKind(mapper, kind, "the host")
 	if err != nil {
 		return fedmeshctl.TemplateView{}, err
@@ -135,6 +135,12 @@ func claimingPolicy(ctx context.Context, c client.Client, tmpl *unstructured.Uns
 		}
 	}
 	return "", nil
+}
+
+// kindMapper maps kinds, short names included, through one discovery of a cluster (cached, which the mapper and
+// the shortcut expander share).
+func kindMapper(cached discovery.CachedDiscoveryInterface) meta.RESTMapper {
+	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 }
 
 // resolveKind maps what a user types for a kind (deploy, deployments, deployments.apps, Deployment) to its REST

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
@@ -184,8 +183,7 @@ func (o *listOptions) fetch(ctx context.Context, cfg *rest.Config, kind, namespa
 	if _, err := cached.ServerGroups(); err != nil {
 		return fedmeshctl.MemberAnswer{}, fmt.Errorf("discovery: %w", err)
 	}
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	mapping, err := resolveKind(mapper, kind, "the member")
+	mapping, err := resolveKind(kindMapper(cached), kind, "the member")
 	if meta.IsNoMatchError(err) {
 		return fedmeshctl.MemberAnswer{Unserved: true}, nil
 	}
