@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,25 +47,28 @@ type listOptions struct {
 func newListCommand(host *hostOptions) *cobra.Command {
 	o := &listOptions{host: host}
 	cmd := &cobra.Command{
-		Use:   "list (KIND [NAME...] | KIND/NAME)",
+		Use:   "list (KIND[,KIND...] [NAME...] | KIND/NAME...)",
 		Short: "List objects in every member cluster, as kubectl get shows them, with a CLUSTER column",
 		Long: `List objects of a kind in the member clusters, each row headed by its cluster: the columns are those kubectl
 get shows (the members' own tables, printer columns of CRDs included). Every member the federation reaches (Push
-mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: pods, po, deployments.apps, cloneset.
-A member that does not serve KIND is left out; one that cannot answer is reported after the others are shown,
+mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: pods, po, deployments.apps, cloneset;
+several kinds (deploy,pods) print a table each, names headed by their kind, as kubectl does.
+A member that does not serve a kind is left out; one that cannot answer is reported after the others are shown,
 and the command then exits 1. -o json and -o yaml print a list of {cluster, object}. Members are read with the
 credentials the federation keeps for them, so the host must let you list Clusters and read their Secrets.`,
 		Example: `  kubectl-fedmesh list pods -n shop
   kubectl-fedmesh list deploy web -n shop -o wide
+  kubectl-fedmesh list deploy,pods -n shop -l app=web
+  kubectl-fedmesh list deploy/web svc/web -n shop
   kubectl-fedmesh list pods -A --field-selector status.phase=Pending
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, objectNames, err := o.parseArgs(args)
+			queries, err := o.parseArgs(args)
 			if err != nil {
 				return err
 			}
-			return o.run(cmd, kind, objectNames)
+			return o.run(cmd, queries)
 		},
 	}
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to list in; default the host context's namespace")
@@ -79,38 +83,36 @@ credentials the federation keeps for them, so the host must let you list Cluster
 	return cmd
 }
 
-// parseArgs checks the flags and returns the kind and the names asked for (KIND/NAME, as kubectl takes it, names
-// one object).
-func (o *listOptions) parseArgs(args []string) (kind string, objectNames []string, err error) {
+// parseArgs checks the flags and returns the kinds asked for, each with its names.
+func (o *listOptions) parseArgs(args []string) ([]fedmeshctl.KindQuery, error) {
 	if err := fedmeshctl.ValidateOutput(o.output, fedmeshctl.OutputWide); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
-		return "", nil, fmt.Errorf("-l %q: %w", o.selector, err)
+		return nil, fmt.Errorf("-l %q: %w", o.selector, err)
 	}
 	if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
-		return "", nil, fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
+		return nil, fmt.Errorf("--field-selector %q: %w", o.fieldSelector, err)
 	}
 	if o.timeout <= 0 || o.chunkSize <= 0 {
-		return "", nil, errors.New("--member-timeout and --chunk-size must be positive")
+		return nil, errors.New("--member-timeout and --chunk-size must be positive")
 	}
-	kind, objectNames = args[0], args[1:]
-	if k, name, ok := strings.Cut(kind, "/"); ok {
-		if name == "" || len(objectNames) > 0 {
-			return "", nil, fmt.Errorf("%q: give KIND/NAME alone, or KIND NAME...", kind)
+	queries, err := fedmeshctl.ParseKindArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(queries, func(q fedmeshctl.KindQuery) bool { return len(q.Names) > 0 }) {
+		switch {
+		case o.allNamespaces:
+			return nil, errors.New("a NAME is looked up in one namespace: give -n, not -A")
+		case o.selector != "" || o.fieldSelector != "":
+			return nil, errors.New("give NAMEs or selectors, not both")
 		}
-		kind, objectNames = k, []string{name}
 	}
-	switch {
-	case len(objectNames) > 0 && o.allNamespaces:
-		return "", nil, errors.New("a NAME is looked up in one namespace: give -n, not -A")
-	case len(objectNames) > 0 && (o.selector != "" || o.fieldSelector != ""):
-		return "", nil, errors.New("give NAMEs or selectors, not both")
-	}
-	return kind, objectNames, nil
+	return queries, nil
 }
 
-func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string) error {
+func (o *listOptions) run(cmd *cobra.Command, queries []fedmeshctl.KindQuery) error {
 	namespace := ""
 	if !o.allNamespaces {
 		var err error
@@ -134,63 +136,75 @@ func (o *listOptions) run(cmd *cobra.Command, kind string, objectNames []string)
 		fmt.Fprintf(cmd.ErrOrStderr(), "Left out, in Pull mode (the federation does not reach them): %s\n", strings.Join(pull, ", "))
 	}
 	factory := &member.Factory{Host: hc}
-	answers := make([]fedmeshctl.MemberAnswer, len(clusters))
+	answers := make([][]fedmeshctl.MemberAnswer, len(clusters))
 	var wg sync.WaitGroup
 	for i := range clusters {
-		wg.Go(func() { answers[i] = o.ask(cmd.Context(), factory, &clusters[i], kind, namespace, objectNames) })
+		wg.Go(func() { answers[i] = o.ask(cmd.Context(), factory, &clusters[i], queries, namespace) })
 	}
 	wg.Wait()
-	list, err := fedmeshctl.CollectAnswers(kind, objectNames, answers)
+	lists, err := fedmeshctl.CollectAnswers(queries, answers)
 	if err != nil {
 		return err
 	}
-	if !list.Namespaced {
+	if !slices.ContainsFunc(lists.Lists, func(l fedmeshctl.MemberList) bool { return l.Namespaced }) {
 		namespace = ""
 	}
-	if err := o.print(cmd, list.Tables, namespace, o.allNamespaces && list.Namespaced, list.Quiet); err != nil {
+	if err := o.print(cmd, lists, namespace); err != nil {
 		return err
 	}
-	return list.Err
+	return lists.Err
 }
 
-// ask lists (or, with names, gets) kind in one member, as a table.
-func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, kind, namespace string, objectNames []string) fedmeshctl.MemberAnswer {
+// ask lists (or, with names, gets) each kind of queries in one member, as tables: one answer per query.
+func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, queries []fedmeshctl.KindQuery, namespace string) []fedmeshctl.MemberAnswer {
+	answers := make([]fedmeshctl.MemberAnswer, len(queries))
+	fail := func(err error) []fedmeshctl.MemberAnswer {
+		for k := range answers {
+			answers[k] = fedmeshctl.MemberAnswer{Cluster: c.Name, Err: err}
+		}
+		return answers
+	}
 	mc, err := factory.ForCluster(ctx, c)
 	if err != nil {
-		return fedmeshctl.MemberAnswer{Cluster: c.Name, Err: err} // it names the cluster
+		return fail(err) // it names the cluster
 	}
-	a, err := o.fetch(ctx, mc.Config, kind, namespace, objectNames)
-	a.Cluster = c.Name
-	if err != nil {
-		a.Err = fmt.Errorf("cluster %s: %w", c.Name, err)
-	}
-	return a
-}
-
-// fetch is ask once the member's config is known.
-func (o *listOptions) fetch(ctx context.Context, cfg *rest.Config, kind, namespace string, objectNames []string) (fedmeshctl.MemberAnswer, error) {
 	// Every request to the member, discovery included, has a deadline: a member that accepts and never answers
 	// must not hold back the others' rows.
-	cfg = rest.CopyConfig(cfg)
+	cfg := rest.CopyConfig(mc.Config)
 	cfg.Timeout = o.timeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return fedmeshctl.MemberAnswer{}, err
+		return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
 	}
-	// One discovery request first: its failure is the member's, not the kind's, and a member that does not answer
+	// One discovery request first: its failure is the member's, not a kind's, and a member that does not answer
 	// costs one timeout (the mapper and the shortcut expander would each ask again, failures not being cached).
 	cached := memory.NewMemCacheClient(dc)
 	if _, err := cached.ServerGroups(); err != nil {
-		return fedmeshctl.MemberAnswer{}, fmt.Errorf("discovery: %w", err)
+		return fail(fmt.Errorf("cluster %s: discovery: %w", c.Name, err))
 	}
-	mapping, err := resolveKind(kindMapper(cached), kind, "the member")
+	mapper := kindMapper(cached)
+	for k, q := range queries {
+		a, err := o.fetch(ctx, dc, mapper, q, namespace)
+		a.Cluster = c.Name
+		if err != nil {
+			a.Err = fmt.Errorf("cluster %s: %s: %w", c.Name, q.Kind, err)
+		}
+		answers[k] = a
+	}
+	return answers
+}
+
+// fetch lists (or gets by name) one kind in a member, through its discovery client and kind mapper.
+func (o *listOptions) fetch(ctx context.Context, dc *discovery.DiscoveryClient, mapper meta.RESTMapper, q fedmeshctl.KindQuery, namespace string) (fedmeshctl.MemberAnswer, error) {
+	mapping, err := resolveKind(mapper, q.Kind, "the member")
 	if meta.IsNoMatchError(err) {
 		return fedmeshctl.MemberAnswer{Unserved: true}, nil
 	}
 	if err != nil {
 		return fedmeshctl.MemberAnswer{}, err
 	}
-	a := fedmeshctl.MemberAnswer{Resource: mapping.Resource.GroupResource(), Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	a := fedmeshctl.MemberAnswer{Resource: mapping.Resource.GroupResource(), Kind: mapping.GroupVersionKind.GroupKind(),
+		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
 	include := metav1.IncludeMetadata // the namespace column needs no more
 	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
 		include = metav1.IncludeObject
@@ -204,9 +218,9 @@ func (o *listOptions) fetch(ctx context.Context, cfg *rest.Config, kind, namespa
 		return dc.RESTClient().Get().Prefix(prefix...).NamespaceIfScoped(namespace, a.Namespaced).
 			Resource(mapping.Resource.Resource).Param("includeObject", string(include))
 	}
-	if len(objectNames) > 0 {
+	if len(q.Names) > 0 {
 		a.Table = &metav1.Table{}
-		for _, name := range objectNames {
+		for _, name := range q.Names {
 			t, err := getTable(ctx, request().Name(name))
 			if apierrors.IsNotFound(err) {
 				continue // the object is in some members only
@@ -264,24 +278,43 @@ func getTable(ctx context.Context, req *rest.Request) (*metav1.Table, error) {
 	return t, nil
 }
 
-// print writes the members' tables in the format of -o; with no object at all, it says so as kubectl does, unless
-// quiet.
-func (o *listOptions) print(cmd *cobra.Command, tables []fedmeshctl.MemberTable, namespace string, withNamespace, quiet bool) error {
+// print writes the members' tables in the format of -o, a table per kind (blank lines between them, names headed
+// by their kind when there are several kinds, as kubectl prints them); with no object at all, it says so as kubectl
+// does, unless quiet.
+func (o *listOptions) print(cmd *cobra.Command, lists fedmeshctl.MemberLists, namespace string) error {
 	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
-		objs, err := fedmeshctl.MemberObjects(tables)
-		if err != nil {
-			return err
+		objs := []fedmeshctl.MemberObject{}
+		for _, l := range lists.Lists {
+			more, err := fedmeshctl.MemberObjects(l.Tables)
+			if err != nil {
+				return err
+			}
+			objs = append(objs, more...)
 		}
 		return fedmeshctl.WriteData(cmd.OutOrStdout(), o.output, objs)
 	}
-	t := fedmeshctl.MembersTable(tables, withNamespace, o.output == fedmeshctl.OutputWide)
-	switch {
-	case len(t.Rows) > 0:
+	printed := false
+	for _, l := range lists.Lists {
+		layout := fedmeshctl.TableLayout{WithNamespace: o.allNamespaces && l.Namespaced, Wide: o.output == fedmeshctl.OutputWide}
+		if len(lists.Lists) > 1 {
+			layout.NamePrefix = fedmeshctl.NamePrefix(l.Kind)
+		}
+		t := fedmeshctl.MembersTable(l.Tables, layout)
+		if len(t.Rows) == 0 {
+			continue
+		}
 		if o.noHeaders {
 			t.Header = nil
+		} else if printed {
+			fmt.Fprintln(cmd.OutOrStdout())
 		}
-		return t.Write(cmd.OutOrStdout())
-	case quiet:
+		if err := t.Write(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+		printed = true
+	}
+	switch {
+	case printed || lists.Quiet:
 	case namespace != "":
 		fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", namespace)
 	default:

@@ -175,6 +175,53 @@ func TestListAcrossMembers(t *testing.T) {
 			t.Errorf("a name no member has: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
+	t.Run("several kinds", func(t *testing.T) {
+		out := mustFedmesh(t, hostKubeconfig, "list", "deploy,pods", "-n", "shop")
+		parts := strings.Split(out, "\n\n")
+		if len(parts) != 2 {
+			t.Fatalf("want a table per kind, a blank line between:\n%s", out)
+		}
+		deploys, pods := table(t, parts[0]), table(t, parts[1])
+		if !slices.Equal(deploys[0][:3], []string{"CLUSTER", "NAME", "READY"}) || !slices.EqualFunc(firstColumns(deploys[1:], 3), [][]string{{"member2", "deployment.apps/web", "0/2"}}, slices.Equal) {
+			t.Errorf("deployments:\n%q", deploys)
+		}
+		want := [][]string{{"member1", "pod/web-1"}, {"member2", "pod/db-1"}, {"member2", "pod/web-2"}}
+		if !slices.Equal(pods[0][:3], []string{"CLUSTER", "NAME", "READY"}) || !slices.EqualFunc(firstColumns(pods[1:], 2), want, slices.Equal) {
+			t.Errorf("pods:\n%q", pods)
+		}
+		// A kind without objects prints nothing; a member's own kind (wg) heads its names with its group.
+		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "svc,wg", "-n", "shop"))
+		if len(rows) != 2 || !slices.Equal(rows[1][:3], []string{"member1", "widget.example.com/gear", "large"}) {
+			t.Errorf("svc,wg:\n%q", rows)
+		}
+		rows = table(t, mustFedmesh(t, hostKubeconfig, "list", "deploy/web", "pod/db-1", "-n", "shop", "--no-headers"))
+		if got, want := firstColumns(rows, 2), [][]string{{"member2", "deployment.apps/web"}, {"member2", "pod/db-1"}}; !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("KIND/NAME..., --no-headers: %q, want %q", got, want)
+		}
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "deploy,wg", "web", "-n", "shop")
+		if code != exitFailure || !strings.Contains(out, "deployment.apps/web") || !strings.Contains(errOut, `widgets.example.com "web" not found in any member cluster`) ||
+			strings.Contains(errOut, `deployments.apps "web"`) {
+			t.Errorf("a name one kind has: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods,gadgets", "-n", "shop"); code != exitFailure || !strings.Contains(errOut, `no member cluster serves the kind "gadgets"`) {
+			t.Errorf("a kind no member serves: exit %d, %q", code, errOut)
+		}
+		var objs []fedmeshctl.MemberObject
+		if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "deploy,wg", "-n", "shop", "-o", "json")), &objs); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			var obj metav1.PartialObjectMetadata
+			if err := json.Unmarshal(o.Object, &obj); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, o.Cluster+"/"+obj.Kind+"/"+obj.Name)
+		}
+		if want := []string{"member2/Deployment/web", "member1/Widget/gear"}; !slices.Equal(got, want) {
+			t.Errorf("-o json: %q, want %q", got, want)
+		}
+	})
 	t.Run("json and yaml", func(t *testing.T) {
 		for _, format := range []string{"json", "yaml"} {
 			var objs []fedmeshctl.MemberObject
@@ -218,7 +265,9 @@ func TestListAcrossMembers(t *testing.T) {
 			"list pods web-1 -A":           "give -n, not -A",
 			"list pods web-1 -l app=web":   "give NAMEs or selectors, not both",
 			"list pods --field-selector a": `--field-selector "a"`,
-			"list pod/web-1 web-2":         "give KIND/NAME alone",
+			"list pod/web-1 web-2":         `"web-2": give every argument as KIND/NAME`,
+			"list pods,,svc":               "a kind is empty",
+			"list pod,svc web -A":          "give -n, not -A",
 			"list pods --member-timeout 0": "must be positive",
 			"list pods --chunk-size -1":    "must be positive",
 		} {
@@ -236,6 +285,10 @@ func TestListAcrossMembers(t *testing.T) {
 		}
 		if rows := table(t, out); len(rows) != 4 {
 			t.Errorf("the members that answered are still shown: %q", out)
+		}
+		out, errOut, code = fedmesh(t, hostKubeconfig, "list", "pods,deploy", "-n", "shop")
+		if code != exitFailure || strings.Count(errOut, "cluster gone:") != 1 || !strings.Contains(out, "deployment.apps/web") {
+			t.Errorf("several kinds: the member that does not answer is told once: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 		out, errOut, code = fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "gone")
 		if code != exitFailure || out != "" || strings.Contains(errOut, "No resources found") || !strings.Contains(errOut, "1 of 1 member clusters") {

@@ -58,23 +58,33 @@ func MemberObjects(tables []MemberTable) ([]MemberObject, error) {
 	return out, nil
 }
 
-// MembersTable merges the members' tables into one, as kubectl get prints a table with a CLUSTER column first,
-// and NAMESPACE next when withNamespace: the columns of priority 0, or every column when wide, in the order the
-// members give them (members of different versions may give different columns; a member without a column shows
-// an empty cell).
-func MembersTable(tables []MemberTable, withNamespace, wide bool) Table {
+// TableLayout is how MembersTable lays out the members' rows.
+type TableLayout struct {
+	// WithNamespace adds a NAMESPACE column after CLUSTER.
+	WithNamespace bool
+	// Wide shows every column, not only those of priority 0.
+	Wide bool
+	// NamePrefix heads every name (the cells of the column of format "name"), as kubectl shows names when it
+	// lists several kinds.
+	NamePrefix string
+}
+
+// MembersTable merges the members' tables into one, as kubectl get prints a table with a CLUSTER column first:
+// the columns in the order the members give them (members of different versions may give different columns; a
+// member without a column shows an empty cell).
+func MembersTable(tables []MemberTable, layout TableLayout) Table {
 	var columns []string
 	seen := map[string]bool{}
 	for _, t := range tables {
 		for _, c := range t.Table.ColumnDefinitions {
-			if (wide || c.Priority == 0) && !seen[c.Name] {
+			if (layout.Wide || c.Priority == 0) && !seen[c.Name] {
 				seen[c.Name] = true
 				columns = append(columns, c.Name)
 			}
 		}
 	}
 	header := []string{"cluster"}
-	if withNamespace {
+	if layout.WithNamespace {
 		header = append(header, "namespace")
 	}
 	out := Table{Header: append(header, columns...)}
@@ -83,15 +93,22 @@ func MembersTable(tables []MemberTable, withNamespace, wide bool) Table {
 		for i, c := range t.Table.ColumnDefinitions {
 			at[c.Name] = i
 		}
+		isName := func(column string) bool {
+			i, ok := at[column]
+			return ok && t.Table.ColumnDefinitions[i].Format == "name"
+		}
 		for _, row := range t.Table.Rows {
 			r := []string{t.Cluster}
-			if withNamespace {
+			if layout.WithNamespace {
 				r = append(r, rowNamespace(row))
 			}
 			for _, name := range columns {
 				cell := ""
 				if i, ok := at[name]; ok && i < len(row.Cells) {
 					cell = formatCell(row.Cells[i])
+					if isName(name) {
+						cell = layout.NamePrefix + cell
+					}
 				}
 				r = append(r, cell)
 			}
@@ -172,13 +189,64 @@ func SelectMembers(clusters []clusterv1alpha1.Cluster, named []string) (ask []cl
 	return ask, pull, nil
 }
 
-// MemberAnswer is one member cluster's answer to a list (or a get by names): its table, or that it does not serve
-// the kind, or why it could not answer.
+// KindQuery is one kind that a list asks the members for, spelled as on the command line, with the names asked
+// for (none: every object of the kind).
+type KindQuery struct {
+	Kind  string
+	Names []string
+}
+
+// ParseKindArgs reads list's arguments as kubectl get reads its own: KIND[,KIND...] [NAME...], each NAME looked up
+// in every KIND, or KIND/NAME... . A kind or a name given twice is asked for once.
+func ParseKindArgs(args []string) ([]KindQuery, error) {
+	if len(args) == 0 {
+		return nil, errors.New("give a KIND")
+	}
+	var out []KindQuery
+	add := func(kind string, names ...string) {
+		i := slices.IndexFunc(out, func(q KindQuery) bool { return q.Kind == kind })
+		if i < 0 {
+			out = append(out, KindQuery{Kind: kind})
+			i = len(out) - 1
+		}
+		for _, n := range names {
+			if !slices.Contains(out[i].Names, n) {
+				out[i].Names = append(out[i].Names, n)
+			}
+		}
+	}
+	if strings.Contains(args[0], "/") {
+		for _, a := range args {
+			kind, name, _ := strings.Cut(a, "/")
+			if kind == "" || name == "" || strings.ContainsAny(kind, ",") || strings.Contains(name, "/") {
+				return nil, fmt.Errorf("%q: give every argument as KIND/NAME, or KIND[,KIND...] NAME...", a)
+			}
+			add(kind, name)
+		}
+		return out, nil
+	}
+	for _, n := range args[1:] {
+		if strings.Contains(n, "/") {
+			return nil, fmt.Errorf("%q: give every argument as KIND/NAME, or KIND[,KIND...] NAME...", n)
+		}
+	}
+	for _, kind := range strings.Split(args[0], ",") {
+		if kind == "" {
+			return nil, fmt.Errorf("%q: a kind is empty", args[0])
+		}
+		add(kind, args[1:]...)
+	}
+	return out, nil
+}
+
+// MemberAnswer is one member cluster's answer to a list of one kind (or a get by names): its table, or that it
+// does not serve the kind, or why it could not answer.
 type MemberAnswer struct {
 	Cluster string
 	Table   *metav1.Table
-	// Resource is what the kind is in the member; Namespaced, whether it lives in namespaces there.
+	// Resource and Kind are what the kind is in the member; Namespaced, whether it lives in namespaces there.
 	Resource   schema.GroupResource
+	Kind       schema.GroupKind
 	Namespaced bool
 	Unserved   bool
 	// Found are the names asked for that the member has.
@@ -186,52 +254,97 @@ type MemberAnswer struct {
 	Err   error
 }
 
-// MemberList is what the members' answers add up to.
+// MemberList is what the members' answers for one kind add up to.
 type MemberList struct {
-	// Tables are the answers of the members that serve the kind, in the answers' order.
+	Query KindQuery
+	// Kind is the kind as a member that serves it calls it.
+	Kind schema.GroupKind
+	// Tables are the answers of the members that serve the kind, in the members' order.
 	Tables []MemberTable
 	// Namespaced is true when the kind lives in namespaces in a member that serves it.
 	Namespaced bool
+}
+
+// MemberLists is what the members' answers to a list of kinds add up to.
+type MemberLists struct {
+	Lists []MemberList
 	// Err tells of the members that could not answer and, when all did, of the names no member has.
 	Err error
 	// Quiet is true when an empty list needs no "No resources found": Err says why, or names were asked for.
 	Quiet bool
 }
 
-// CollectAnswers adds up the members' answers to a list of kind, or to a get of names. It is an error when no
-// member serves the kind and every member answered.
-func CollectAnswers(kind string, names []string, answers []MemberAnswer) (MemberList, error) {
-	var out MemberList
+// CollectAnswers adds up the members' answers to queries: answers[m][k] is member m's answer for queries[k]. It
+// is an error when a kind is served by no member and every member answered for it. A member that failed the same
+// way for every kind (its discovery) is reported once.
+func CollectAnswers(queries []KindQuery, answers [][]MemberAnswer) (MemberLists, error) {
+	out := MemberLists{Lists: make([]MemberList, len(queries))}
 	var failed []error
-	var resource schema.GroupResource
-	found := map[string]bool{}
-	for _, a := range answers {
-		switch {
-		case a.Err != nil:
-			failed = append(failed, a.Err)
-		case !a.Unserved:
-			resource, out.Namespaced = a.Resource, out.Namespaced || a.Namespaced
-			for _, n := range a.Found {
-				found[n] = true
+	failedMembers := 0
+	for _, member := range answers {
+		var errs []error
+		for _, a := range member {
+			if a.Err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == a.Err.Error() }) {
+				errs = append(errs, a.Err)
 			}
-			out.Tables = append(out.Tables, MemberTable{Cluster: a.Cluster, Table: a.Table})
+		}
+		if len(errs) > 0 {
+			failedMembers++
+			failed = append(failed, errs...)
 		}
 	}
-	if len(out.Tables) == 0 && len(failed) == 0 {
-		return MemberList{}, fmt.Errorf("no member cluster serves the kind %q", kind)
+	for k, q := range queries {
+		l := &out.Lists[k]
+		l.Query = q
+		answered := true
+		for _, member := range answers {
+			a := member[k]
+			switch {
+			case a.Err != nil:
+				answered = false
+			case !a.Unserved:
+				l.Kind, l.Namespaced = a.Kind, l.Namespaced || a.Namespaced
+				l.Tables = append(l.Tables, MemberTable{Cluster: a.Cluster, Table: a.Table})
+			}
+		}
+		if len(l.Tables) == 0 && answered {
+			return MemberLists{}, fmt.Errorf("no member cluster serves the kind %q", q.Kind)
+		}
+		out.Quiet = out.Quiet || len(q.Names) > 0
 	}
-	out.Quiet = len(names) > 0 || len(failed) > 0
 	if len(failed) > 0 {
 		// A name missing from the members that answered may be in one that did not.
-		out.Err = fmt.Errorf("%d of %d member clusters could not be listed:\n%w", len(failed), len(answers), errors.Join(failed...))
+		out.Quiet = true
+		out.Err = fmt.Errorf("%d of %d member clusters could not be listed:\n%w", failedMembers, len(answers), errors.Join(failed...))
 		return out, nil
 	}
 	var missing []error
-	for _, n := range names {
-		if !found[n] {
-			missing = append(missing, fmt.Errorf("%s %q not found in any member cluster", resource, n))
+	for k, q := range queries {
+		found := map[string]bool{}
+		var resource schema.GroupResource
+		for _, member := range answers {
+			if a := member[k]; !a.Unserved {
+				resource = a.Resource
+				for _, n := range a.Found {
+					found[n] = true
+				}
+			}
+		}
+		for _, n := range q.Names {
+			if !found[n] {
+				missing = append(missing, fmt.Errorf("%s %q not found in any member cluster", resource, n))
+			}
 		}
 	}
 	out.Err = errors.Join(missing...)
 	return out, nil
+}
+
+// NamePrefix is how kubectl heads a name with its kind when a list shows several kinds: pod/web,
+// deployment.apps/web.
+func NamePrefix(kind schema.GroupKind) string {
+	if kind.Group == "" {
+		return strings.ToLower(kind.Kind) + "/"
+	}
+	return strings.ToLower(kind.Kind) + "." + kind.Group + "/"
 }

@@ -21,7 +21,7 @@ func podRow(namespace string, cells ...any) metav1.TableRow {
 }
 
 func TestMembersTable(t *testing.T) {
-	podColumns := []metav1.TableColumnDefinition{{Name: "Name"}, {Name: "Status"}, {Name: "Restarts"}, {Name: "Node", Priority: 1}}
+	podColumns := []metav1.TableColumnDefinition{{Name: "Name", Format: "name"}, {Name: "Status"}, {Name: "Restarts"}, {Name: "Node", Priority: 1}}
 	tables := []MemberTable{
 		{Cluster: "member1", Table: &metav1.Table{ColumnDefinitions: podColumns,
 			Rows: []metav1.TableRow{podRow("shop", "web-1", "Running", json.Number("3"), "node-a")}}},
@@ -31,26 +31,30 @@ func TestMembersTable(t *testing.T) {
 		{Cluster: "member3", Table: &metav1.Table{ColumnDefinitions: podColumns}},
 	}
 	for _, tc := range []struct {
-		name                string
-		withNamespace, wide bool
-		want                string
+		name   string
+		layout TableLayout
+		want   string
 	}{
 		{name: "narrow", want: `
 CLUSTER   NAME    STATUS     RESTARTS
 member1   web-1   Running    3
 member2   web-2   Crash...`},
-		{name: "wide, every namespace", withNamespace: true, wide: true, want: `
+		{name: "wide, every namespace", layout: TableLayout{WithNamespace: true, Wide: true}, want: `
 CLUSTER   NAMESPACE   NAME    STATUS     RESTARTS   NODE
 member1   shop        web-1   Running    3          node-a
 member2   tools       web-2   Crash...`},
+		{name: "names headed by their kind", layout: TableLayout{NamePrefix: "pod/"}, want: `
+CLUSTER   NAME        STATUS     RESTARTS
+member1   pod/web-1   Running    3
+member2   pod/web-2   Crash...`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := lines(render(t, MembersTable(tables, tc.withNamespace, tc.wide))); got != lines(tc.want[1:]) {
+			if got := lines(render(t, MembersTable(tables, tc.layout))); got != lines(tc.want[1:]) {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want[1:])
 			}
 		})
 	}
-	headless := MembersTable(tables, false, false)
+	headless := MembersTable(tables, TableLayout{})
 	headless.Header = nil
 	if got, want := lines(render(t, headless)), "member1   web-1   Running    3\nmember2   web-2   Crash..."; got != want {
 		t.Errorf("without the header:\n%s\nwant\n%s", got, want)
@@ -132,34 +136,104 @@ func TestSelectMembers(t *testing.T) {
 	}
 }
 
+func TestParseKindArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []KindQuery
+		err  string
+	}{
+		{args: []string{"pods"}, want: []KindQuery{{Kind: "pods"}}},
+		{args: []string{"po", "web", "db", "web"}, want: []KindQuery{{Kind: "po", Names: []string{"web", "db"}}}},
+		{args: []string{"deploy,svc,deploy", "web"}, want: []KindQuery{{Kind: "deploy", Names: []string{"web"}}, {Kind: "svc", Names: []string{"web"}}}},
+		{args: []string{"deploy/web", "svc/web", "deploy/db"}, want: []KindQuery{{Kind: "deploy", Names: []string{"web", "db"}}, {Kind: "svc", Names: []string{"web"}}}},
+		{args: []string{"pods/web", "db"}, err: `"db": give every argument as KIND/NAME`},
+		{args: []string{"pods", "x/web"}, err: `"x/web": give every argument as KIND/NAME`},
+		{args: []string{"pods,svc/web"}, err: `"pods,svc/web": give every argument as KIND/NAME`},
+		{args: []string{"pods/"}, err: `"pods/": give every argument as KIND/NAME`},
+		{args: []string{"/web"}, err: `"/web": give every argument as KIND/NAME`},
+		{args: []string{"pods,,svc"}, err: `"pods,,svc": a kind is empty`},
+		{args: nil, err: "give a KIND"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, err := ParseKindArgs(tc.args)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, tc.want, func(a, b KindQuery) bool { return a.Kind == b.Kind && slices.Equal(a.Names, b.Names) }) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNamePrefix(t *testing.T) {
+	for kind, want := range map[schema.GroupKind]string{
+		{Kind: "Pod"}:                        "pod/",
+		{Group: "apps", Kind: "Deployment"}:  "deployment.apps/",
+		{Group: "example.com", Kind: "Gear"}: "gear.example.com/",
+	} {
+		if got := NamePrefix(kind); got != want {
+			t.Errorf("%v: %q, want %q", kind, got, want)
+		}
+	}
+}
+
 func TestCollectAnswers(t *testing.T) {
 	pods := schema.GroupResource{Resource: "pods"}
 	answer := func(cluster string, found ...string) MemberAnswer {
-		return MemberAnswer{Cluster: cluster, Table: &metav1.Table{}, Resource: pods, Namespaced: true, Found: found}
+		return MemberAnswer{Cluster: cluster, Table: &metav1.Table{}, Resource: pods, Kind: schema.GroupKind{Kind: "Pod"}, Namespaced: true, Found: found}
 	}
-	down := MemberAnswer{Cluster: "down", Err: errors.New("cluster down: refused")}
+	refused := errors.New("cluster down: refused")
+	down := MemberAnswer{Cluster: "down", Err: refused}
 	unserved := MemberAnswer{Cluster: "old", Unserved: true}
+	one := func(answers ...MemberAnswer) [][]MemberAnswer {
+		var out [][]MemberAnswer
+		for _, a := range answers {
+			out = append(out, []MemberAnswer{a})
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name     string
-		names    []string
-		answers  []MemberAnswer
-		clusters []string
+		queries  []KindQuery // default: widgets, no names
+		answers  [][]MemberAnswer
+		clusters [][]string // of each kind's tables
 		quiet    bool
-		err      string // of the list; "" for none
+		err      string // of the lists; "" for none
 		fails    string // of CollectAnswers
 	}{
-		{name: "a list", answers: []MemberAnswer{answer("a"), unserved, answer("b")}, clusters: []string{"a", "b"}},
-		{name: "a member down", answers: []MemberAnswer{answer("a"), down}, clusters: []string{"a"}, quiet: true,
+		{name: "a list", answers: one(answer("a"), unserved, answer("b")), clusters: [][]string{{"a", "b"}}},
+		{name: "a member down", answers: one(answer("a"), down), clusters: [][]string{{"a"}}, quiet: true,
 			err: "1 of 2 member clusters could not be listed:\ncluster down: refused"},
-		{name: "names, one nowhere", names: []string{"web", "db"}, answers: []MemberAnswer{answer("a", "web"), answer("b")},
-			clusters: []string{"a", "b"}, quiet: true, err: `pods "db" not found in any member cluster`},
-		{name: "names, a member down: it may have them", names: []string{"db"}, answers: []MemberAnswer{answer("a"), down},
-			clusters: []string{"a"}, quiet: true, err: "1 of 2 member clusters could not be listed"},
-		{name: "served nowhere", answers: []MemberAnswer{unserved}, fails: `no member cluster serves the kind "widgets"`},
-		{name: "served nowhere that answered", answers: []MemberAnswer{unserved, down}, quiet: true, err: "cluster down: refused"},
+		{name: "names, one nowhere", queries: []KindQuery{{Kind: "po", Names: []string{"web", "db"}}},
+			answers: one(answer("a", "web"), answer("b")), clusters: [][]string{{"a", "b"}}, quiet: true, err: `pods "db" not found in any member cluster`},
+		{name: "names, a member down: it may have them", queries: []KindQuery{{Kind: "po", Names: []string{"db"}}},
+			answers: one(answer("a"), down), clusters: [][]string{{"a"}}, quiet: true, err: "1 of 2 member clusters could not be listed"},
+		{name: "served nowhere", answers: one(unserved), fails: `no member cluster serves the kind "widgets"`},
+		{name: "served nowhere that answered", answers: one(unserved, down), clusters: [][]string{nil}, quiet: true, err: "cluster down: refused"},
+		{name: "two kinds, one served by one member", queries: []KindQuery{{Kind: "po"}, {Kind: "widgets"}},
+			answers: [][]MemberAnswer{{answer("a"), answer("a")}, {answer("b"), unserved}}, clusters: [][]string{{"a", "b"}, {"a"}}},
+		{name: "two kinds, the second served nowhere", queries: []KindQuery{{Kind: "po"}, {Kind: "gadgets"}},
+			answers: [][]MemberAnswer{{answer("a"), unserved}}, fails: `no member cluster serves the kind "gadgets"`},
+		{name: "two kinds, a member down for both: told once", queries: []KindQuery{{Kind: "po"}, {Kind: "svc"}},
+			answers: [][]MemberAnswer{{answer("a"), answer("a")}, {down, down}}, clusters: [][]string{{"a"}, {"a"}}, quiet: true,
+			err: "1 of 2 member clusters could not be listed:\ncluster down: refused"},
+		{name: "two kinds, a member failing one", queries: []KindQuery{{Kind: "po"}, {Kind: "svc"}},
+			answers:  [][]MemberAnswer{{answer("a"), {Cluster: "a", Err: errors.New("cluster a: svc: timeout")}}},
+			clusters: [][]string{{"a"}, nil}, quiet: true, err: "1 of 1 member clusters could not be listed:\ncluster a: svc: timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := CollectAnswers("widgets", tc.names, tc.answers)
+			queries := tc.queries
+			if queries == nil {
+				queries = []KindQuery{{Kind: "widgets"}}
+			}
+			got, err := CollectAnswers(queries, tc.answers)
 			if tc.fails != "" {
 				if err == nil || err.Error() != tc.fails {
 					t.Fatalf("err %v, want %q", err, tc.fails)
@@ -169,15 +243,22 @@ func TestCollectAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var clusters []string
-			for _, tab := range got.Tables {
-				clusters = append(clusters, tab.Cluster)
+			var clusters [][]string
+			for k, l := range got.Lists {
+				var of []string
+				for _, tab := range l.Tables {
+					of = append(of, tab.Cluster)
+				}
+				clusters = append(clusters, of)
+				if l.Query.Kind != queries[k].Kind || l.Namespaced != (len(of) > 0) {
+					t.Errorf("list %d: kind %q, namespaced %t", k, l.Query.Kind, l.Namespaced)
+				}
 			}
-			if !slices.Equal(clusters, tc.clusters) || got.Quiet != tc.quiet || got.Namespaced != (len(clusters) > 0) {
-				t.Errorf("tables of %q, quiet %t, namespaced %t", clusters, got.Quiet, got.Namespaced)
+			if !slices.EqualFunc(clusters, tc.clusters, slices.Equal) || got.Quiet != tc.quiet {
+				t.Errorf("tables of %q, want %q; quiet %t", clusters, tc.clusters, got.Quiet)
 			}
-			if gotErr := fmt.Sprint(got.Err); (tc.err == "") != (got.Err == nil) || !strings.Contains(gotErr, tc.err) {
-				t.Errorf("list error %v, want %q", got.Err, tc.err)
+			if gotErr := fmt.Sprint(got.Err); (tc.err == "") != (got.Err == nil) || !strings.Contains(gotErr, tc.err) || strings.Count(gotErr, "refused") > 1 {
+				t.Errorf("lists' error %v, want %q", got.Err, tc.err)
 			}
 		})
 	}
