@@ -206,17 +206,9 @@ func TestListAcrossMembers(t *testing.T) {
 		if _, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods,gadgets", "-n", "shop"); code != exitFailure || !strings.Contains(errOut, `no member cluster serves the kind "gadgets"`) {
 			t.Errorf("a kind no member serves: exit %d, %q", code, errOut)
 		}
-		var objs []fedmeshctl.MemberObject
-		if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "deploy,wg", "-n", "shop", "-o", "json")), &objs); err != nil {
-			t.Fatal(err)
-		}
 		var got []string
-		for _, o := range objs {
-			var obj metav1.PartialObjectMetadata
-			if err := json.Unmarshal(o.Object, &obj); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, o.Cluster+"/"+obj.Kind+"/"+obj.Name)
+		for _, o := range listedObjects[metav1.PartialObjectMetadata](t, mustFedmesh(t, hostKubeconfig, "list", "deploy,wg", "-n", "shop", "-o", "json")) {
+			got = append(got, o.cluster+"/"+o.object.Kind+"/"+o.object.Name)
 		}
 		if want := []string{"member2/Deployment/web", "member1/Widget/gear"}; !slices.Equal(got, want) {
 			t.Errorf("-o json: %q, want %q", got, want)
@@ -224,17 +216,9 @@ func TestListAcrossMembers(t *testing.T) {
 	})
 	t.Run("json and yaml", func(t *testing.T) {
 		for _, format := range []string{"json", "yaml"} {
-			var objs []fedmeshctl.MemberObject
-			if err := yaml.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "member2", "-o", format)), &objs); err != nil {
-				t.Fatal(err)
-			}
 			var got []string
-			for _, o := range objs {
-				var pod corev1.Pod
-				if err := json.Unmarshal(o.Object, &pod); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, o.Cluster+"/"+pod.Name+"/"+pod.Spec.Containers[0].Image)
+			for _, o := range listedObjects[corev1.Pod](t, mustFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "--clusters", "member2", "-o", format)) {
+				got = append(got, o.cluster+"/"+o.object.Name+"/"+o.object.Spec.Containers[0].Image)
 			}
 			if want := []string{"member2/db-1/registry.example/app:1", "member2/web-2/registry.example/app:1"}; !slices.Equal(got, want) {
 				t.Errorf("-o %s: %q, want %q", format, got, want)
@@ -322,6 +306,30 @@ func TestListAcrossMembers(t *testing.T) {
 			t.Errorf("a member in Pull mode named: exit %d, %q", code, errOut)
 		}
 	})
+}
+
+// listed is one object of list -o json or -o yaml, decoded as T.
+type listed[T any] struct {
+	cluster string
+	object  T
+}
+
+// listedObjects decodes what list -o json or -o yaml printed.
+func listedObjects[T any](t *testing.T, out string) []listed[T] {
+	t.Helper()
+	var objs []fedmeshctl.MemberObject
+	if err := yaml.Unmarshal([]byte(out), &objs); err != nil {
+		t.Fatal(err)
+	}
+	var decoded []listed[T]
+	for _, o := range objs {
+		d := listed[T]{cluster: o.Cluster}
+		if err := json.Unmarshal(o.Object, &d.object); err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, d)
+	}
+	return decoded
 }
 
 // hangingMember serves TLS on loopback and never answers, but for discovery (pods, in v1) when answersDiscovery;
