@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,6 +40,7 @@ type listOptions struct {
 	timeout       time.Duration
 	chunkSize     int64
 	noHeaders     bool
+	watch         bool
 }
 
 func newListCommand(host *hostOptions) *cobra.Command {
@@ -52,7 +51,8 @@ func newListCommand(host *hostOptions) *cobra.Command {
 		Long: `List objects of a kind in the member clusters, each row headed by its cluster: the columns are those kubectl
 get shows (the members' own tables, printer columns of CRDs included). Every member the federation reaches (Push
 mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: pods, po, deployments.apps, cloneset;
-several kinds (deploy,pods) print a table each, names headed by their kind, as kubectl does.
+several kinds (deploy,pods) print a table each, names headed by their kind, as kubectl does. With --watch, the
+rows of one kind (or one NAME) are followed: each change a member makes is printed as it comes, until interrupted.
 A member that does not serve a kind is left out; one that cannot answer is reported after the others are shown,
 and the command then exits 1. -o json and -o yaml print a list of {cluster, object}. Members are read with the
 credentials the federation keeps for them, so the host must let you list Clusters and read their Secrets.`,
@@ -60,6 +60,7 @@ credentials the federation keeps for them, so the host must let you list Cluster
   kubectl-fedmesh list deploy web -n shop -o wide
   kubectl-fedmesh list deploy,pods -n shop -l app=web
   kubectl-fedmesh list deploy/web svc/web -n shop
+  kubectl-fedmesh list pods -n shop -l app=web --watch
   kubectl-fedmesh list pods -A --field-selector status.phase=Pending
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
 		Args: cobra.MinimumNArgs(1),
@@ -79,6 +80,7 @@ credentials the federation keeps for them, so the host must let you list Cluster
 	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
 	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take (discovery, then each chunk of the list)")
 	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "leave the header line out of tables")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "after listing, print each change of one kind's objects as the members make it, until interrupted, as kubectl get --watch")
 	cmd.Flags().Int64Var(&o.chunkSize, "chunk-size", 500, "how many objects each request to a member returns, as kubectl get's --chunk-size")
 	return cmd
 }
@@ -100,6 +102,9 @@ func (o *listOptions) parseArgs(args []string) ([]fedmeshctl.KindQuery, error) {
 	queries, err := fedmeshctl.ParseKindArgs(args)
 	if err != nil {
 		return nil, err
+	}
+	if o.watch && (len(queries) > 1 || len(queries[0].Names) > 1) {
+		return nil, errors.New("--watch follows one kind, all of it or one NAME")
 	}
 	if slices.ContainsFunc(queries, func(q fedmeshctl.KindQuery) bool { return len(q.Names) > 0 }) {
 		switch {
@@ -136,15 +141,27 @@ func (o *listOptions) run(cmd *cobra.Command, queries []fedmeshctl.KindQuery) er
 		fmt.Fprintf(cmd.ErrOrStderr(), "Left out, in Pull mode (the federation does not reach them): %s\n", strings.Join(pull, ", "))
 	}
 	factory := &member.Factory{Host: hc}
-	answers := make([][]fedmeshctl.MemberAnswer, len(clusters))
+	found := make([][]memberKind, len(clusters))
 	var wg sync.WaitGroup
 	for i := range clusters {
-		wg.Go(func() { answers[i] = o.ask(cmd.Context(), factory, &clusters[i], queries, namespace) })
+		wg.Go(func() { found[i] = o.ask(cmd.Context(), factory, &clusters[i], queries, namespace) })
 	}
 	wg.Wait()
+	answers := make([][]fedmeshctl.MemberAnswer, len(found))
+	for i, kinds := range found {
+		for _, mk := range kinds {
+			answers[i] = append(answers[i], mk.answer)
+		}
+	}
 	lists, err := fedmeshctl.CollectAnswers(queries, answers)
 	if err != nil {
 		return err
+	}
+	if o.watch {
+		if lists.Err != nil {
+			return lists.Err // as kubectl get --watch, which does not watch what it could not list
+		}
+		return o.follow(cmd, lists.Lists[0], found)
 	}
 	if !slices.ContainsFunc(lists.Lists, func(l fedmeshctl.MemberList) bool { return l.Namespaced }) {
 		namespace = ""
@@ -155,14 +172,45 @@ func (o *listOptions) run(cmd *cobra.Command, queries []fedmeshctl.KindQuery) er
 	return lists.Err
 }
 
+// memberKind is one member's answer for one kind and, for --watch, how to ask the member again.
+type memberKind struct {
+	answer  fedmeshctl.MemberAnswer
+	request kindRequest
+	// client sends requests with --member-timeout; watcher, watches, which have no deadline.
+	client, watcher rest.Interface
+}
+
+// kindRequest is a request for one kind in a member: its path there and what its table's rows carry.
+type kindRequest struct {
+	prefix     []string
+	resource   string
+	namespace  string // "" for every namespace, or for a kind without
+	include    metav1.IncludeObjectPolicy
+	name       string // a get
+	selectors  map[string]string
+	namespaced bool
+}
+
+func (k kindRequest) on(c rest.Interface) *rest.Request {
+	req := c.Get().Prefix(k.prefix...).NamespaceIfScoped(k.namespace, k.namespaced).Resource(k.resource).
+		Param("includeObject", string(k.include))
+	if k.name != "" {
+		req = req.Name(k.name)
+	}
+	for p, v := range k.selectors {
+		req = req.Param(p, v)
+	}
+	return req
+}
+
 // ask lists (or, with names, gets) each kind of queries in one member, as tables: one answer per query.
-func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, queries []fedmeshctl.KindQuery, namespace string) []fedmeshctl.MemberAnswer {
-	answers := make([]fedmeshctl.MemberAnswer, len(queries))
-	fail := func(err error) []fedmeshctl.MemberAnswer {
-		for k := range answers {
-			answers[k] = fedmeshctl.MemberAnswer{Cluster: c.Name, Err: err}
+func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clusterv1alpha1.Cluster, queries []fedmeshctl.KindQuery, namespace string) []memberKind {
+	kinds := make([]memberKind, len(queries))
+	fail := func(err error) []memberKind {
+		for k := range kinds {
+			kinds[k].answer = fedmeshctl.MemberAnswer{Cluster: c.Name, Err: err}
 		}
-		return answers
+		return kinds
 	}
 	mc, err := factory.ForCluster(ctx, c)
 	if err != nil {
@@ -176,6 +224,15 @@ func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clust
 	if err != nil {
 		return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
 	}
+	var watcher rest.Interface
+	if o.watch {
+		// The discovery client's is an unversioned REST client, as dc's: each request names its group and version.
+		wdc, err := discovery.NewDiscoveryClientForConfig(mc.Config)
+		if err != nil {
+			return fail(fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+		watcher = wdc.RESTClient()
+	}
 	// One discovery request first: its failure is the member's, not a kind's, and a member that does not answer
 	// costs one timeout (the mapper and the shortcut expander would each ask again, failures not being cached).
 	cached := memory.NewMemCacheClient(dc)
@@ -184,98 +241,107 @@ func (o *listOptions) ask(ctx context.Context, factory *member.Factory, c *clust
 	}
 	mapper := kindMapper(cached)
 	for k, q := range queries {
-		a, err := o.fetch(ctx, dc, mapper, q, namespace)
-		a.Cluster = c.Name
+		mk, err := o.fetch(ctx, dc.RESTClient(), mapper, q, namespace)
+		mk.answer.Cluster, mk.watcher = c.Name, watcher
 		if err != nil {
-			a.Err = fmt.Errorf("cluster %s: %s: %w", c.Name, q.Kind, err)
+			mk.answer.Err = fmt.Errorf("cluster %s: %s: %w", c.Name, q.Kind, err)
 		}
-		answers[k] = a
+		kinds[k] = mk
 	}
-	return answers
+	return kinds
 }
 
-// fetch lists (or gets by name) one kind in a member, through its discovery client and kind mapper.
-func (o *listOptions) fetch(ctx context.Context, dc *discovery.DiscoveryClient, mapper meta.RESTMapper, q fedmeshctl.KindQuery, namespace string) (fedmeshctl.MemberAnswer, error) {
+// fetch lists (or gets by name) one kind in a member, through client (the member's discovery client's, an
+// unversioned REST client) and its kind mapper.
+func (o *listOptions) fetch(ctx context.Context, client rest.Interface, mapper meta.RESTMapper, q fedmeshctl.KindQuery, namespace string) (memberKind, error) {
 	mapping, err := resolveKind(mapper, q.Kind, "the member")
 	if meta.IsNoMatchError(err) {
-		return fedmeshctl.MemberAnswer{Unserved: true}, nil
+		return memberKind{answer: fedmeshctl.MemberAnswer{Unserved: true}}, nil
 	}
 	if err != nil {
-		return fedmeshctl.MemberAnswer{}, err
+		return memberKind{}, err
 	}
-	a := fedmeshctl.MemberAnswer{Resource: mapping.Resource.GroupResource(), Kind: mapping.GroupVersionKind.GroupKind(),
-		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
-	include := metav1.IncludeMetadata // the namespace column needs no more
-	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
-		include = metav1.IncludeObject
-	}
-	prefix := []string{"apis", mapping.Resource.Group, mapping.Resource.Version}
+	mk := memberKind{client: client, answer: fedmeshctl.MemberAnswer{Resource: mapping.Resource.GroupResource(),
+		Kind: mapping.GroupVersionKind.GroupKind(), Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}}
+	mk.request = kindRequest{resource: mapping.Resource.Resource, namespace: namespace, namespaced: mk.answer.Namespaced,
+		prefix: []string{"apis", mapping.Resource.Group, mapping.Resource.Version}, include: metav1.IncludeMetadata} // the namespace column needs no more
 	if mapping.Resource.Group == "" {
-		prefix = []string{"api", mapping.Resource.Version}
+		mk.request.prefix = []string{"api", mapping.Resource.Version}
 	}
-	// The discovery client's is an unversioned REST client: each request names the kind's group and version.
-	request := func() *rest.Request {
-		return dc.RESTClient().Get().Prefix(prefix...).NamespaceIfScoped(namespace, a.Namespaced).
-			Resource(mapping.Resource.Resource).Param("includeObject", string(include))
+	if o.output == fedmeshctl.OutputJSON || o.output == fedmeshctl.OutputYAML {
+		mk.request.include = metav1.IncludeObject
+	}
+	mk.request.selectors = map[string]string{}
+	if o.selector != "" {
+		mk.request.selectors["labelSelector"] = o.selector
+	}
+	if o.fieldSelector != "" {
+		mk.request.selectors["fieldSelector"] = o.fieldSelector
+	}
+	if o.watch && len(q.Names) == 1 {
+		// A name is watched as a list of it, as kubectl get NAME --watch does.
+		mk.request.selectors["fieldSelector"] = "metadata.name=" + q.Names[0]
+		if mk.answer.Table, err = o.list(ctx, client, mk.request); err != nil {
+			return memberKind{}, err
+		}
+		if len(mk.answer.Table.Rows) > 0 {
+			mk.answer.Found = q.Names
+		}
+		return mk, nil
 	}
 	if len(q.Names) > 0 {
-		a.Table = &metav1.Table{}
+		mk.answer.Table = &metav1.Table{}
 		for _, name := range q.Names {
-			t, err := getTable(ctx, request().Name(name))
+			get := mk.request
+			get.name = name
+			t, err := getTable(ctx, get.on(client))
 			if apierrors.IsNotFound(err) {
 				continue // the object is in some members only
 			}
 			if err != nil {
-				return fedmeshctl.MemberAnswer{}, err
+				return memberKind{}, err
 			}
-			a.Table.ColumnDefinitions = t.ColumnDefinitions
-			a.Table.Rows = append(a.Table.Rows, t.Rows...)
-			a.Found = append(a.Found, name)
+			mk.answer.Table.ColumnDefinitions = t.ColumnDefinitions
+			mk.answer.Table.Rows = append(mk.answer.Table.Rows, t.Rows...)
+			mk.answer.Found = append(mk.answer.Found, name)
 		}
-		return a, nil
+		return mk, nil
 	}
+	mk.answer.Table, err = o.list(ctx, client, mk.request)
+	return mk, err
+}
+
+// list reads the table of a kind in a member, in chunks of --chunk-size; it has the resource version of the
+// list's first chunk, which all chunks share.
+func (o *listOptions) list(ctx context.Context, client rest.Interface, request kindRequest) (*metav1.Table, error) {
+	var table *metav1.Table
 	for cont := ""; ; {
-		req := request().Param("limit", strconv.FormatInt(o.chunkSize, 10))
-		if o.selector != "" {
-			req = req.Param("labelSelector", o.selector)
-		}
-		if o.fieldSelector != "" {
-			req = req.Param("fieldSelector", o.fieldSelector)
-		}
+		req := request.on(client).Param("limit", strconv.FormatInt(o.chunkSize, 10))
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
 		t, err := getTable(ctx, req)
 		if err != nil {
-			return fedmeshctl.MemberAnswer{}, err
+			return nil, err
 		}
-		if a.Table == nil {
-			a.Table = t
+		if table == nil {
+			table = t
 		} else {
-			a.Table.Rows = append(a.Table.Rows, t.Rows...)
+			table.Rows = append(table.Rows, t.Rows...)
 		}
 		if cont = t.Continue; cont == "" {
-			return a, nil
+			return table, nil
 		}
 	}
 }
 
-// getTable sends req asking for a table and decodes it, numbers kept as written.
+// getTable sends req asking for a table and decodes it.
 func getTable(ctx context.Context, req *rest.Request) (*metav1.Table, error) {
 	raw, err := req.SetHeader("Accept", tableAccept).Do(ctx).Raw()
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	t := &metav1.Table{}
-	if err := dec.Decode(t); err != nil {
-		return nil, fmt.Errorf("decode table: %w", err)
-	}
-	if t.Kind != "Table" {
-		return nil, fmt.Errorf("the API server answered a %q, not a table", t.Kind)
-	}
-	return t, nil
+	return fedmeshctl.DecodeTable(raw)
 }
 
 // print writes the members' tables in the format of -o, a table per kind (blank lines between them, names headed

@@ -296,6 +296,7 @@ func TestListAcrossMembers(t *testing.T) {
 			}
 		}
 	})
+	t.Run("watch", func(t *testing.T) { testListWatch(t, f, hostKubeconfig) })
 	t.Run("members in Pull mode", func(t *testing.T) {
 		addCluster(t, f, "pulled", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull})
 		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop")
@@ -332,17 +333,19 @@ func listedObjects[T any](t *testing.T, out string) []listed[T] {
 	return decoded
 }
 
+// podDiscovery is the discovery of a member that serves pods alone, by path.
+var podDiscovery = map[string]any{
+	"/api":    metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
+	"/apis":   metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
+	"/api/v1": metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList"}, GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "list", "watch"}}}},
+}
+
 // hangingMember serves TLS on loopback and never answers, but for discovery (pods, in v1) when answersDiscovery;
 // it stops when the (sub)test ends.
 func hangingMember(t *testing.T, answersDiscovery bool) string {
 	stop := make(chan struct{})
-	discovery := map[string]any{
-		"/api":    metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
-		"/apis":   metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
-		"/api/v1": metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList"}, GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "list"}}}},
-	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if doc, ok := discovery[r.URL.Path]; ok && answersDiscovery {
+		if doc, ok := podDiscovery[r.URL.Path]; ok && answersDiscovery {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(doc)
 			return

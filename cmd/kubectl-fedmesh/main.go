@@ -8,7 +8,7 @@
 //	kubectl-fedmesh shards                                     each ShardingConfig's shards, epoch and proxies
 //	kubectl-fedmesh owner NAMESPACE                            which shard owns a namespace, and why
 //	kubectl-fedmesh get KIND NAME [-n NS]                      a template's placement, per-cluster status, Works
-//	kubectl-fedmesh list KIND[,KIND...] [NAME...] [-n NS | -A] objects in the members, with a CLUSTER column
+//	kubectl-fedmesh list KIND[,KIND...] [NAME...] [-n NS | -A] [-w] objects in the members, with a CLUSTER column
 //
 // The status commands print tables, or -o json|yaml (list also -o wide). The interpret subcommand runs a
 // resource interpreter operation offline, on objects in files, so that users can test

@@ -69,67 +69,73 @@ type TableLayout struct {
 	NamePrefix string
 }
 
-// MembersTable merges the members' tables into one, as kubectl get prints a table with a CLUSTER column first:
-// the columns in the order the members give them (members of different versions may give different columns; a
-// member without a column shows an empty cell).
+// MembersTable merges the members' tables into one, as kubectl get prints a table with a CLUSTER column first.
 func MembersTable(tables []MemberTable, layout TableLayout) Table {
-	var columns []string
-	seen := map[string]bool{}
+	out := Table{Header: MembersHeader(tables, layout)}
 	for _, t := range tables {
-		for _, c := range t.Table.ColumnDefinitions {
-			if (layout.Wide || c.Priority == 0) && !seen[c.Name] {
-				seen[c.Name] = true
-				columns = append(columns, c.Name)
-			}
-		}
-	}
-	header := []string{"cluster"}
-	if layout.WithNamespace {
-		header = append(header, "namespace")
-	}
-	out := Table{Header: append(header, columns...)}
-	for _, t := range tables {
-		at := map[string]int{}
-		for i, c := range t.Table.ColumnDefinitions {
-			at[c.Name] = i
-		}
-		isName := func(column string) bool {
-			i, ok := at[column]
-			return ok && t.Table.ColumnDefinitions[i].Format == "name"
-		}
 		for _, row := range t.Table.Rows {
-			r := []string{t.Cluster}
-			if layout.WithNamespace {
-				r = append(r, rowNamespace(row))
-			}
-			for _, name := range columns {
-				cell := ""
-				if i, ok := at[name]; ok && i < len(row.Cells) {
-					cell = formatCell(row.Cells[i])
-					if isName(name) {
-						cell = layout.NamePrefix + cell
-					}
-				}
-				r = append(r, cell)
-			}
-			out.Rows = append(out.Rows, r)
+			out.Rows = append(out.Rows, MemberRow(out.Header, layout, t.Cluster, t.Table.ColumnDefinitions, row))
 		}
 	}
 	return out
 }
 
-// rowNamespace is the namespace of the object a row shows, read from the object or its metadata that the row
-// carries.
-func rowNamespace(row metav1.TableRow) string {
+// MembersHeader is the header of the members' merged table: CLUSTER (and NAMESPACE), then the columns in the
+// order the members give them (members of different versions may give different columns).
+func MembersHeader(tables []MemberTable, layout TableLayout) []string {
+	header := []string{"cluster"}
+	if layout.WithNamespace {
+		header = append(header, "namespace")
+	}
+	seen := map[string]bool{}
+	for _, t := range tables {
+		for _, c := range t.Table.ColumnDefinitions {
+			if (layout.Wide || c.Priority == 0) && !seen[c.Name] {
+				seen[c.Name] = true
+				header = append(header, c.Name)
+			}
+		}
+	}
+	return header
+}
+
+// MemberRow is a row of a member's table (whose columns are defs) laid out under header, MembersHeader's for the
+// same layout; a column the member does not have shows an empty cell.
+func MemberRow(header []string, layout TableLayout, cluster string, defs []metav1.TableColumnDefinition, row metav1.TableRow) []string {
+	r := []string{cluster}
+	if layout.WithNamespace {
+		r = append(r, rowMeta(row).Namespace)
+	}
+	for _, name := range header[len(r):] {
+		cell := ""
+		if i := slices.IndexFunc(defs, func(c metav1.TableColumnDefinition) bool { return c.Name == name }); i >= 0 && i < len(row.Cells) {
+			cell = formatCell(row.Cells[i])
+			if defs[i].Format == "name" {
+				cell = layout.NamePrefix + cell
+			}
+		}
+		r = append(r, cell)
+	}
+	return r
+}
+
+// objectMeta is what list reads of the object a row shows.
+type objectMeta struct {
+	Namespace       string `json:"namespace"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// rowMeta is the metadata of the object a row shows, read from the object or the metadata that the row carries,
+// its namespace made printable.
+func rowMeta(row metav1.TableRow) objectMeta {
 	var obj struct {
-		Metadata struct {
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
+		Metadata objectMeta `json:"metadata"`
 	}
 	if len(row.Object.Raw) == 0 || json.Unmarshal(row.Object.Raw, &obj) != nil {
-		return ""
+		return objectMeta{}
 	}
-	return printable(obj.Metadata.Namespace)
+	obj.Metadata.Namespace = printable(obj.Metadata.Namespace)
+	return obj.Metadata
 }
 
 // formatCell prints a cell as kubectl does: nothing for null, a string up to its first line break (with "..."

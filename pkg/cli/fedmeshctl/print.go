@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -40,14 +40,65 @@ type Table struct {
 // Write prints t; a table without rows prints its header only, as kubectl does with --no-headers off, and one
 // without a header its rows alone, as kubectl does with it on.
 func (t Table) Write(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	c := NewColumns(w)
+	rows := t.Rows
 	if len(t.Header) > 0 {
-		fmt.Fprintln(tw, strings.ToUpper(strings.Join(t.Header, "\t")))
+		rows = append([][]string{UpperHeader(t.Header)}, rows...)
 	}
-	for _, r := range t.Rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	c.Fit(rows...)
+	for _, r := range rows {
+		if err := c.Write(r); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
+}
+
+// UpperHeader is a header as kubectl prints it.
+func UpperHeader(header []string) []string {
+	out := make([]string, len(header))
+	for i, h := range header {
+		out[i] = strings.ToUpper(h)
+	}
+	return out
+}
+
+// Columns writes rows as kubectl writes its tables, but one at a time: every column but the last as wide as its
+// widest cell so far, plus three spaces. Rows written later (a watch's) line up with those before, unless a cell
+// is wider, as with kubectl get --watch.
+type Columns struct {
+	w      io.Writer
+	widths []int
+}
+
+// NewColumns writes to w.
+func NewColumns(w io.Writer) *Columns { return &Columns{w: w} }
+
+// Fit widens the columns to hold rows, without writing them.
+func (c *Columns) Fit(rows ...[]string) {
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(c.widths) {
+				c.widths = append(c.widths, 0)
+			}
+			c.widths[i] = max(c.widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+}
+
+// Write fits the columns to row and writes it.
+func (c *Columns) Write(row []string) error {
+	c.Fit(row)
+	var b strings.Builder
+	for i, cell := range row {
+		b.WriteString(cell)
+		if i < len(row)-1 {
+			b.WriteString(strings.Repeat(" ", c.widths[i]-utf8.RuneCountInString(cell)+3))
+		}
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(c.w, b.String())
+	return err
 }
 
 // WriteData prints v as indented JSON or as YAML.

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// testListWatch runs list --watch against the members of f (TestListAcrossMembers's: pods web-1 in member1 and
+// db-1, web-2 in member2, namespace shop), and against members that end or refuse watches.
+func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
+	ctx := context.Background()
+	member1 := f.Member("member1").Clientset().CoreV1().Pods("shop")
+	t.Run("a kind", func(t *testing.T) {
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w")
+		w.waitOut(t, "the list", func(out string) bool { return strings.Count(out, "\n") == 4 })
+		createPod(t, f.Member("member1").Clientset(), "shop", "web-3", "web")
+		w.waitOut(t, "web-3 added", func(out string) bool { return strings.Contains(out, "web-3") })
+		if err := member1.Delete(ctx, "web-3", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Its deletion: a MODIFIED with a deletion timestamp, then DELETED, both shown Terminating.
+		w.waitOut(t, "web-3 deleted", func(out string) bool { return strings.Count(out, "Terminating") >= 2 })
+		out, errOut, code := w.stop(t)
+		if code != 0 || errOut != "" {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+		rows := table(t, out)
+		if strings.Count(out, "CLUSTER") != 1 || !strings.HasPrefix(strings.Split(out, "\n")[4], "member1   web-3   0/1 ") {
+			t.Errorf("one header, the new rows lined up under it:\n%s", out)
+		}
+		for _, r := range rows[4:] {
+			if len(r) < 5 || r[0] != "member1" || r[1] != "web-3" {
+				t.Errorf("row %q, want member1's web-3", r)
+			}
+		}
+	})
+	t.Run("one object, in yaml", func(t *testing.T) {
+		w := startFedmesh(t, hostKubeconfig, "list", "pod", "web-1", "-n", "shop", "-w", "-o", "yaml")
+		w.waitOut(t, "web-1", func(out string) bool { return strings.Contains(out, "name: web-1") })
+		createPod(t, f.Member("member1").Clientset(), "shop", "web-4", "web")
+		t.Cleanup(func() { _ = member1.Delete(ctx, "web-4", metav1.DeleteOptions{}) })
+		if _, err := member1.Patch(ctx, "web-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"watched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w.waitOut(t, "web-1 labelled", func(out string) bool { return strings.Contains(out, "watched: \"yes\"") })
+		out, errOut, code := w.stop(t)
+		docs := strings.Split(strings.TrimPrefix(out, "---\n"), "---\n")
+		if code != 0 || errOut != "" || len(docs) != 2 || strings.Contains(out, "web-4") || !strings.HasPrefix(docs[1], "cluster: member1\n") {
+			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		for args, want := range map[string]string{
+			"list pods,svc -n shop -w":        "--watch follows one kind",
+			"list pod web-1 web-2 -n shop -w": "--watch follows one kind",
+			"list pod nope -n shop -w":        `pods "nope" not found in any member cluster`,
+		} {
+			if _, errOut, code := fedmesh(t, hostKubeconfig, strings.Fields(args)...); code != exitFailure || !strings.Contains(errOut, want) {
+				t.Errorf("%s: exit %d, %q, want %q", args, code, errOut, want)
+			}
+		}
+	})
+	t.Run("a member whose resource version expires", func(t *testing.T) {
+		addCluster(t, f, "expiring", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, false), InsecureSkipTLSVerification: true})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "expiring")
+		// Its list is empty; its first watch ends with 410 Expired, the list read again has relisted-1, and the
+		// watch opened again from there tells of late-1.
+		w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
+		out, errOut, code := w.stop(t)
+		if want := "CLUSTER    NAME         STATUS\nexpiring   relisted-1   Running\nexpiring   late-1       Running\n"; code != 0 || errOut != "" || out != want {
+			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, want)
+		}
+	})
+	t.Run("a member that refuses to be watched", func(t *testing.T) {
+		addCluster(t, f, "unwatchable", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, true), InsecureSkipTLSVerification: true})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "unwatchable,member1")
+		w.waitErr(t, "the refusal", func(errOut string) bool { return strings.Contains(errOut, "cluster unwatchable: watch:") })
+		createPod(t, f.Member("member1").Clientset(), "shop", "web-5", "web")
+		t.Cleanup(func() { _ = member1.Delete(ctx, "web-5", metav1.DeleteOptions{}) })
+		w.waitOut(t, "member1 still watched", func(out string) bool { return strings.Contains(out, "web-5") })
+		_, errOut, code := w.stop(t)
+		if code != exitFailure || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "1 of 2 member clusters could not be watched") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// watchingMember is a member cluster serving pods in namespace shop, as tables: its list is empty at resource
+// version 5. Unless refusing, its first watch ends with 410 Expired, its next list has relisted-1 at 7, and the
+// next watch (from 7) adds late-1 and stays open; refusing, every watch is forbidden.
+func watchingMember(t *testing.T, refusing bool) string {
+	columns := []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name"}, {Name: "Status", Type: "string"}}
+	row := func(name, rv string) metav1.TableRow {
+		obj := fmt.Sprintf(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":%q,"namespace":"shop","resourceVersion":%q}}`, name, rv)
+		return metav1.TableRow{Cells: []any{name, "Running"}, Object: runtime.RawExtension{Raw: []byte(obj)}}
+	}
+	var lists, watches atomic.Int32
+	stop := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		if doc, ok := podDiscovery[r.URL.Path]; ok {
+			_ = enc.Encode(doc)
+			return
+		}
+		if r.URL.Path != "/api/v1/namespaces/shop/pods" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.URL.Query().Get("watch") != "true" {
+			t := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ColumnDefinitions: columns}
+			t.ResourceVersion = "5"
+			if lists.Add(1) > 1 {
+				t.ResourceVersion, t.Rows = "7", []metav1.TableRow{row("relisted-1", "7")}
+			}
+			_ = enc.Encode(t)
+			return
+		}
+		if refusing {
+			w.WriteHeader(http.StatusForbidden)
+			_ = enc.Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: `pods is forbidden: no watch for you`})
+			return
+		}
+		if watches.Add(1) == 1 {
+			_ = enc.Encode(map[string]any{"type": "ERROR", "object": metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: "too old resource version: 5 (6)"}})
+			return
+		}
+		if got := r.URL.Query().Get("resourceVersion"); got != "7" {
+			http.Error(w, "watched from "+got+", want 7", http.StatusBadRequest)
+			return
+		}
+		_ = enc.Encode(map[string]any{"type": "ADDED", "object": metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+			Rows: []metav1.TableRow{row("late-1", "8")}}})
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv.URL
+}
+
+// runningCommand is kubectl-fedmesh running in-process until stopped.
+type runningCommand struct {
+	cancel         context.CancelFunc
+	stdout, stderr *syncBuffer
+	done           chan int
+}
+
+// startFedmesh starts kubectl-fedmesh in-process against the host of kubeconfig; stop it with stop.
+func startFedmesh(t *testing.T, hostKubeconfig string, args ...string) *runningCommand {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &runningCommand{cancel: cancel, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	go func() {
+		c.done <- run(ctx, append([]string{"--host-kubeconfig", hostKubeconfig}, args...), strings.NewReader(""), c.stdout, c.stderr)
+	}()
+	t.Cleanup(cancel)
+	return c
+}
+
+// waitOut waits until what the command printed satisfies cond.
+func (c *runningCommand) waitOut(t *testing.T, what string, cond func(string) bool) {
+	t.Helper()
+	c.wait(t, what, c.stdout, cond)
+}
+
+// waitErr waits until what the command printed on stderr satisfies cond.
+func (c *runningCommand) waitErr(t *testing.T, what string, cond func(string) bool) {
+	t.Helper()
+	c.wait(t, what, c.stderr, cond)
+}
+
+func (c *runningCommand) wait(t *testing.T, what string, b *syncBuffer, cond func(string) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(b.String()); {
+		select {
+		case code := <-c.done:
+			t.Fatalf("waiting for %s: exited %d; stdout:\n%s\nstderr:\n%s", what, code, c.stdout, c.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s; stdout:\n%s\nstderr:\n%s", what, c.stdout, c.stderr)
+		}
+	}
+}
+
+// stop interrupts the command, as Ctrl-C does, and returns what it printed and its exit code.
+func (c *runningCommand) stop(t *testing.T) (string, string, int) {
+	t.Helper()
+	c.cancel()
+	select {
+	case code := <-c.done:
+		return c.stdout.String(), c.stderr.String(), code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running after its interruption; stdout:\n%s", c.stdout)
+		return "", "", 0
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a running command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
