@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -74,7 +75,7 @@ func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alph
 	requests := corev1.ResourceList{}
 	if req != nil {
 		for name, q := range req.ResourceRequest {
-			if !q.IsZero() {
+			if q.Sign() > 0 {
 				requests[name] = q
 			}
 		}
@@ -102,7 +103,7 @@ func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alph
 		}
 		n := int64(0)
 		if free.Sign() > 0 {
-			n = free.MilliValue() / per.MilliValue()
+			n = timesFit(free, per)
 		}
 		fits = min(fits, n)
 		known = true
@@ -111,6 +112,17 @@ func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alph
 		return 0, false
 	}
 	return int32(fits), true
+}
+
+// timesFit is how many times per fits in free (both positive), at most MaxInt32. It divides exactly: milli-units
+// overflow an int64 past 8 EiB (ephemeral storage summed over thousands of nodes comes near), and whole units
+// would lose the fractions of a CPU.
+func timesFit(free, per resource.Quantity) int64 {
+	q := new(inf.Dec).QuoRound(free.AsDec(), per.AsDec(), 0, inf.RoundDown)
+	if n, ok := q.Unscaled(); ok && n < math.MaxInt32 {
+		return n
+	}
+	return math.MaxInt32
 }
 
 // ready reports whether the cluster is Ready.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,6 +66,17 @@ func TestAvailableReplicas(t *testing.T) {
 		{name: "over-allocated: none",
 			summary: &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceCPU: q("1")}, Allocated: corev1.ResourceList{corev1.ResourceCPU: q("2")}},
 			req:     request("cpu", "1"), want: 0, known: true},
+		// 10Pi in milli-units is past 2^63: the division is exact, not an overflow into negative room.
+		{name: "past int64 in milli-units",
+			summary: &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceEphemeralStorage: q("10Pi")}},
+			req:     request("ephemeral-storage", "1Gi"), want: 10 << 20, known: true},
+		{name: "more than an int32 fit: capped",
+			summary: &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceEphemeralStorage: q("10Ei")}},
+			req:     request("ephemeral-storage", "1"), want: math.MaxInt32, known: true},
+		{name: "a fraction of a CPU, a sliver of a byte",
+			summary: &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1")}},
+			req:     request("cpu", "300m", "memory", "1m"), want: 3, known: true},
+		{name: "a negative request counts as none", summary: summary, req: request("cpu", "-1"), want: 10, known: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
