@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math/big"
 	"slices"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
@@ -19,27 +20,29 @@ type share struct {
 
 // apportion divides total among shares in proportion to their weights: each gets the floor of its exact share,
 // and the replicas left over go one each to the largest remainders (ties: more previously, heavier, name). The
-// result is exact (it sums to total) and deterministic. It needs a positive total weight.
+// result is exact (it sums to total) and deterministic. It needs a positive total weight. The arithmetic is in
+// big integers: weights are int64, and total times a weight, or their sum, may not fit one.
 func apportion(total int32, shares []share) map[string]int32 {
-	var sum int64
+	sum := new(big.Int)
 	for _, s := range shares {
-		sum += s.weight
+		sum.Add(sum, big.NewInt(s.weight))
 	}
 	out := make(map[string]int32, len(shares))
 	type rest struct {
 		share
-		remainder int64
+		remainder *big.Int
 	}
 	rests := make([]rest, 0, len(shares))
 	left := int64(total)
 	for _, s := range shares {
-		exact := int64(total) * s.weight
-		out[s.name] = int32(exact / sum)
-		left -= exact / sum
-		rests = append(rests, rest{s, exact % sum})
+		exact := new(big.Int).Mul(big.NewInt(int64(total)), big.NewInt(s.weight))
+		floor, remainder := new(big.Int).QuoRem(exact, sum, new(big.Int))
+		out[s.name] = int32(floor.Int64()) // at most total
+		left -= floor.Int64()
+		rests = append(rests, rest{s, remainder})
 	}
 	slices.SortFunc(rests, func(a, b rest) int {
-		if c := cmp.Compare(b.remainder, a.remainder); c != 0 {
+		if c := b.remainder.Cmp(a.remainder); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.previous, a.previous); c != 0 {

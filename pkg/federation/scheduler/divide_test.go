@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -41,6 +43,27 @@ func TestApportionQuick(t *testing.T) {
 			if again[name] != r {
 				t.Fatalf("apportion depends on order: %v vs %v", got, again)
 			}
+		}
+	}
+}
+
+// TestApportionHugeWeights: weights whose products with the total, and whose sum, are past int64 still divide
+// in proportion.
+func TestApportionHugeWeights(t *testing.T) {
+	for _, tc := range []struct {
+		total  int32
+		shares []share
+		want   map[string]int32
+	}{
+		{total: 1 << 24, shares: []share{{name: "a", weight: 1 << 40}, {name: "b", weight: 1}}, want: map[string]int32{"a": 1 << 24, "b": 0}},
+		{total: 3, shares: []share{{name: "a", weight: math.MaxInt64}, {name: "b", weight: math.MaxInt64}, {name: "c", weight: math.MaxInt64}},
+			want: map[string]int32{"a": 1, "b": 1, "c": 1}},
+		{total: math.MaxInt32, shares: []share{{name: "a", weight: math.MaxInt64}, {name: "b", weight: math.MaxInt64 / 2}},
+			want: map[string]int32{"a": 1431655765, "b": 715827882}},
+	} {
+		got := apportion(tc.total, tc.shares)
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("apportion(%d, %v) = %v, want %v", tc.total, tc.shares, got, tc.want)
 		}
 	}
 }
