@@ -44,24 +44,28 @@ func (img imageRef) String() string {
 	return s
 }
 
-// overrideImage changes one component of image, as Karmada does: add appends the value to the registry or the
-// repository ("mirror.example" + ".cn"), and sets a tag only where the image has neither tag nor digest; replace
-// sets the component, remove drops it. A tag value that is a digest ("sha256:<hex>", or "@sha256:<hex>") makes
+// overrideImage changes one component of image, as Karmada does: add appends the value to the registry, the
+// repository or the tag ("mirror.example" + ".cn", "1.27" + "-alpine"; on an image without a tag, it sets one);
+// replace sets the component, remove drops it. A tag that is a digest ("sha256:<hex>", or "@sha256:<hex>") makes
 // the reference a digest. The repository cannot be removed: an image without one is no image.
 func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error) {
 	img := parseImage(image)
 	var field *string
-	value := o.Value
+	value, op := o.Value, o.Operator
 	switch o.Component {
 	case policyv1alpha1.Registry:
 		field = &img.registry
 	case policyv1alpha1.Repository:
 		field = &img.repository
-		if o.Operator == policyv1alpha1.OverriderOpRemove {
+		if op == policyv1alpha1.OverriderOpRemove {
 			return "", fmt.Errorf("the repository of image %q cannot be removed", image)
 		}
 	case policyv1alpha1.Tag:
 		field = &img.ref
+		if op == policyv1alpha1.OverriderOpAdd {
+			// The tag or digest as written, without its separator, and the value after it: a new tag or digest.
+			value, op = strings.TrimLeft(img.ref, ":@")+value, policyv1alpha1.OverriderOpReplace
+		}
 		switch {
 		case value == "" || strings.HasPrefix(value, "@"):
 		case digest.MatchString(value):
@@ -72,17 +76,15 @@ func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error
 	default:
 		return "", fmt.Errorf("unknown image component %q", o.Component)
 	}
-	switch o.Operator {
+	switch op {
 	case policyv1alpha1.OverriderOpAdd:
-		if o.Component != policyv1alpha1.Tag || *field == "" {
-			*field += value
-		}
+		*field += value
 	case policyv1alpha1.OverriderOpReplace:
 		*field = value
 	case policyv1alpha1.OverriderOpRemove:
 		*field = ""
 	default:
-		return "", fmt.Errorf("unknown operator %q", o.Operator)
+		return "", fmt.Errorf("unknown operator %q", op)
 	}
 	return img.String(), nil
 }

@@ -121,8 +121,9 @@ func patchAt(node any, tokens []string, i int, op policyv1alpha1.OverriderOperat
 
 // arrayIndex parses an array index token; the length itself is allowed only where add may append.
 func arrayIndex(tok string, length int, mayAppend bool) (int, error) {
+	// RFC 6901: "0", or digits without a leading zero; no sign.
 	idx, err := strconv.Atoi(tok)
-	if err != nil || idx < 0 || (len(tok) > 1 && tok[0] == '0') {
+	if err != nil || strings.TrimLeft(tok, "0123456789") != "" || (len(tok) > 1 && tok[0] == '0') {
 		return 0, fmt.Errorf("%q is not an array index", tok)
 	}
 	if idx > length || (idx == length && !mayAppend) {

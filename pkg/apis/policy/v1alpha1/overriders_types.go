@@ -106,9 +106,10 @@ type ImageOverrider struct {
 	// +required
 	Component ImageComponent `json:"component"`
 
-	// Operator is add, remove or replace. As in Karmada, add appends the value to the registry or the repository
-	// (registry "reg.example" with add ".cn" becomes "reg.example.cn"), and sets a tag only on an image with
-	// neither tag nor digest; replace sets the part; remove drops it (not the repository).
+	// Operator is add, remove or replace. As in Karmada, add appends the value to the registry, the repository or
+	// the tag (registry "reg.example" with add ".cn" becomes "reg.example.cn", tag "1.27" with add "-alpine"
+	// becomes "1.27-alpine"; an image without a tag gets the value as its tag); replace sets the part; remove drops
+	// it (not the repository).
 	// +kubebuilder:validation:Enum=add;remove;replace
 	// +required
 	Operator OverriderOperator `json:"operator"`
