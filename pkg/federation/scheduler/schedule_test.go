@@ -281,6 +281,36 @@ func TestSchedule(t *testing.T) {
 			want: targets("c1", 0, "c4", 0),
 		},
 		{
+			name: "spread by region and by cluster: the region with room has one cluster, the other the two wanted",
+			in: Input{Replicas: 2, Clusters: []Cluster{cluster("a", region("r1"), free(100)), cluster("b", region("r2"), free(10)), cluster("c", region("r2"), free(10))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MaxGroups: 1},
+					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 2},
+				}}},
+			want: targets("b", 2, "c", 2),
+		},
+		{
+			name: "spread by provider, region, zone and 2 clusters: the roomiest cluster would take a place two others need",
+			in: Input{Clusters: []Cluster{cluster("a", provider("p1"), region("r1"), zones("z1"), free(100)),
+				cluster("x", provider("p2"), region("r1"), zones("z2"), free(10)), cluster("y", provider("p1"), region("r2"), zones("z1"), free(10))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldProvider, MinGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldZone, MinGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 2, MaxGroups: 2},
+				}}},
+			want: targets("x", 0, "y", 0),
+		},
+		{
+			name: "spread by region, then by zone: no region choice has the zones wanted; the preferred one's error",
+			in: Input{Clusters: []Cluster{cluster("a", region("r1"), zones("z1"), free(9)), cluster("b", region("r2"), zones("z2"), free(8))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MaxGroups: 1},
+					{SpreadByField: policyv1alpha1.SpreadByFieldZone, MinGroups: 2},
+				}}},
+			wantError: []string{"spread by zone needs at least 2 groups, the fitting clusters are in 1"},
+		},
+		{
 			name: "spread by cluster: at least 3",
 			in: Input{Clusters: []Cluster{cluster("a"), cluster("b")}, Placement: &policyv1alpha1.Placement{
 				SpreadConstraints: []policyv1alpha1.SpreadConstraint{{MinGroups: 3}}}},

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -39,40 +40,87 @@ func room(c Cluster) int64 {
 	return int64(c.Available)
 }
 
+// searchBudget bounds how many choices spread tries when the preferred one does not satisfy every constraint
+// (choices of groups, and of clusters under a constraint by cluster); past it, the preferred choice's error
+// stands. Federations have tens of clusters in a handful of regions: the budget covers them whole.
+const searchBudget = 10000
+
 // spread narrows clusters (in preference order) to what the spread constraints allow: for each constraint by a
 // field or label, the preferred groups (at least minGroups, at most maxGroups); then, for a constraint by
-// cluster, at least minGroups and at most maxGroups clusters.
+// cluster, at least minGroups and at most maxGroups clusters. When the preferred groups leave too few clusters or
+// groups for a later constraint (one region chosen with one cluster in it, two clusters wanted), the next
+// preferred choice is tried, as Karmada chooses groups that satisfy the constraints together.
 func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
 	var byCluster, byGroup []policyv1alpha1.SpreadConstraint
 	for _, sc := range constraints {
-		key, label := groupKey(sc)
-		if key == string(policyv1alpha1.SpreadByFieldCluster) {
+		if key, _ := groupKey(sc); key == string(policyv1alpha1.SpreadByFieldCluster) {
 			byCluster = append(byCluster, sc)
-			continue
+		} else {
+			byGroup = append(byGroup, sc)
 		}
-		groups := groupClusters(clusters, key, label)
-		orderGroups(groups, previous)
-		if want := max(sc.MinGroups, 1); len(groups) < int(want) {
-			return nil, fmt.Errorf("spread by %s needs at least %d groups, the fitting clusters are in %d", describe(sc), want, len(groups))
+	}
+	s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, budget: searchBudget}
+	return s.narrow(clusters, 0)
+}
+
+// spreadSearch finds the most preferred clusters that satisfy every spread constraint.
+type spreadSearch struct {
+	byGroup, byCluster []policyv1alpha1.SpreadConstraint
+	previous           map[string]int32
+	budget             int
+}
+
+// narrow applies the constraints by group from the i-th on to clusters, trying its choices of groups in
+// preference order until the constraints after it are satisfied too; then those by cluster. Its error is that of
+// the most preferred choice.
+func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
+	if i == len(s.byGroup) {
+		return s.count(clusters)
+	}
+	sc := s.byGroup[i]
+	key, label := groupKey(sc)
+	groups := groupClusters(clusters, key, label)
+	orderGroups(groups, s.previous)
+	if want := max(sc.MinGroups, 1); len(groups) < int(want) {
+		return nil, fmt.Errorf("spread by %s needs at least %d groups, the fitting clusters are in %d", describe(sc), want, len(groups))
+	}
+	// As many groups as allowed: more clusters never leave a later constraint fewer to choose from.
+	take := len(groups)
+	if sc.MaxGroups > 0 {
+		take = min(take, int(sc.MaxGroups))
+	}
+	var first error
+	for chosen := range combinations(len(groups), take) {
+		if s.budget--; s.budget < 0 && first != nil {
+			break
 		}
-		if sc.MaxGroups > 0 && len(groups) > int(sc.MaxGroups) {
-			groups = groups[:sc.MaxGroups]
-		}
-		chosen := map[string]bool{}
-		for _, g := range groups {
-			for _, c := range g.clusters {
-				chosen[c.Name] = true
+		in := map[string]bool{}
+		for _, g := range chosen {
+			for _, c := range groups[g].clusters {
+				in[c.Name] = true
 			}
 		}
-		clusters = slices.DeleteFunc(clusters, func(c Cluster) bool { return !chosen[c.Name] })
-		byGroup = append(byGroup, sc)
+		narrowed := slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !in[c.Name] })
+		out, err := s.narrow(narrowed, i+1)
+		if err == nil {
+			return out, nil
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	for _, sc := range byCluster {
+	return nil, first
+}
+
+// count applies the constraints by cluster: at least minGroups clusters, and at most maxGroups, kept so that
+// every constraint by group still finds its minGroups among them.
+func (s *spreadSearch) count(clusters []Cluster) ([]Cluster, error) {
+	for _, sc := range s.byCluster {
 		if want := max(sc.MinGroups, 1); len(clusters) < int(want) {
 			return nil, fmt.Errorf("spread by cluster needs at least %d clusters, only %d fit", want, len(clusters))
 		}
 		if sc.MaxGroups > 0 && len(clusters) > int(sc.MaxGroups) {
-			picked, err := pick(clusters, int(sc.MaxGroups), byGroup, previous)
+			picked, err := s.pick(clusters, int(sc.MaxGroups))
 			if err != nil {
 				return nil, err
 			}
@@ -82,20 +130,22 @@ func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, p
 	return clusters, nil
 }
 
+// need is what a constraint by group asks of the clusters picked: want of its groups among them.
+type need struct {
+	groupOf map[string]string // cluster name -> its group under the constraint
+	want    int
+}
+
 // pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
 // minGroups among them. Cutting the list at n alone could leave all n in one region of a constraint that wants two.
 // Greedily, the next cluster taken is the one that brings the most groups still wanted (the more preferred on a
-// tie); once none is wanted, the most preferred of the rest fill up to n.
-func pick(clusters []Cluster, n int, byGroup []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
-	type need struct {
-		groupOf map[string]string // cluster name -> its group under the constraint
-		have    map[string]bool   // groups already among the chosen
-		want    int
-	}
-	var needs []*need
-	for _, sc := range byGroup {
+// tie); once none is wanted, the most preferred of the rest fill up to n. When greed misses (the cluster that
+// brings most takes a place two others needed), the choices of n clusters are tried in preference order.
+func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
+	var needs []need
+	for _, sc := range s.byGroup {
 		key, label := groupKey(sc)
-		nd := &need{groupOf: map[string]string{}, have: map[string]bool{}, want: int(max(sc.MinGroups, 1))}
+		nd := need{groupOf: map[string]string{}, want: int(max(sc.MinGroups, 1))}
 		for _, g := range groupClusters(clusters, key, label) {
 			for _, c := range g.clusters {
 				nd.groupOf[c.Name] = g.value
@@ -103,10 +153,46 @@ func pick(clusters []Cluster, n int, byGroup []policyv1alpha1.SpreadConstraint, 
 		}
 		needs = append(needs, nd)
 	}
+	chosen := greedyCover(clusters, needs)
+	if len(chosen) > n {
+		found := false
+		for idx := range combinations(len(clusters), n) {
+			if s.budget--; s.budget < 0 {
+				break
+			}
+			names := map[string]bool{}
+			for _, i := range idx {
+				names[clusters[i].Name] = true
+			}
+			if covers(names, needs) {
+				chosen, found = names, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, len(chosen))
+		}
+	}
+	for _, c := range clusters {
+		if len(chosen) == n {
+			break
+		}
+		chosen[c.Name] = true
+	}
+	return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] }), nil
+}
+
+// greedyCover takes clusters one by one, each time the one that brings the most groups the needs still want (the
+// more preferred on a tie), until none brings any.
+func greedyCover(clusters []Cluster, needs []need) map[string]bool {
+	have := make([]map[string]bool, len(needs))
+	for i := range have {
+		have[i] = map[string]bool{}
+	}
 	gain := func(c Cluster) int {
 		n := 0
-		for _, nd := range needs {
-			if g, ok := nd.groupOf[c.Name]; ok && len(nd.have) < nd.want && !nd.have[g] {
+		for i, nd := range needs {
+			if g, ok := nd.groupOf[c.Name]; ok && len(have[i]) < nd.want && !have[i][g] {
 				n++
 			}
 		}
@@ -121,26 +207,62 @@ func pick(clusters []Cluster, n int, byGroup []policyv1alpha1.SpreadConstraint, 
 			}
 		}
 		if best < 0 {
-			break
+			return chosen
 		}
 		c := clusters[best]
 		chosen[c.Name] = true
-		for _, nd := range needs {
+		for i, nd := range needs {
 			if g, ok := nd.groupOf[c.Name]; ok {
-				nd.have[g] = true
+				have[i][g] = true
 			}
 		}
 	}
-	if len(chosen) > n {
-		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, len(chosen))
-	}
-	for _, c := range clusters {
-		if len(chosen) == n {
-			break
+}
+
+// covers reports whether the clusters named find every need's groups among them.
+func covers(names map[string]bool, needs []need) bool {
+	for _, nd := range needs {
+		groups := map[string]bool{}
+		for name := range names {
+			if g, ok := nd.groupOf[name]; ok {
+				groups[g] = true
+			}
 		}
-		chosen[c.Name] = true
+		if len(groups) < nd.want {
+			return false
+		}
 	}
-	return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] }), nil
+	return true
+}
+
+// combinations yields the k-element subsets of 0..n-1 as increasing indexes, in lexicographic order: the most
+// preferred first when the indexes are preference ranks. The slice is reused between yields.
+func combinations(n, k int) iter.Seq[[]int] {
+	return func(yield func([]int) bool) {
+		if k < 0 || k > n {
+			return
+		}
+		idx := make([]int, k)
+		for i := range idx {
+			idx[i] = i
+		}
+		for {
+			if !yield(idx) {
+				return
+			}
+			i := k - 1
+			for i >= 0 && idx[i] == n-k+i {
+				i--
+			}
+			if i < 0 {
+				return
+			}
+			idx[i]++
+			for j := i + 1; j < k; j++ {
+				idx[j] = idx[j-1] + 1
+			}
+		}
+	}
 }
 
 // groupKey is what sc groups by: a field name, or a label when label is true.
