@@ -49,3 +49,17 @@ func Classify(r *http.Request) (Request, error) {
 	out.RequestInfo = *info
 	return out, nil
 }
+
+// listPath is the path of a list of req's resource where req is: a watch on the legacy /watch/ path
+// (/api/v1/watch/namespaces/x/pods) becomes /api/v1/namespaces/x/pods.
+func (req *Request) listPath() string {
+	parts := []string{"", req.APIPrefix}
+	if req.APIGroup != "" {
+		parts = append(parts, req.APIGroup)
+	}
+	parts = append(parts, req.APIVersion)
+	if req.Namespace != "" {
+		parts = append(parts, "namespaces", req.Namespace)
+	}
+	return strings.Join(append(parts, req.Resource), "/")
+}

@@ -27,7 +27,11 @@ func leaseRenameFor(own *config.Ownership, req *Request) (leaseRename, bool) {
 	if le.LeaseNamespace != "" && req.Namespace != le.LeaseNamespace {
 		return leaseRename{}, false
 	}
-	// A create names the Lease in its body only; every other verb in the path.
+	// A create names the Lease in its body only; every other verb but a list's in the path. (A list or watch by
+	// metadata.name has that name too, but it is a list: it passes as one, and finds no Lease by that name.)
+	if req.Verb == "list" || req.Verb == "watch" || req.Verb == "deletecollection" {
+		return leaseRename{}, false
+	}
 	if req.Name != le.LeaseName && !(req.Verb == "create" && req.Name == "") {
 		return leaseRename{}, false
 	}

@@ -75,7 +75,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 	r.URL.RawQuery = plan.Query.Encode()
 	keep := owned.ContainsNamespace
 	if req.Verb == "watch" {
-		if mode == filter.ModeAuto {
+		if (mode == filter.ModeAuto || mode == filter.ModeServer) && p.prober.Verdict(key) != filter.ServerFilters {
 			plan.ClientFilter = true // the probe failed: trust nothing
 		}
 		if !plan.ClientFilter {
@@ -153,7 +153,7 @@ func (p *Proxy) probe(r *http.Request, req *Request, u *upstream, owned shard.Se
 	}
 	q := plan.Query
 	q.Set("limit", "1")
-	target := u.target.JoinPath(req.UpstreamPath)
+	target := u.target.JoinPath(req.listPath()) // a watch's own path may be a watch (/api/v1/watch/pods)
 	target.RawQuery = q.Encode()
 	probe, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
 	if err != nil {

@@ -146,14 +146,7 @@ func (req *Request) groupResource() schema.GroupResource {
 
 // longRunning marks watches and connection upgrades (exec, attach, port-forward), as the API server does.
 func (req *Request) longRunning() bool {
-	switch {
-	case req.Verb == "watch":
-		return true
-	case req.Resource == "pods" && (req.Subresource == "exec" || req.Subresource == "attach" ||
-		req.Subresource == "portforward" || req.Subresource == "proxy"):
-		return true
-	}
-	return false
+	return req.Verb == "watch" || req.connects()
 }
 
 // upstreamFor routes a request to the host or to the member cluster its path names.

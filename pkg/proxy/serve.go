@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
@@ -28,7 +30,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		forward(u, w, r, req, nil) // discovery, OpenAPI, /version, health: the same for every shard
 		return
 	}
-	write := isWrite(req.Verb)
+	write := isWrite(req.Verb) || req.connects()
 	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
 	// pod proxy requests are fenced like writes but change no object, and their connections may stay open for
@@ -78,7 +80,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusForbidden, string(metav1.StatusReasonForbidden), "%s", fenceMessage(own, req, namespaced, owner))
 			return
 		}
-		if req.Verb == "create" && namespaced && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
+		// Only an object's create carries an object to label: a subresource's (an eviction, a pod's exec or proxy)
+		// carries something else, or a payload that is not the API server's.
+		if req.Verb == "create" && req.Subresource == "" && namespaced && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
 			if err := stampLabels(r, req.Namespace); err != nil {
 				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
 				return
@@ -90,6 +94,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		forward(u, w, r, req, nil) // reads of single objects pass: the fence guards writes
 	}
+}
+
+// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy): whatever the
+// verb (a WebSocket exec is a GET), it acts in the pod's namespace, and is fenced like a write.
+func (req *Request) connects() bool {
+	return req.APIGroup == "" && req.Resource == "pods" && (req.Subresource == "exec" || req.Subresource == "attach" ||
+		req.Subresource == "portforward" || req.Subresource == "proxy")
 }
 
 func isWrite(verb string) bool {
@@ -163,7 +174,16 @@ func stampLabels(r *http.Request, namespace string) error {
 	if err != nil {
 		return err
 	}
-	out, err := filter.StampCreate(body, r.Header.Get("Content-Type"), namespace)
+	contentType := r.Header.Get("Content-Type")
+	if media, _, _ := mime.ParseMediaType(contentType); media == "application/yaml" {
+		// The API server takes YAML, and JSON as well: the label is stamped on the object's JSON.
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return fmt.Errorf("stamp shard label: %w", err)
+		}
+		contentType = "application/json"
+		r.Header.Set("Content-Type", contentType)
+	}
+	out, err := filter.StampCreate(body, contentType, namespace)
 	if err != nil {
 		return fmt.Errorf("stamp shard label: %w", err)
 	}

@@ -12,9 +12,11 @@ import (
 var selfDescribedCBOR = []byte{0xd9, 0xd9, 0xf7}
 
 // cborPartial decodes only the fields a Go value names, ignoring the rest, and takes strings in either of the
-// forms Kubernetes writes them (it encodes Go strings as byte strings).
+// forms Kubernetes writes them (it encodes Go strings as byte strings). Field names match as the API server
+// matches them, case-sensitively: an object of a CRD that keeps unknown fields may also hold a "Metadata".
 var cborPartial = func() cbor.DecMode {
 	dm, err := cbor.DecOptions{
+		FieldNameMatching:   cbor.FieldNameMatchingCaseSensitive,
 		MaxNestedLevels:     10000,
 		MaxArrayElements:    2147483647,
 		MaxMapPairs:         2097152,

@@ -1,9 +1,12 @@
 package filter
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,4 +145,42 @@ func unknownProtoKind(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return body
+}
+
+// cborMapInOrder encodes a CBOR map whose keys come in the order given: the API server writes an unstructured
+// object's keys in Go's map order.
+func cborMapInOrder(t *testing.T, kvs ...any) []byte {
+	t.Helper()
+	out := []byte{0xa0 + byte(len(kvs)/2)}
+	for _, x := range kvs {
+		e, err := cbor.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e...)
+	}
+	return out
+}
+
+// TestCBORFieldNamesAreCaseSensitive: an object of a CRD that keeps unknown fields may hold a "Metadata" beside
+// its metadata; the filter reads the namespace the API server reads, whichever key comes first.
+func TestCBORFieldNamesAreCaseSensitive(t *testing.T) {
+	for _, item := range [][]byte{
+		cborMapInOrder(t, "kind", "Widget", "Metadata", map[string]any{"namespace": mine}, "metadata", map[string]any{"name": "w", "namespace": "foreign"}),
+		cborMapInOrder(t, "kind", "Widget", "metadata", map[string]any{"name": "w", "namespace": "foreign"}, "Metadata", map[string]any{"namespace": mine}),
+	} {
+		list := append(slices.Clone(selfDescribedCBOR), cborMapInOrder(t, "kind", "WidgetList", "metadata", map[string]any{"resourceVersion": "9"},
+			"items", []cbor.RawMessage{item})...)
+		out, err := FilterList(list, "application/cbor", keepMine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(out, []byte("foreign")) {
+			t.Errorf("a list kept an object of namespace foreign")
+		}
+		event := append(slices.Clone(selfDescribedCBOR), cborMapInOrder(t, "type", "ADDED", "object", cbor.RawMessage(item))...)
+		if kept, err := decideCBOREvent(event, keepMine); err != nil || kept != nil {
+			t.Errorf("a watch event of an object in namespace foreign: kept %t, %v", kept != nil, err)
+		}
+	}
 }
