@@ -302,6 +302,16 @@ func TestSchedule(t *testing.T) {
 			want: targets("x", 0, "y", 0),
 		},
 		{
+			name: "spread by zone, then by region: the region chosen must keep the zones wanted, whatever the order",
+			in: Input{Clusters: []Cluster{cluster("a", region("r1"), zones("z1"), free(100)), cluster("b", region("r2"), zones("z2"), free(10)),
+				cluster("c", region("r2"), zones("z3"), free(10))},
+				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+					{SpreadByField: policyv1alpha1.SpreadByFieldZone, MinGroups: 2},
+					{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MaxGroups: 1},
+				}}},
+			want: targets("b", 0, "c", 0),
+		},
+		{
 			name: "spread by region, then by zone: no region choice has the zones wanted; the preferred one's error",
 			in: Input{Clusters: []Cluster{cluster("a", region("r1"), zones("z1"), free(9)), cluster("b", region("r2"), zones("z2"), free(8))},
 				Placement: &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{

@@ -42,7 +42,8 @@ func room(c Cluster) int64 {
 
 // searchBudget bounds how many choices spread tries when the preferred one does not satisfy every constraint
 // (choices of groups, and of clusters under a constraint by cluster); past it, the preferred choice's error
-// stands. Federations have tens of clusters in a handful of regions: the budget covers them whole.
+// stands. Choices of groups are few (a handful of regions or zones); choices of n among many clusters are not (10
+// of 30 are 30 million), and there the budget ends the search.
 const searchBudget = 10000
 
 // spread narrows clusters (in preference order) to what the spread constraints allow: for each constraint by a
@@ -113,7 +114,9 @@ func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
 }
 
 // count applies the constraints by cluster: at least minGroups clusters, and at most maxGroups, kept so that
-// every constraint by group still finds its minGroups among them.
+// every constraint by group still finds its minGroups among them. It fails when a constraint's cut left an
+// earlier one's groups short (zone minGroups 2, then region maxGroups 1 keeping one zone), so that the search
+// tries the next choice.
 func (s *spreadSearch) count(clusters []Cluster) ([]Cluster, error) {
 	for _, sc := range s.byCluster {
 		if want := max(sc.MinGroups, 1); len(clusters) < int(want) {
@@ -125,6 +128,12 @@ func (s *spreadSearch) count(clusters []Cluster) ([]Cluster, error) {
 				return nil, err
 			}
 			clusters = picked
+		}
+	}
+	for _, sc := range s.byGroup {
+		key, label := groupKey(sc)
+		if want, got := max(sc.MinGroups, 1), len(groupClusters(clusters, key, label)); got < int(want) {
+			return nil, fmt.Errorf("spread by %s needs at least %d groups, the clusters chosen are in %d", describe(sc), want, got)
 		}
 	}
 	return clusters, nil
@@ -154,23 +163,23 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 		needs = append(needs, nd)
 	}
 	chosen := greedyCover(clusters, needs)
-	if len(chosen) > n {
-		found := false
+	if greedy := len(chosen); greedy > n {
+		chosen = nil
 		for idx := range combinations(len(clusters), n) {
 			if s.budget--; s.budget < 0 {
-				break
+				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in %d tries (%d cover them)", n, n, searchBudget, greedy)
 			}
 			names := map[string]bool{}
 			for _, i := range idx {
 				names[clusters[i].Name] = true
 			}
 			if covers(names, needs) {
-				chosen, found = names, true
+				chosen = names
 				break
 			}
 		}
-		if !found {
-			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, len(chosen))
+		if chosen == nil {
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, greedy)
 		}
 	}
 	for _, c := range clusters {
