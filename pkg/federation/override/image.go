@@ -1,6 +1,7 @@
 package override
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -16,6 +17,9 @@ type imageRef struct {
 
 // digest is an image digest as a tag value gives it: algorithm, colon, hex.
 var digest = regexp.MustCompile(`^[a-z0-9]+([+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}$`)
+
+// tagPattern is an image tag, as the OCI distribution spec has it.
+var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
 // parseImage splits an image reference. The first path segment is a registry only when it looks like a host (it
 // has a dot or a port, or is localhost), as container runtimes decide: "nginx" and "library/nginx" have none.
@@ -36,6 +40,12 @@ func parseImage(s string) imageRef {
 	return img
 }
 
+// tagAndDigest are the image's tag and digest, without their separators; either may be empty.
+func (img imageRef) tagAndDigest() (tag, dig string) {
+	ref, dig, _ := strings.Cut(img.ref, "@")
+	return strings.TrimPrefix(ref, ":"), dig
+}
+
 func (img imageRef) String() string {
 	s := img.repository + img.ref
 	if img.registry != "" {
@@ -45,9 +55,10 @@ func (img imageRef) String() string {
 }
 
 // overrideImage changes one component of image, as Karmada does: add appends the value to the registry, the
-// repository or the tag ("mirror.example" + ".cn", "1.27" + "-alpine"; on an image without a tag, it sets one);
-// replace sets the component, remove drops it. A tag that is a digest ("sha256:<hex>", or "@sha256:<hex>") makes
-// the reference a digest. The repository cannot be removed: an image without one is no image.
+// repository or the tag ("mirror.example" + ".cn", "1.27" + "-alpine"; to the digest of an image without a tag;
+// on an image with neither, it sets one); replace sets the component, remove drops it. A tag that is a digest
+// ("sha256:<hex>", or "@sha256:<hex>") makes the reference a digest; one that is neither a tag nor a digest is an
+// error. The repository cannot be removed: an image without one is no image.
 func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error) {
 	img := parseImage(image)
 	var field *string
@@ -62,16 +73,22 @@ func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error
 		}
 	case policyv1alpha1.Tag:
 		field = &img.ref
+		if op == policyv1alpha1.OverriderOpRemove {
+			break
+		}
+		ref := strings.TrimPrefix(value, "@")
 		if op == policyv1alpha1.OverriderOpAdd {
-			// The tag or digest as written, without its separator, and the value after it: a new tag or digest.
-			value, op = strings.TrimLeft(img.ref, ":@")+value, policyv1alpha1.OverriderOpReplace
+			// A digest names the image of the old tag: with a tag to add to, it goes.
+			tag, dig := img.tagAndDigest()
+			ref, op = cmp.Or(tag, dig)+value, policyv1alpha1.OverriderOpReplace
 		}
 		switch {
-		case value == "" || strings.HasPrefix(value, "@"):
-		case digest.MatchString(value):
-			value = "@" + value
+		case digest.MatchString(ref):
+			value = "@" + ref
+		case tagPattern.MatchString(ref):
+			value = ":" + ref
 		default:
-			value = ":" + value
+			return "", fmt.Errorf("image %q: %q is neither a tag nor a digest", image, ref)
 		}
 	default:
 		return "", fmt.Errorf("unknown image component %q", o.Component)

@@ -108,8 +108,9 @@ type ImageOverrider struct {
 
 	// Operator is add, remove or replace. As in Karmada, add appends the value to the registry, the repository or
 	// the tag (registry "reg.example" with add ".cn" becomes "reg.example.cn", tag "1.27" with add "-alpine"
-	// becomes "1.27-alpine"; an image without a tag gets the value as its tag); replace sets the part; remove drops
-	// it (not the repository).
+	// becomes "1.27-alpine", dropping a digest beside it; an image without a tag gets the value as its tag);
+	// replace sets the part; remove drops it (not the repository). A tag that ends up neither a tag nor a digest
+	// ("sha256:<hex>") is an error.
 	// +kubebuilder:validation:Enum=add;remove;replace
 	// +required
 	Operator OverriderOperator `json:"operator"`
