@@ -6,6 +6,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"google.golang.org/protobuf/encoding/protowire"
+	utiljson "sigs.k8s.io/json"
 )
 
 // FilterList keeps the items of a list response whose namespace keep accepts. body is JSON, CBOR or protobuf
@@ -82,7 +83,8 @@ func filterJSONList(body []byte, keep func(string) bool) (out []byte, kept int, 
 	}
 	keptEntries := make([]json.RawMessage, 0, len(entries))
 	for i, e := range entries {
-		ns, err := entryNamespace(kind, func(v any) error { return json.Unmarshal(e, v) })
+		// Field names match case-sensitively, as the API server reads them and as the watch scanner does.
+		ns, err := entryNamespace(kind, func(v any) error { return utiljson.UnmarshalCaseSensitivePreserveInts(e, v) })
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s[%d]: %w", key, i, err)
 		}
