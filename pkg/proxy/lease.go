@@ -27,8 +27,9 @@ func leaseRenameFor(own *config.Ownership, req *Request) (leaseRename, bool) {
 	if le.LeaseNamespace != "" && req.Namespace != le.LeaseNamespace {
 		return leaseRename{}, false
 	}
-	// A create names the Lease in its body only; every other verb but a list's in the path. (A list or watch by
-	// metadata.name has that name too, but it is a list: it passes as one, and finds no Lease by that name.)
+	// A create names the Lease in its body only; every other verb but a list's in the path. A list or watch by
+	// metadata.name has that name too, but it is a list: it passes unrenamed, and shows the Lease of that very
+	// name if there is one (left from before sharding), not the shard's.
 	if req.Verb == "list" || req.Verb == "watch" || req.Verb == "deletecollection" {
 		return leaseRename{}, false
 	}

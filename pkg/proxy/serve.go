@@ -33,7 +33,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	write := isWrite(req.Verb) || req.connects()
 	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
-	// pod proxy requests are fenced like writes but change no object, and their connections may stay open for
+	// pod or service proxy requests are fenced like writes but change no object, and their connections may stay open for
 	// hours: they neither hold up an ownership change nor get a deadline.
 	leaseLeft := true
 	if write && !req.longRunning() {
@@ -96,11 +96,20 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy): whatever the
-// verb (a WebSocket exec is a GET), it acts in the pod's namespace, and is fenced like a write.
+// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy) or through a
+// service's proxy: whatever the verb (a WebSocket exec is a GET), it acts in that namespace, and is fenced like a
+// write.
 func (req *Request) connects() bool {
-	return req.APIGroup == "" && req.Resource == "pods" && (req.Subresource == "exec" || req.Subresource == "attach" ||
-		req.Subresource == "portforward" || req.Subresource == "proxy")
+	if req.APIGroup != "" {
+		return false
+	}
+	switch req.Resource {
+	case "pods":
+		return req.Subresource == "exec" || req.Subresource == "attach" || req.Subresource == "portforward" || req.Subresource == "proxy"
+	case "services":
+		return req.Subresource == "proxy"
+	}
+	return false
 }
 
 func isWrite(verb string) bool {
@@ -177,7 +186,8 @@ func stampLabels(r *http.Request, namespace string) error {
 	contentType := r.Header.Get("Content-Type")
 	if media, _, _ := mime.ParseMediaType(contentType); media == "application/yaml" {
 		// The API server takes YAML, and JSON as well: the label is stamped on the object's JSON.
-		if body, err = yaml.YAMLToJSON(body); err != nil {
+		// Strict: a duplicate key, which the API server would refuse or warn of, is refused here.
+		if body, err = yaml.YAMLToJSONStrict(body); err != nil {
 			return fmt.Errorf("stamp shard label: %w", err)
 		}
 		contentType = "application/json"

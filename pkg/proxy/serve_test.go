@@ -55,25 +55,26 @@ func halfOwnership(mode string) (doc, mine, foreign string) {
 	return fmt.Sprintf(`{"shard":0,"filterMode":%q,"assignment":{"0":%q,"1":%q}}`, mode, half, half.Complement()), mine, foreign
 }
 
-// TestConnectionsIntoPodsAreFenced: exec, attach, port-forward and a pod's proxy act in the pod's namespace
-// whatever their verb: a WebSocket exec (kubectl's since 1.30) is a GET.
+// TestConnectionsIntoPodsAreFenced: exec, attach, port-forward and a pod's or a service's proxy act in their
+// namespace whatever their verb: a WebSocket exec (kubectl's since 1.30) is a GET.
 func TestConnectionsIntoPodsAreFenced(t *testing.T) {
 	u := &recordingUpstream{}
 	upstream := u.start(t, func(w http.ResponseWriter, r *http.Request) {})
 	doc, mine, foreign := halfOwnership("client")
 	p, _ := proxyOwning(t, upstream, doc)
 	for _, tc := range []struct {
-		method, sub string
+		method, sub string // sub: the path after the namespace
 		websocket   bool
 	}{
-		{http.MethodPost, "exec?command=sh", false},
-		{http.MethodGet, "exec?command=sh", true},
-		{http.MethodGet, "attach", true},
-		{http.MethodGet, "portforward?ports=80", true},
-		{http.MethodGet, "proxy/metrics", false},
+		{http.MethodPost, "pods/web/exec?command=sh", false},
+		{http.MethodGet, "pods/web/exec?command=sh", true},
+		{http.MethodGet, "pods/web/attach", true},
+		{http.MethodGet, "pods/web/portforward?ports=80", true},
+		{http.MethodGet, "pods/web/proxy/metrics", false},
+		{http.MethodGet, "services/web/proxy/metrics", false},
 	} {
 		for ns, want := range map[string]int{foreign: http.StatusForbidden, mine: http.StatusOK} {
-			r := httptest.NewRequest(tc.method, "/api/v1/namespaces/"+ns+"/pods/web/"+tc.sub, nil)
+			r := httptest.NewRequest(tc.method, "/api/v1/namespaces/"+ns+"/"+tc.sub, nil)
 			if tc.websocket {
 				r.Header.Set("Connection", "Upgrade")
 				r.Header.Set("Upgrade", "websocket")
@@ -113,6 +114,7 @@ func TestLabelModeStampsObjectsOnly(t *testing.T) {
 			want: "application/json " + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{` + bucket + `}}}`},
 		{path: "pods/web/proxy/orders", contentType: "application/json", body: `{"item":"book"}`, want: `application/json {"item":"book"}`},
 		{path: "pods/web/exec?command=sh", upgrade: true, want: " "},
+		{path: "pods", contentType: "application/yaml", body: "metadata: {name: p}\nmetadata: {name: q}\n", want: "400"},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/"+mine+"/"+tc.path, strings.NewReader(tc.body))
 		if tc.contentType != "" {
@@ -124,6 +126,12 @@ func TestLabelModeStampsObjectsOnly(t *testing.T) {
 		}
 		w := httptest.NewRecorder()
 		p.ServeHTTP(w, r)
+		if tc.want == "400" {
+			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "already set in map") {
+				t.Errorf("POST %s with a duplicate key: %d %s", tc.path, w.Code, w.Body)
+			}
+			continue
+		}
 		if w.Code != http.StatusOK {
 			t.Errorf("POST %s: %d %s", tc.path, w.Code, w.Body)
 			continue
