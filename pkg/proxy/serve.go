@@ -33,8 +33,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	write := isWrite(req.Verb) || req.connects()
 	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
-	// pod or service proxy requests are fenced like writes but change no object, and their connections may stay open for
-	// hours: they neither hold up an ownership change nor get a deadline.
+	// pod or service proxy requests are fenced like writes but change no object, and their connections may stay
+	// open for hours: they neither hold up an ownership change nor get a deadline.
 	leaseLeft := true
 	if write && !req.longRunning() {
 		p.writeGate.RLock()
