@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,14 +142,15 @@ func (o *listOptions) run(cmd *cobra.Command, queries []fedmeshctl.KindQuery) er
 		fmt.Fprintf(cmd.ErrOrStderr(), "Left out, in Pull mode (the federation does not reach them): %s\n", strings.Join(pull, ", "))
 	}
 	factory := &member.Factory{Host: hc}
-	found := make([][]memberKind, len(clusters))
+	// perMember[m][k] is member m's answer for queries[k].
+	perMember := make([][]memberKind, len(clusters))
 	var wg sync.WaitGroup
 	for i := range clusters {
-		wg.Go(func() { found[i] = o.ask(cmd.Context(), factory, &clusters[i], queries, namespace) })
+		wg.Go(func() { perMember[i] = o.ask(cmd.Context(), factory, &clusters[i], queries, namespace) })
 	}
 	wg.Wait()
-	answers := make([][]fedmeshctl.MemberAnswer, len(found))
-	for i, kinds := range found {
+	answers := make([][]fedmeshctl.MemberAnswer, len(perMember))
+	for i, kinds := range perMember {
 		for _, mk := range kinds {
 			answers[i] = append(answers[i], mk.answer)
 		}
@@ -157,14 +159,11 @@ func (o *listOptions) run(cmd *cobra.Command, queries []fedmeshctl.KindQuery) er
 	if err != nil {
 		return err
 	}
-	if o.watch {
-		if lists.Err != nil {
-			return lists.Err // as kubectl get --watch, which does not watch what it could not list
-		}
-		return o.follow(cmd, lists.Lists[0], found)
-	}
 	if !slices.ContainsFunc(lists.Lists, func(l fedmeshctl.MemberList) bool { return l.Namespaced }) {
 		namespace = ""
+	}
+	if o.watch {
+		return o.follow(cmd, lists, perMember, namespace)
 	}
 	if err := o.print(cmd, lists, namespace); err != nil {
 		return err
@@ -280,7 +279,7 @@ func (o *listOptions) fetch(ctx context.Context, client rest.Interface, mapper m
 	}
 	if o.watch && len(q.Names) == 1 {
 		// A name is watched as a list of it, as kubectl get NAME --watch does.
-		mk.request.selectors["fieldSelector"] = "metadata.name=" + q.Names[0]
+		mk.request.selectors["fieldSelector"] = fields.OneTermEqualSelector("metadata.name", q.Names[0]).String()
 		if mk.answer.Table, err = o.list(ctx, client, mk.request); err != nil {
 			return memberKind{}, err
 		}
@@ -381,10 +380,17 @@ func (o *listOptions) print(cmd *cobra.Command, lists fedmeshctl.MemberLists, na
 	}
 	switch {
 	case printed || lists.Quiet:
-	case namespace != "":
-		fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", namespace)
 	default:
-		fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+		noResources(cmd.ErrOrStderr(), namespace)
 	}
 	return nil
+}
+
+// noResources says that a list found nothing, as kubectl says it.
+func noResources(w io.Writer, namespace string) {
+	if namespace != "" {
+		fmt.Fprintf(w, "No resources found in %s namespace.\n", namespace)
+		return
+	}
+	fmt.Fprintln(w, "No resources found")
 }

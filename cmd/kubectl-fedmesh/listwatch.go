@@ -2,44 +2,66 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
 )
 
-// rewatchPause is how long a watch that ended at once waits before it is opened again, so that a member ending
-// every watch is not asked in a loop.
-const rewatchPause = time.Second
+// Between two watches of a member: the first pause after a watch that ended soon, doubled while they keep ending
+// soon (or failing for a while), up to the longest; a watch that lasted resets it. A member that ends every watch
+// at once, or answers each with 410, is not asked in a loop.
+const (
+	rewatchPause    = time.Second
+	rewatchPauseMax = 30 * time.Second
+	watchLasted     = time.Minute
+)
 
 // follow prints the list of one kind, then each change the members make to it, until the command is interrupted:
-// list --watch. A member whose watch fails is reported at once and the others go on; the command then exits 1.
-func (o *listOptions) follow(cmd *cobra.Command, list fedmeshctl.MemberList, found [][]memberKind) error {
+// list --watch. A member that could not be listed, or whose watch fails for good, is reported at once and the
+// others go on; the command then exits 1. Names that no member has end it at once, as kubectl get NAME --watch.
+func (o *listOptions) follow(cmd *cobra.Command, lists fedmeshctl.MemberLists, perMember [][]memberKind, namespace string) error {
+	unlisted := 0
+	for _, kinds := range perMember {
+		if kinds[0].answer.Err != nil {
+			unlisted++
+		}
+	}
+	if lists.Err != nil && (unlisted == 0 || unlisted == len(perMember)) {
+		return lists.Err // names not found, or nothing to watch
+	}
+	list := lists.Lists[0]
 	p := &watchPrinter{w: cmd.OutOrStdout(), format: o.output, columns: fedmeshctl.NewColumns(cmd.OutOrStdout()),
 		layout: fedmeshctl.TableLayout{WithNamespace: o.allNamespaces && list.Namespaced, Wide: o.output == fedmeshctl.OutputWide}}
 	p.header = fedmeshctl.MembersHeader(list.Tables, p.layout)
-	if err := p.initial(list.Tables, o.noHeaders); err != nil {
+	printed, err := p.initial(list.Tables, o.noHeaders)
+	if err != nil {
 		return err
+	}
+	if !printed && lists.Err == nil {
+		noResources(cmd.ErrOrStderr(), namespace)
+	}
+	if lists.Err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), lists.Err)
 	}
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
-		failed int
+		failed = unlisted
 	)
-	watched := 0
-	for _, kinds := range found {
+	for _, kinds := range perMember {
 		mk := kinds[0]
-		if mk.answer.Unserved {
+		if mk.answer.Err != nil || mk.answer.Unserved {
 			continue
 		}
-		watched++
 		wg.Go(func() {
 			if err := o.watchMember(cmd.Context(), mk, p); err != nil {
 				mu.Lock()
@@ -51,60 +73,78 @@ func (o *listOptions) follow(cmd *cobra.Command, list fedmeshctl.MemberList, fou
 	}
 	wg.Wait()
 	if failed > 0 {
-		return fmt.Errorf("%d of %d member clusters could not be watched", failed, watched)
+		return fmt.Errorf("%d of %d member clusters could not be listed or watched", failed, len(perMember))
 	}
 	return nil
 }
 
-// watchMember prints the changes to one member's objects from the list it answered until ctx ends. A watch the
-// API server ends is opened again from the last object seen; one whose resource version is too old (410) lists
-// again and prints what it lists.
+// watchMember prints the changes to one member's objects from the list it answered until ctx ends. A watch that
+// ends (the API server's timeout, a cut connection, a transient error) is opened again from the last resource
+// version seen, a bookmark's included; one whose resource version is too old (410) lists again and prints what it
+// lists. Other errors end it.
 func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPrinter) error {
 	cluster, defs, rv := mk.answer.Cluster, mk.answer.Table.ColumnDefinitions, mk.answer.Table.ResourceVersion
-	for ctx.Err() == nil {
-		opened := time.Now()
+	pause := rewatchPause
+	for {
+		opened, events := time.Now(), 0
 		stream, err := mk.request.on(mk.watcher).Param("watch", "true").Param("resourceVersion", rv).
-			SetHeader("Accept", tableAccept).Stream(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			Param("allowWatchBookmarks", "true").SetHeader("Accept", tableAccept).Stream(ctx)
+		if err == nil {
+			var last string
+			var ended *metav1.Status
+			last, ended, err = fedmeshctl.ReadTableWatch(stream, func(e fedmeshctl.TableEvent) error {
+				events++
+				if len(e.Table.ColumnDefinitions) > 0 {
+					defs = e.Table.ColumnDefinitions
+				}
+				return p.rows(cluster, defs, e.Table)
+			})
+			_ = stream.Close()
+			if last != "" {
+				rv = last
 			}
-			return err
-		}
-		last, ended, err := fedmeshctl.ReadTableWatch(stream, func(e fedmeshctl.TableEvent) error {
-			if len(e.Table.ColumnDefinitions) > 0 {
-				defs = e.Table.ColumnDefinitions
+			if ended != nil {
+				err = &apierrors.StatusError{ErrStatus: *ended}
 			}
-			return p.rows(cluster, defs, e.Table)
-		})
-		_ = stream.Close()
-		if last != "" {
-			rv = last
 		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil:
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			t, lerr := o.list(ctx, mk.client, mk.request)
+			switch {
+			case lerr == nil:
+				defs, rv = t.ColumnDefinitions, t.ResourceVersion
+				if err := p.rows(cluster, defs, t); err != nil {
+					return err
+				}
+			case ctx.Err() != nil:
+				return nil
+			case !transient(lerr):
+				return fmt.Errorf("list again after %v: %w", err, lerr)
+			}
+		case err != nil && !transient(err):
 			return err
-		case ended != nil && ended.Code == http.StatusGone:
-			t, err := o.list(ctx, mk.client, mk.request)
-			if err != nil {
-				return fmt.Errorf("list again after %q: %w", ended.Message, err)
-			}
-			defs, rv = t.ColumnDefinitions, t.ResourceVersion
-			if err := p.rows(cluster, defs, t); err != nil {
-				return err
-			}
-		case ended != nil:
-			return &apierrors.StatusError{ErrStatus: *ended}
-		case time.Since(opened) < rewatchPause:
-			select {
-			case <-ctx.Done():
-			case <-time.After(rewatchPause):
-			}
 		}
+		if events > 0 || time.Since(opened) >= watchLasted {
+			pause = rewatchPause
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, rewatchPauseMax)
 	}
-	return nil
+}
+
+// transient reports whether err ends a watch or list in a way that asking again may mend: a connection cut or
+// reset, an API server busy, restarting or timing out (a resource version it has not reached yet included).
+func transient(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) || utilnet.IsConnectionReset(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // watchPrinter prints the rows of the members' watches as they come, one at a time, lined up under the list
@@ -118,22 +158,26 @@ type watchPrinter struct {
 	// header is that of the members' tables; headerDue, whether it is still to be written (before the first row).
 	header    []string
 	headerDue bool
+	// documents is how many objects were printed in -o yaml, which separates them with ---.
+	documents int
 }
 
 // initial prints the members' list, the header first unless noHeaders (or, with no rows, before the first row
-// that comes).
-func (p *watchPrinter) initial(tables []fedmeshctl.MemberTable, noHeaders bool) error {
+// that comes), and says whether it printed any object.
+func (p *watchPrinter) initial(tables []fedmeshctl.MemberTable, noHeaders bool) (bool, error) {
 	p.headerDue = !noHeaders
 	if p.format == fedmeshctl.OutputTable || p.format == fedmeshctl.OutputWide {
 		p.columns.Fit(fedmeshctl.UpperHeader(p.header))
 		p.columns.Fit(fedmeshctl.MembersTable(tables, p.layout).Rows...)
 	}
+	printed := false
 	for _, t := range tables {
 		if err := p.rows(t.Cluster, t.Table.ColumnDefinitions, t.Table); err != nil {
-			return err
+			return false, err
 		}
+		printed = printed || len(t.Table.Rows) > 0
 	}
-	return nil
+	return printed, nil
 }
 
 // rows prints the rows of a member's table, whose columns are defs.
@@ -146,11 +190,12 @@ func (p *watchPrinter) rows(cluster string, defs []metav1.TableColumnDefinition,
 			return err
 		}
 		for _, obj := range objs {
-			if p.format == fedmeshctl.OutputYAML {
+			if p.format == fedmeshctl.OutputYAML && p.documents > 0 {
 				if _, err := io.WriteString(p.w, "---\n"); err != nil {
 					return err
 				}
 			}
+			p.documents++
 			if err := fedmeshctl.WriteData(p.w, p.format, obj); err != nil {
 				return err
 			}

@@ -60,8 +60,9 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 		}
 		w.waitOut(t, "web-1 labelled", func(out string) bool { return strings.Contains(out, "watched: \"yes\"") })
 		out, errOut, code := w.stop(t)
-		docs := strings.Split(strings.TrimPrefix(out, "---\n"), "---\n")
-		if code != 0 || errOut != "" || len(docs) != 2 || strings.Contains(out, "web-4") || !strings.HasPrefix(docs[1], "cluster: member1\n") {
+		docs := strings.Split(out, "---\n")
+		if code != 0 || errOut != "" || len(docs) != 2 || strings.Contains(out, "web-4") || !strings.HasPrefix(docs[0], "cluster: member1\n") ||
+			!strings.HasPrefix(docs[1], "cluster: member1\n") {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 		}
 	})
@@ -77,34 +78,69 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 		}
 	})
 	t.Run("a member whose resource version expires", func(t *testing.T) {
-		addCluster(t, f, "expiring", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, false), InsecureSkipTLSVerification: true})
+		addCluster(t, f, "expiring", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, expireFirst), InsecureSkipTLSVerification: true})
 		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "expiring")
 		// Its list is empty; its first watch ends with 410 Expired, the list read again has relisted-1, and the
 		// watch opened again from there tells of late-1.
 		w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
 		out, errOut, code := w.stop(t)
-		if want := "CLUSTER    NAME         STATUS\nexpiring   relisted-1   Running\nexpiring   late-1       Running\n"; code != 0 || errOut != "" || out != want {
+		if want := "CLUSTER    NAME         STATUS\nexpiring   relisted-1   Running\nexpiring   late-1       Running\n"; code != 0 ||
+			errOut != "No resources found in shop namespace.\n" || out != want {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, want)
 		}
 	})
+	t.Run("a member whose watch is cut", func(t *testing.T) {
+		addCluster(t, f, "cutting", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, cutFirst), InsecureSkipTLSVerification: true})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "cutting")
+		// Its first watch stops within an event; the watch opened again from the same resource version tells of
+		// late-1.
+		w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
+		out, errOut, code := w.stop(t)
+		if want := "CLUSTER   NAME     STATUS\ncutting   late-1   Running\n"; code != 0 || errOut != "No resources found in shop namespace.\n" || out != want {
+			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, want)
+		}
+	})
+	t.Run("a member that cannot be listed", func(t *testing.T) {
+		addCluster(t, f, "down", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "down,member1")
+		w.waitErr(t, "the member down", func(errOut string) bool {
+			return strings.Contains(errOut, "1 of 2 member clusters could not be listed")
+		})
+		createPod(t, f.Member("member1").Clientset(), "shop", "web-6", "web")
+		t.Cleanup(func() { _ = member1.Delete(ctx, "web-6", metav1.DeleteOptions{}) })
+		w.waitOut(t, "member1 listed and watched", func(out string) bool { return strings.Contains(out, "web-1") && strings.Contains(out, "web-6") })
+		_, errOut, code := w.stop(t)
+		if code != exitFailure || !strings.Contains(errOut, "1 of 2 member clusters could not be listed or watched") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
 	t.Run("a member that refuses to be watched", func(t *testing.T) {
-		addCluster(t, f, "unwatchable", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, true), InsecureSkipTLSVerification: true})
+		addCluster(t, f, "unwatchable", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, refuseWatches), InsecureSkipTLSVerification: true})
 		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "unwatchable,member1")
 		w.waitErr(t, "the refusal", func(errOut string) bool { return strings.Contains(errOut, "cluster unwatchable: watch:") })
 		createPod(t, f.Member("member1").Clientset(), "shop", "web-5", "web")
 		t.Cleanup(func() { _ = member1.Delete(ctx, "web-5", metav1.DeleteOptions{}) })
 		w.waitOut(t, "member1 still watched", func(out string) bool { return strings.Contains(out, "web-5") })
 		_, errOut, code := w.stop(t)
-		if code != exitFailure || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "1 of 2 member clusters could not be watched") {
+		if code != exitFailure || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "1 of 2 member clusters could not be listed or watched") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
 }
 
+// How a watchingMember answers its first watch.
+type firstWatch int
+
+const (
+	expireFirst   firstWatch = iota // with 410 Expired
+	cutFirst                        // with half an event, and the connection's end
+	refuseWatches                   // with 403 Forbidden, and every watch after it alike
+)
+
 // watchingMember is a member cluster serving pods in namespace shop, as tables: its list is empty at resource
-// version 5. Unless refusing, its first watch ends with 410 Expired, its next list has relisted-1 at 7, and the
-// next watch (from 7) adds late-1 and stays open; refusing, every watch is forbidden.
-func watchingMember(t *testing.T, refusing bool) string {
+// version 5. Its first watch ends as first says; after an expiry, its next list has relisted-1 at 7. The next
+// watch (from the resource version last seen) adds late-1 and stays open.
+func watchingMember(t *testing.T, first firstWatch) string {
 	columns := []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name"}, {Name: "Status", Type: "string"}}
 	row := func(name, rv string) metav1.TableRow {
 		obj := fmt.Sprintf(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":%q,"namespace":"shop","resourceVersion":%q}}`, name, rv)
@@ -124,27 +160,36 @@ func watchingMember(t *testing.T, refusing bool) string {
 			return
 		}
 		if r.URL.Query().Get("watch") != "true" {
-			t := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ColumnDefinitions: columns}
-			t.ResourceVersion = "5"
+			table := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ColumnDefinitions: columns}
+			table.ResourceVersion = "5"
 			if lists.Add(1) > 1 {
-				t.ResourceVersion, t.Rows = "7", []metav1.TableRow{row("relisted-1", "7")}
+				table.ResourceVersion, table.Rows = "7", []metav1.TableRow{row("relisted-1", "7")}
 			}
-			_ = enc.Encode(t)
+			_ = enc.Encode(table)
 			return
 		}
-		if refusing {
+		if first == refuseWatches {
 			w.WriteHeader(http.StatusForbidden)
 			_ = enc.Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
 				Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: `pods is forbidden: no watch for you`})
 			return
 		}
-		if watches.Add(1) == 1 {
+		want := "5"
+		switch {
+		case watches.Add(1) > 1:
+			if first == expireFirst {
+				want = "7"
+			}
+		case first == expireFirst:
 			_ = enc.Encode(map[string]any{"type": "ERROR", "object": metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 				Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: "too old resource version: 5 (6)"}})
 			return
+		case first == cutFirst:
+			_, _ = w.Write([]byte(`{"type":"ADDED","object":{"kind":"Tab`))
+			return
 		}
-		if got := r.URL.Query().Get("resourceVersion"); got != "7" {
-			http.Error(w, "watched from "+got+", want 7", http.StatusBadRequest)
+		if got := r.URL.Query().Get("resourceVersion"); got != want {
+			http.Error(w, "watched from "+got+", want "+want, http.StatusBadRequest)
 			return
 		}
 		_ = enc.Encode(map[string]any{"type": "ADDED", "object": metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},

@@ -32,9 +32,10 @@ type TableEvent struct {
 	Table *metav1.Table
 }
 
-// ReadTableWatch reads a watch of tables from r until it ends, handing each event to emit. It returns the resource
-// version of the last object seen ("" for none) and, when the API server ended the watch with an error event, its
-// Status (410 Expired: the resource version is too old, and the list must be read again).
+// ReadTableWatch reads a watch of tables from r until it ends, handing each event to emit (bookmarks are not
+// events to show). It returns the resource version of the last object or bookmark seen ("" for none) and, when the
+// API server ended the watch with an error event, its Status (410 Expired: the resource version is too old, and
+// the list must be read again).
 func ReadTableWatch(r io.Reader, emit func(TableEvent) error) (resourceVersion string, ended *metav1.Status, err error) {
 	dec := json.NewDecoder(r)
 	for {
@@ -69,7 +70,17 @@ func ReadTableWatch(r io.Reader, emit func(TableEvent) error) (resourceVersion s
 			}
 			return resourceVersion, status, nil
 		case "BOOKMARK":
-			// Not asked for: as tables, they would be rows of nothing.
+			// Only the resource version the watch has reached: in the table's metadata, or in the object's when
+			// the API server could not make a table of it.
+			var bookmark struct {
+				Metadata objectMeta `json:"metadata"`
+			}
+			if err := json.Unmarshal(e.Object, &bookmark); err != nil {
+				return resourceVersion, nil, fmt.Errorf("decode bookmark: %w", err)
+			}
+			if rv := bookmark.Metadata.ResourceVersion; rv != "" {
+				resourceVersion = rv
+			}
 		default:
 			return resourceVersion, nil, fmt.Errorf("a watch event of type %q", e.Type)
 		}

@@ -12,7 +12,10 @@ func TestReadTableWatch(t *testing.T) {
 		"rows":[{"cells":["web-1",3],"object":{"kind":"PartialObjectMetadata","metadata":{"name":"web-1","namespace":"shop","resourceVersion":"41"}}}]}}`
 	const modified = `{"type":"MODIFIED","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1",
 		"rows":[{"cells":["web-1",9007199254740993],"object":{"kind":"PartialObjectMetadata","metadata":{"name":"web-1","namespace":"shop","resourceVersion":"42"}}}]}}`
-	const bookmark = `{"type":"BOOKMARK","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1","rows":[{"cells":["",0],"object":{"metadata":{"resourceVersion":"50"}}}]}}`
+	// Bookmarks as a table (its metadata has the resource version), and as the object the API server could not make
+	// a table of.
+	const bookmark = `{"type":"BOOKMARK","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"50"},"rows":[{"cells":["",0],"object":{"metadata":{"resourceVersion":"50"}}}]}}`
+	const podBookmark = `{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"60"}}}`
 	const expired = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 41 (45)","reason":"Expired","code":410}}`
 	for _, tc := range []struct {
 		name     string
@@ -23,7 +26,9 @@ func TestReadTableWatch(t *testing.T) {
 		err      string
 		firstDef int // column definitions of the first event
 	}{
-		{name: "ends", stream: added + "\n" + modified + bookmark, events: []string{"ADDED [web-1 3]", "MODIFIED [web-1 9007199254740993]"}, rv: "42", firstDef: 2},
+		{name: "ends", stream: added + "\n" + modified, events: []string{"ADDED [web-1 3]", "MODIFIED [web-1 9007199254740993]"}, rv: "42", firstDef: 2},
+		{name: "bookmarks", stream: added + bookmark, events: []string{"ADDED [web-1 3]"}, rv: "50", firstDef: 2},
+		{name: "a bookmark not a table", stream: podBookmark, rv: "60"},
 		{name: "nothing", stream: "", rv: ""},
 		{name: "expired", stream: added + expired + modified, events: []string{"ADDED [web-1 3]"}, rv: "41", code: http.StatusGone, firstDef: 2},
 		{name: "not a table", stream: `{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"x"}}}`, err: `answered a "Pod", not a table`},
