@@ -77,29 +77,30 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 			}
 		}
 	})
-	t.Run("a member whose resource version expires", func(t *testing.T) {
-		addCluster(t, f, "expiring", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, expireFirst), InsecureSkipTLSVerification: true})
-		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "expiring")
+	for _, tc := range []struct {
+		name, cluster string
+		first         firstWatch
+		want          string
+	}{
 		// Its list is empty; its first watch ends with 410 Expired, the list read again has relisted-1, and the
 		// watch opened again from there tells of late-1.
-		w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
-		out, errOut, code := w.stop(t)
-		if want := "CLUSTER    NAME         STATUS\nexpiring   relisted-1   Running\nexpiring   late-1       Running\n"; code != 0 ||
-			errOut != "No resources found in shop namespace.\n" || out != want {
-			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, want)
-		}
-	})
-	t.Run("a member whose watch is cut", func(t *testing.T) {
-		addCluster(t, f, "cutting", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, cutFirst), InsecureSkipTLSVerification: true})
-		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "cutting")
+		{name: "a member whose resource version expires", cluster: "expiring", first: expireFirst,
+			want: "CLUSTER    NAME         STATUS\nexpiring   relisted-1   Running\nexpiring   late-1       Running\n"},
 		// Its first watch stops within an event; the watch opened again from the same resource version tells of
 		// late-1.
-		w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
-		out, errOut, code := w.stop(t)
-		if want := "CLUSTER   NAME     STATUS\ncutting   late-1   Running\n"; code != 0 || errOut != "No resources found in shop namespace.\n" || out != want {
-			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, want)
-		}
-	})
+		{name: "a member whose watch is cut", cluster: "cutting", first: cutFirst,
+			want: "CLUSTER   NAME     STATUS\ncutting   late-1   Running\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addCluster(t, f, tc.cluster, clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, tc.first), InsecureSkipTLSVerification: true})
+			w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", tc.cluster)
+			w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
+			out, errOut, code := w.stop(t)
+			if code != 0 || errOut != "No resources found in shop namespace.\n" || out != tc.want {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, tc.want)
+			}
+		})
+	}
 	t.Run("a member that cannot be listed", func(t *testing.T) {
 		addCluster(t, f, "down", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"})
 		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "down,member1")

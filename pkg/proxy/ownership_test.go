@@ -67,12 +67,17 @@ func proxyOwning(t *testing.T, upstream *httptest.Server, own string) (*Proxy, *
 // nothing if the watch is still open.
 func ended(t *testing.T, lines *bufio.Reader) string {
 	t.Helper()
+	return lineWithin(lines, 300*time.Millisecond)
+}
+
+// lineWithin is the next line of lines, or "" when none comes within d.
+func lineWithin(lines *bufio.Reader, d time.Duration) string {
 	got := make(chan string, 1)
 	go func() { s, _ := lines.ReadString('\n'); got <- s }()
 	select {
 	case s := <-got:
 		return s
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(d):
 		return ""
 	}
 }

@@ -164,24 +164,22 @@ func firstEvent(t *testing.T, srv *httptest.Server, path string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := make(chan string, 1)
-	go func() {
-		r, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
-		resp, err := http.DefaultClient.Do(r)
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-		got <- line
-	}()
-	select {
-	case line := <-got:
-		return line
-	case <-time.After(5 * time.Second):
-		return ""
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return err.Error()
 	}
+	defer resp.Body.Close()
+	return lineWithin(bufio.NewReader(resp.Body), 5*time.Second)
+}
+
+// addedPods writes a watch's ADDED events of a pod in each namespace, and keeps the watch open.
+func addedPods(w http.ResponseWriter, r *http.Request, namespaces ...string) {
+	for _, ns := range namespaces {
+		fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":%q}}}`+"\n", ns)
+	}
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
 }
 
 // TestWatchOnTheLegacyPath: before a watch in server or auto mode, the proxy lists to learn whether the API
@@ -197,9 +195,7 @@ func TestWatchOnTheLegacyPath(t *testing.T) {
 					fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","shardInfo":{"selector":%q}},"items":[]}`, r.URL.Query().Get("shardSelector"))
 					return
 				}
-				fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":%q}}}`+"\n", mine)
-				w.(http.Flusher).Flush()
-				<-r.Context().Done()
+				addedPods(w, r, mine)
 			})
 			p, _ := proxyOwning(t, upstream, doc)
 			srv := httptest.NewServer(p)
@@ -224,11 +220,7 @@ func TestWatchAfterAFailedProbeIsFiltered(t *testing.T) {
 			http.Error(w, "list is unavailable", http.StatusServiceUnavailable)
 			return
 		}
-		for _, ns := range []string{foreign, mine} {
-			fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":%q}}}`+"\n", ns)
-		}
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		addedPods(w, r, foreign, mine) // an API server that does not filter
 	})
 	p, _ := proxyOwning(t, upstream, doc)
 	srv := httptest.NewServer(p)
