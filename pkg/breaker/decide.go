@@ -77,10 +77,11 @@ func (e *Engine) Decide(r Request) Decision {
 		}
 	}
 
-	wait, waitRule, refused := reserveTokens(c.rateLimits, r, now)
+	wait, waitRule, tokens, refused := reserveTokens(c.rateLimits, r, now)
 	if refused != nil {
 		return e.rejected(r, held, *refused)
 	}
+	held.tokens = tokens
 
 	d := Decision{held: held}
 	if wait > 0 {
@@ -106,6 +107,13 @@ func (e *Engine) Done(r Request, d Decision, o Outcome) {
 	for _, s := range d.held.slots {
 		s.Add(-1)
 	}
+	if o.Unsent {
+		// The tokens it waited for go back, as far as later reservations allow (rate.Limiter.Wait does the same).
+		now := e.opts.Clock.Now()
+		for _, t := range d.held.tokens {
+			t.res.CancelAt(now)
+		}
+	}
 	for _, p := range d.held.probes {
 		p.finish(r, o)
 	}
@@ -116,6 +124,7 @@ type admission struct {
 	finished atomic.Bool
 	probes   []probe
 	slots    []*atomic.Int64
+	tokens   []reservation
 }
 
 // rejected gives back what the request had taken so far, tells the observer, and returns d.

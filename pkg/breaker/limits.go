@@ -28,15 +28,17 @@ func newBucket(r RateLimitRule, prev *bucket, now time.Time) bucket {
 	return bucket{rule: r, limiter: prev.limiter}
 }
 
-// reservation is one token taken at decision time; cancel gives it back if a later check refuses the request.
+// reservation is one token taken at decision time; cancel gives it back if a later check refuses the request, or
+// if the request is never sent.
 type reservation struct {
 	res *rate.Reservation
 	at  time.Time
 }
 
-// reserveTokens takes one token from every matching bucket. It returns the longest wait and its rule, or, when
-// some bucket's wait exceeds its MaxWait, a 429 decision with Retry-After set to that wait (all tokens given back).
-func reserveTokens(buckets []bucket, r Request, now time.Time) (time.Duration, string, *Decision) {
+// reserveTokens takes one token from every matching bucket. It returns the longest wait, its rule and the tokens
+// taken, or, when some bucket's wait exceeds its MaxWait, a 429 decision with Retry-After set to that wait (all
+// tokens given back).
+func reserveTokens(buckets []bucket, r Request, now time.Time) (time.Duration, string, []reservation, *Decision) {
 	var taken []reservation
 	var wait time.Duration
 	var waitRule string
@@ -53,14 +55,14 @@ func reserveTokens(buckets []bucket, r Request, now time.Time) (time.Duration, s
 			}
 			d := reject(429, ReasonTooManyRequests, CauseRateLimit, b.rule.Name, delay,
 				fmt.Sprintf("rate limit %q (%g/s) exceeded", b.rule.Name, b.rule.QPS))
-			return 0, "", &d
+			return 0, "", nil, &d
 		}
 		taken = append(taken, reservation{res: res, at: now})
 		if delay > wait {
 			wait, waitRule = delay, b.rule.Name
 		}
 	}
-	return wait, waitRule, nil
+	return wait, waitRule, taken, nil
 }
 
 // inFlightCap is an InFlightRule with its counter; like bucket's limiter, the counter outlives rule changes so

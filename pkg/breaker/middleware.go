@@ -35,7 +35,7 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 			case <-t.C:
 			case <-req.Context().Done():
 				t.Stop()
-				engine.Done(r, d, Outcome{Canceled: true})
+				engine.Done(r, d, Outcome{Canceled: true, Unsent: true})
 				return
 			}
 		}
@@ -46,7 +46,9 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 		report := func(o Outcome) {
 			once.Do(func() {
 				o.Latency = engine.opts.Clock.Now().Sub(start)
-				if o.Err == nil && req.Context().Err() != nil || rw.excused {
+				// A caller that left is no outcome of the upstream's, whether the copy then broke (the panic
+				// below) or not.
+				if req.Context().Err() != nil || rw.excused {
 					o.Canceled = true
 				}
 				engine.Done(r, d, o)

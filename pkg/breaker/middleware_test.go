@@ -1,9 +1,14 @@
 package breaker
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,5 +212,60 @@ func TestMiddlewareExcusedResponseIsNoFailure(t *testing.T) {
 	}
 	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("after a 504 not excused: %d, want 503 from the open breaker", resp.StatusCode)
+	}
+}
+
+// TestMiddlewareCallerLeavingMidBodyIsNoFailure: a caller that leaves while a healthy upstream streams a long
+// answer through httputil.ReverseProxy (which then panics with http.ErrAbortHandler) is no failure of the upstream.
+func TestMiddlewareCallerLeavingMidBodyIsNoFailure(t *testing.T) {
+	tr := &transitions{}
+	e, err := New(Policy{Breakers: []BreakerRule{{Name: "upstream", ConsecutiveFailures: 1, OpenTimeout: time.Hour}}}, Options{Observer: tr.observer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range 500 { // a big list, slowly
+			if _, err := w.Write(make([]byte, 1024)); err != nil {
+				return
+			}
+			http.NewResponseController(w).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	// served is closed once the Middleware has reported the outcome (its deferred report runs before this one).
+	served := make(chan struct{})
+	mw := Middleware(e, classifyTestPath, rp)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		mw.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/clusters/member1/pods", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 2048)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request is still served after its caller left")
+	}
+	if got := tr.String(); got != "" {
+		t.Errorf("breaker transitions %q after a caller left mid-body, want none", got)
 	}
 }

@@ -116,6 +116,8 @@ func (s *script) run(lineNo int, line string) string {
 				o.Err = fmt.Errorf("connection refused")
 			case "canceled":
 				o.Canceled = true
+			case "unsent":
+				o.Unsent = true
 			}
 		}
 		s.engine.Done(s.requests[args["id"]], s.decisions[args["id"]], o)
