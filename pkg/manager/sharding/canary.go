@@ -150,7 +150,7 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	obs := canary.Observation{
 		Owned: owned, Requests: m.Requests, Errors: m.Errors, BreakerTrips: m.BreakerTrips, Restarts: m.Restarts,
 		Ready: m.Ready, Total: m.Total, Action: sc.Spec.Canary.Action,
-		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary),
+		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary, int(sc.Spec.Shards)),
 	}
 	promotion := sc.Spec.Canary.Promotion
 	var promo *meshv1alpha1.CanaryPromotionStatus
