@@ -62,7 +62,7 @@ func newSandbox() *sandbox {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
-	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module", "print", "collectgarbage", "newproxy"} {
+	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module", "print", "_printregs", "collectgarbage", "newproxy"} {
 		g.RawSetString(name, lua.LNil)
 	}
 	osTable := L.NewTable()
@@ -81,7 +81,7 @@ func newSandbox() *sandbox {
 	}
 	g.RawSetString("_G", lua.LNil)
 	sb.str = sb.libs[0].lib
-	sb.str.RawSetString("rep", L.NewFunction(stringRep))
+	boundLibraries(L, sb.str, sb.libs[1].lib)
 	// gopher-lua makes the string library its own __index and the metatable of strings; a script could reach and
 	// change it through either. Strings get a metatable of their own instead.
 	sb.str.RawSetString("__index", lua.LNil)

@@ -18,8 +18,6 @@ const (
 	callStackSize  = 256
 	registrySize   = 1024
 	registryMax    = 64 * 1024
-	// maxStringRep bounds the strings string.rep builds, the easy way to a huge allocation.
-	maxStringRep = 1 << 20
 )
 
 // script is a compiled chunk that defines one function.
@@ -43,20 +41,6 @@ func (p *pool) get() *sandbox {
 func (p *pool) put(sb *sandbox) {
 	sb.end()
 	p.p.Put(sb)
-}
-
-func stringRep(L *lua.LState) int {
-	s := L.CheckString(1)
-	n := L.CheckInt(2)
-	if n <= 0 {
-		L.Push(lua.LString(""))
-		return 1
-	}
-	if len(s)*n > maxStringRep || (len(s) > 0 && n > maxStringRep) {
-		L.RaiseError("string.rep: result larger than %d bytes", maxStringRep)
-	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
-	return 1
 }
 
 // call runs s's function on args in a pooled VM, within timeout, and returns nret results. args builds the

@@ -1,0 +1,113 @@
+package declarative
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+)
+
+// TestGsubAsGopherLua: the bounded string.gsub answers as gopher-lua's own, which Karmada's scripts run on.
+func TestGsubAsGopherLua(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	L.SetGlobal("gsub", L.NewFunction(stringGsub))
+	for _, args := range []string{
+		`"hello world", "o", "0"`,
+		`"hello world", "(o)", "[%1]"`,
+		`"hello world", "l+", "%0%0"`,
+		`"hello world", "o", "%1"`, // without captures, %1 is the whole match
+		`"hello", "l", "%%"`,
+		`"hello", "l", "%x"`,
+		`"hello", "l", "end%"`,
+		`"abc", "x*", "-"`, // empty matches
+		`"abc", "", "-"`,
+		`"hello world", "o", "0", 1`,
+		`"hello world", "o", "0", 0`,
+		`"hello world", "^h", "H"`,
+		`"key=value, a=b", "(%w+)=(%w+)", "%2=%1"`,
+		`"hello", "()l", "%1"`, // a position capture
+		`"hello world", "%w+", {hello = "HI", world = false}`,
+		`"hello", "(h)(e)", {h = 1}`,
+		`"hello world", "%w+", function(w) if w == "world" then return nil end return w:upper() end`,
+		`"a1b2", "%d", function(d) return d * 2 end`,
+		`"hello", "()(l)", function(p, c) return p .. c end`,
+	} {
+		want := call(t, L, "return string.gsub("+args+")")
+		if got := call(t, L, "return gsub("+args+")"); got != want {
+			t.Errorf("gsub(%s) = %s, gopher-lua's %s", args, got, want)
+		}
+	}
+	for _, args := range []string{`"hello", "(l)", "%2"`, `"hello", "[", "x"`} {
+		_, wantErr := try(L, "return string.gsub("+args+")")
+		if _, err := try(L, "return gsub("+args+")"); (err == nil) != (wantErr == nil) {
+			t.Errorf("gsub(%s): error %v, gopher-lua's %v", args, err, wantErr)
+		}
+	}
+}
+
+func try(L *lua.LState, code string) (string, error) {
+	top := L.GetTop()
+	if err := L.DoString(code); err != nil {
+		return "", err
+	}
+	var out []string
+	for i := top + 1; i <= L.GetTop(); i++ {
+		out = append(out, L.Get(i).String())
+	}
+	L.SetTop(top)
+	return strings.Join(out, " | "), nil
+}
+
+func call(t *testing.T, L *lua.LState, code string) string {
+	t.Helper()
+	out, err := try(L, code)
+	if err != nil {
+		t.Fatalf("%s: %v", code, err)
+	}
+	return out
+}
+
+// TestLibraryCallsAreBounded: the library calls that could build a huge string, or work for long, in one call
+// (where the meter and the timeout do not look) are bounded; a gsub over a long string is quick.
+func TestLibraryCallsAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, err string
+	}{
+		{"gsub of many matches", `return #(string.gsub(string.rep("x", 200000), "x", "yy")) == 400000`, ""},
+		{"gsub of a huge result", `string.gsub(string.rep("x", 256), "x", string.rep("y", 65536))`, "string.gsub: result larger than"},
+		{"gsub with too many matches", `string.gsub(string.rep("x", 300000), "", "")`, "string.gsub: more than"},
+		{"concat of one string many times", `local t, s = {}, string.rep("x", 1048576) for i = 1, 200 do t[i] = s end table.concat(t)`, "table.concat: result larger than"},
+		{"concat", `return table.concat({"a", "b", 1}, ",") == "a,b,1"`, ""},
+		{"format of a huge width", `string.format("%999999999d", 1)`, "invalid format (width too long)"},
+		{"format of a huge precision", `string.format("%.999f", 1)`, "invalid format (precision too long)"},
+		{"format", `return string.format("%-5s|%05.1f|%%|%d", "a", 2.25, 3) == "a    |002.2|%|3"`, ""},
+		{"no register dump", `return _printregs == nil`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := "function InterpretHealth(o)\n" + tc.body + "\nend"
+			if !strings.HasPrefix(tc.body, "return") {
+				script = "function InterpretHealth(o)\n" + tc.body + "\nreturn true end"
+			}
+			in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", script)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			healthy, err := in.InterpretHealth(context.Background(), widget(nil))
+			if took := time.Since(start); took > 5*DefaultTimeout {
+				t.Errorf("took %v, past the timeout of %v", took, DefaultTimeout)
+			}
+			switch {
+			case tc.err == "" && (err != nil || !healthy):
+				t.Errorf("healthy %t, %v; want true", healthy, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("err %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
