@@ -7,12 +7,29 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// shapes remembers the Lua tables that came from the input objects, each true when it was a JSON array: an empty
-// one goes back as [] or {}, as it came. An empty table the script made itself has no shape to keep.
-type shapes map[*lua.LTable]bool
+// shapes remembers the shapes of the input objects, so that an empty table in a result goes back as [] or {}:
+// the Lua tables that came from them (true when the table was a JSON array), and the field paths at which they
+// held an array or an object ("spec.template.spec.tolerations"; every element of an array is at "*").
+type shapes struct {
+	tables map[*lua.LTable]bool
+	paths  map[string]bool
+}
 
-// toLua converts a JSON-like Go value (maps, slices, strings, numbers, bools, nil) into a Lua value.
-func toLua(L *lua.LState, v any, arrays shapes) lua.LValue {
+func newShapes() shapes {
+	return shapes{tables: map[*lua.LTable]bool{}, paths: map[string]bool{}}
+}
+
+// field is the path of key under path.
+func field(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// toLua converts a JSON-like Go value (maps, slices, strings, numbers, bools, nil) at path into a Lua value,
+// noting in arrays the shapes it converts.
+func toLua(L *lua.LState, v any, arrays shapes, path string) lua.LValue {
 	switch v := v.(type) {
 	case nil:
 		return lua.LNil
@@ -33,19 +50,26 @@ func toLua(L *lua.LState, v any, arrays shapes) lua.LValue {
 	case map[string]any:
 		t := L.CreateTable(0, len(v))
 		for k, e := range v {
-			t.RawSetString(k, toLua(L, e, arrays))
+			t.RawSetString(k, toLua(L, e, arrays, field(path, k)))
 		}
-		arrays[t] = false
+		arrays.note(t, path, false)
 		return t
 	case []any:
 		t := L.CreateTable(len(v), 0)
 		for _, e := range v {
-			t.Append(toLua(L, e, arrays))
+			t.Append(toLua(L, e, arrays, field(path, "*")))
 		}
-		arrays[t] = true
+		arrays.note(t, path, true)
 		return t
 	default:
 		return lua.LString(fmt.Sprint(v))
+	}
+}
+
+func (s shapes) note(t *lua.LTable, path string, array bool) {
+	s.tables[t] = array
+	if _, seen := s.paths[path]; !seen && path != "" {
+		s.paths[path] = array
 	}
 }
 
@@ -54,15 +78,17 @@ const maxDepth = 100
 
 // fromLua converts a Lua value into a JSON-like Go value: tables with keys 1..n become slices, other tables maps
 // with string keys; whole numbers become int64 and other numbers float64. An empty table is a slice when it came
-// from an array (per arrays) and a map otherwise. With dropMade (a status, which has no object to follow), an
-// empty table the script made itself as a field of an object is left out, as Karmada leaves it out: whether it
-// stands for [] or {} cannot be known, and the wrong one would make the API server refuse the status
-// (conditions: {}). In an object (Retain, ReviseReplica) it stays {}: selfSigned: {} means something.
+// from an array, or when the script made it where the input objects held an array (a list filtered down to
+// nothing: tolerations = {}), and a map when it came from an object or sits where they held one. Otherwise, with
+// dropMade (a status, which has no object to follow, or a value decoded into a Go type, where a field left out is
+// empty), such a table as a field of an object is left out, as Karmada leaves it out: whether it stands for [] or
+// {} cannot be known, and the wrong one would be refused (conditions: {}). In an object (Retain, ReviseReplica) it
+// stays {}: selfSigned: {} means something.
 func fromLua(v lua.LValue, arrays shapes, dropMade bool) (any, error) {
-	return fromLuaDepth(v, arrays, dropMade, 0)
+	return fromLuaAt(v, arrays, dropMade, "", 0)
 }
 
-func fromLuaDepth(v lua.LValue, arrays shapes, dropMade bool, depth int) (any, error) {
+func fromLuaAt(v lua.LValue, arrays shapes, dropMade bool, path string, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels (a table that contains itself?)", maxDepth)
 	}
@@ -76,7 +102,7 @@ func fromLuaDepth(v lua.LValue, arrays shapes, dropMade bool, depth int) (any, e
 	case lua.LNumber:
 		return number(float64(v)), nil
 	case *lua.LTable:
-		return tableFromLua(v, arrays, dropMade, depth)
+		return tableFromLua(v, arrays, dropMade, path, depth)
 	default:
 		return nil, fmt.Errorf("cannot convert a Lua %s to JSON", v.Type())
 	}
@@ -89,7 +115,16 @@ func number(f float64) any {
 	return f
 }
 
-func tableFromLua(t *lua.LTable, arrays shapes, dropMade bool, depth int) (any, error) {
+// emptyShape is what an empty table at path stands for: an array or not, and whether that is known.
+func (s shapes) emptyShape(t *lua.LTable, path string) (array, known bool) {
+	if array, came := s.tables[t]; came {
+		return array, true
+	}
+	array, known = s.paths[path]
+	return array, known
+}
+
+func tableFromLua(t *lua.LTable, arrays shapes, dropMade bool, path string, depth int) (any, error) {
 	n := t.Len()
 	count := 0
 	allStrings := true
@@ -100,14 +135,15 @@ func tableFromLua(t *lua.LTable, arrays shapes, dropMade bool, depth int) (any, 
 		}
 	})
 	switch {
-	case count == 0 && arrays[t]:
-		return []any{}, nil
 	case count == 0:
+		if array, _ := arrays.emptyShape(t, path); array {
+			return []any{}, nil
+		}
 		return map[string]any{}, nil
 	case n == count:
 		out := make([]any, 0, n)
 		for i := 1; i <= n; i++ {
-			e, err := fromLuaDepth(t.RawGetInt(i), arrays, dropMade, depth+1)
+			e, err := fromLuaAt(t.RawGetInt(i), arrays, dropMade, field(path, "*"), depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -123,13 +159,14 @@ func tableFromLua(t *lua.LTable, arrays shapes, dropMade bool, depth int) (any, 
 		if err != nil {
 			return
 		}
+		at := field(path, string(k.(lua.LString)))
 		if et, ok := e.(*lua.LTable); ok && dropMade && empty(et) {
-			if _, came := arrays[et]; !came {
+			if _, known := arrays.emptyShape(et, at); !known {
 				return
 			}
 		}
 		var g any
-		if g, err = fromLuaDepth(e, arrays, dropMade, depth+1); err != nil {
+		if g, err = fromLuaAt(e, arrays, dropMade, at, depth+1); err != nil {
 			err = fmt.Errorf("%s: %w", k, err)
 			return
 		}

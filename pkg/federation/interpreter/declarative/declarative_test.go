@@ -382,4 +382,42 @@ end`}
 	if err != nil || len(got) != 1 || got[0].Name != "c" {
 		t.Errorf("one dependency: %v (%v)", got, err)
 	}
+
+	// A list filtered into a new table the script made: where the object held a list, nothing kept is [].
+	retain.Spec.Customizations.Retention.LuaScript = `
+function Retain(desiredObj, observedObj)
+  local kept = {}
+  for _, t in ipairs(desiredObj.spec.tolerations) do
+    if t.key ~= "drop-me" then table.insert(kept, t) end
+  end
+  desiredObj.spec.tolerations = kept
+  desiredObj.spec.made = {}
+  return desiredObj
+end`
+	if rin, err = New([]configv1alpha1.ResourceInterpreterCustomization{retain}); err != nil {
+		t.Fatal(err)
+	}
+	w := widget(map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"key": "drop-me"}}}})
+	if kept, err = rin.Retain(ctx, w, w.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if spec := kept.Object["spec"].(map[string]any); fmt.Sprint(spec["tolerations"]) != "[]" || fmt.Sprintf("%#v", spec["made"]) != "map[string]interface {}{}" {
+		t.Errorf("Retain's spec: %#v, want tolerations [] and made {}", spec)
+	}
+
+	// A value decoded into a Go type: an empty table the script made for a list is an empty list.
+	replicas := configv1alpha1.ResourceInterpreterCustomization{}
+	replicas.Name = "n"
+	replicas.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	replicas.Spec.Customizations.ReplicaResource = &configv1alpha1.ReplicaResourceRequirement{LuaScript: `
+function GetReplicas(obj)
+  local req = {resourceRequest = {cpu = "100m"}, nodeClaim = {tolerations = {}}}
+  return 2, req
+end`}
+	if in, err = New([]configv1alpha1.ResourceInterpreterCustomization{replicas}); err != nil {
+		t.Fatal(err)
+	}
+	if n, req, err := in.InterpretReplica(ctx, widget(nil)); err != nil || n != 2 || req.ResourceRequest.Cpu().String() != "100m" {
+		t.Errorf("GetReplicas with nodeClaim.tolerations = {}: %d, %+v, %v", n, req, err)
+	}
 }

@@ -86,12 +86,12 @@ func (i *Interpreter) script(obj *unstructured.Unstructured, op interpreter.Oper
 func (i *Interpreter) run(ctx context.Context, obj *unstructured.Unstructured, op interpreter.Operation, nret int, args ...any) ([]lua.LValue, shapes, error) {
 	s, err := i.script(obj, op)
 	if err != nil {
-		return nil, nil, err
+		return nil, shapes{}, err
 	}
 	return i.vms.call(ctx, i.limits, s, nret, func(L *lua.LState, arrays shapes) []lua.LValue {
 		out := make([]lua.LValue, len(args))
 		for k, a := range args {
-			out[k] = toLua(L, a, arrays)
+			out[k] = toLua(L, a, arrays, "")
 		}
 		return out
 	})
@@ -225,7 +225,7 @@ func (i *Interpreter) InterpretDependency(ctx context.Context, obj *unstructured
 // asList marks v, a result that must be a list, as one: an empty table is then [] (no dependencies), not {}.
 func asList(v lua.LValue, arrays shapes) {
 	if t, ok := v.(*lua.LTable); ok {
-		arrays[t] = true
+		arrays.tables[t] = true
 	}
 }
 
@@ -241,13 +241,14 @@ func toInt32(v lua.LValue) (int32, error) {
 	return int32(f), nil
 }
 
-// decode converts v into out through JSON; its errors read after "... that".
+// decode converts v into out through JSON; its errors read after "... that". Empty objects are dropped first, as
+// tableInto drops them: an empty table the script made for a list (tolerations = {}) means an empty list.
 func decode(v lua.LValue, arrays shapes, out any) error {
 	g, err := fromLua(v, arrays, false)
 	if err != nil {
 		return fmt.Errorf("cannot be converted: %w", err)
 	}
-	data, err := json.Marshal(g)
+	data, err := json.Marshal(pruneEmpty(g))
 	if err != nil {
 		return fmt.Errorf("cannot be converted: %w", err)
 	}

@@ -70,20 +70,20 @@ func (p *pool) call(ctx context.Context, lim limits, s *script, nret int, args f
 	chunk.Env = env
 	L.Push(chunk)
 	if err := L.PCall(0, 0, nil); err != nil {
-		return nil, nil, callError(m, s, lim.timeout, err)
+		return nil, shapes{}, callError(m, s, lim.timeout, err)
 	}
 	fn, isFn := env.RawGetString(s.fn).(*lua.LFunction)
 	if !isFn {
-		return nil, nil, fmt.Errorf("%s: the script does not define function %s", s.name, s.fn)
+		return nil, shapes{}, fmt.Errorf("%s: the script does not define function %s", s.name, s.fn)
 	}
-	arrays := shapes{}
+	arrays := newShapes()
 	in := args(L, arrays)
 	L.Push(fn)
 	for _, a := range in {
 		L.Push(a)
 	}
 	if err := L.PCall(len(in), nret, nil); err != nil {
-		return nil, nil, callError(m, s, lim.timeout, err)
+		return nil, shapes{}, callError(m, s, lim.timeout, err)
 	}
 	out := make([]lua.LValue, nret)
 	for i := range out {
