@@ -12,7 +12,8 @@ import (
 const (
 	// maxString bounds the strings string.rep, string.gsub, string.format and table.concat build.
 	maxString = 1 << 20
-	// maxMatches bounds how many matches one string.gsub replaces: gopher-lua finds them all first.
+	// maxMatches bounds how many matches one string.gsub or string.gmatch goes through: gopher-lua finds them all
+	// first.
 	maxMatches = 1 << 18
 	// maxFormatDigits bounds a string.format width or precision, as Lua's own string.format does.
 	maxFormatDigits = 2
@@ -26,6 +27,11 @@ func boundLibraries(L *lua.LState, str, tab *lua.LTable) {
 	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
 		checkFormat(L, L.CheckString(1))
 		return format(L)
+	}))
+	gmatch := str.RawGetString("gmatch").(*lua.LFunction).GFunction
+	str.RawSetString("gmatch", L.NewFunction(func(L *lua.LState) int {
+		findBounded(L, "string.gmatch", L.CheckString(1), L.CheckString(2), maxMatches+1)
+		return gmatch(L)
 	}))
 	concat := tab.RawGetString("concat").(*lua.LFunction).GFunction
 	tab.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
@@ -50,53 +56,84 @@ func stringRep(L *lua.LState) int {
 
 // stringGsub is gopher-lua's string.gsub (which Karmada's scripts run on, replacement strings included: %0-%9, %%,
 // and any other %c kept as it is), built in one pass: gopher-lua's copies the whole string again for every match,
-// so that a long string with many matches took minutes. Its result and its matches are bounded.
+// so that a long string with many matches took minutes. Its result, built piece by piece, and its matches are
+// bounded. A limit of 0 replaces nothing, as in Lua (gopher-lua then replaces every match if the first is at the
+// start).
 func stringGsub(L *lua.LState) int {
 	str := L.CheckString(1)
 	pat := L.CheckString(2)
 	L.CheckTypes(3, lua.LTString, lua.LTTable, lua.LTFunction)
 	repl := L.CheckAny(3)
 	limit := L.OptInt(4, -1)
-	if limit < 0 || limit > maxMatches {
-		limit = maxMatches + 1
+	var matches []*pm.MatchData
+	if limit != 0 {
+		if limit < 0 || limit > maxMatches {
+			limit = maxMatches + 1
+		}
+		matches = findBounded(L, "string.gsub", str, pat, limit)
 	}
-	matches, err := pm.Find(pat, []byte(str), 0, limit)
-	if err != nil {
-		L.RaiseError("%s", err.Error())
+	if len(matches) == 0 {
+		L.SetTop(1) // the subject as it came, a number too, as gopher-lua answers
+		L.Push(lua.LNumber(0))
+		return 2
 	}
-	if len(matches) > maxMatches {
-		L.RaiseError("string.gsub: more than %d matches", maxMatches)
-	}
-	var b strings.Builder
+	b := &boundedBuilder{fn: "string.gsub"}
 	last := 0
 	for _, m := range matches {
 		start, end := m.Capture(0), m.Capture(1)
-		b.WriteString(str[last:start])
-		if r, ok := replacement(L, str, m, repl); ok {
-			b.WriteString(r)
-		} else {
-			b.WriteString(str[start:end])
+		b.write(L, str[last:start])
+		if !replace(L, b, str, m, repl) {
+			b.write(L, str[start:end])
 		}
 		last = end
-		if b.Len() > maxString {
-			L.RaiseError("string.gsub: result larger than %d bytes", maxString)
-		}
 	}
-	b.WriteString(str[last:])
+	b.write(L, str[last:])
 	L.Push(lua.LString(b.String()))
 	L.Push(lua.LNumber(len(matches)))
 	return 2
 }
 
-// replacement is what a match of str is replaced by: repl expanded, or the value repl (a table or function) gives
-// for the first capture or the whole match; ok is false when that value is nil or false (the match stays).
-func replacement(L *lua.LState, str string, m *pm.MatchData, repl lua.LValue) (string, bool) {
+// findBounded finds at most limit matches of pat in str, refusing more than maxMatches: gopher-lua finds them all
+// before it replaces or iterates any.
+func findBounded(L *lua.LState, fn, str, pat string, limit int) []*pm.MatchData {
+	matches, err := pm.Find(pat, []byte(str), 0, limit)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	if len(matches) > maxMatches {
+		L.RaiseError("%s: more than %d matches", fn, maxMatches)
+	}
+	return matches
+}
+
+// boundedBuilder builds a string of at most maxString bytes, refusing a write past it before making it.
+type boundedBuilder struct {
+	strings.Builder
+	fn string
+}
+
+func (b *boundedBuilder) write(L *lua.LState, s string) {
+	if b.Len()+len(s) > maxString {
+		L.RaiseError("%s: result larger than %d bytes", b.fn, maxString)
+	}
+	b.WriteString(s)
+}
+
+// replace writes what a match of str is replaced by: repl expanded, or the value repl (a table or function) gives
+// for the first capture or the whole match. It reports false, writing nothing, when that value is nil or false
+// (the match stays).
+func replace(L *lua.LState, b *boundedBuilder, str string, m *pm.MatchData, repl lua.LValue) bool {
 	switch r := repl.(type) {
 	case lua.LString:
-		return expand(L, str, m, string(r)), true
+		expand(L, b, str, m, string(r))
+		return true
 	case *lua.LTable:
 		v := L.GetTable(r, capture(L, str, m, firstCapture(m)))
-		return lua.LVAsString(v), !lua.LVIsFalse(v)
+		if lua.LVIsFalse(v) {
+			return false
+		}
+		b.write(L, lua.LVAsString(v))
+		return true
 	case *lua.LFunction:
 		L.Push(r)
 		nargs := 1
@@ -112,33 +149,34 @@ func replacement(L *lua.LState, str string, m *pm.MatchData, repl lua.LValue) (s
 		L.Call(nargs, 1)
 		v := L.Get(-1)
 		L.Pop(1)
-		return lua.LVAsString(v), !lua.LVIsFalse(v)
+		if lua.LVIsFalse(v) {
+			return false
+		}
+		b.write(L, lua.LVAsString(v))
+		return true
 	}
-	return "", false
+	return false
 }
 
-// expand is a replacement string with its %-escapes filled in, as gopher-lua fills them: %d is capture d (%0 and,
-// without captures, %1 the whole match), %% a %, any other %c stays %c.
-func expand(L *lua.LState, str string, m *pm.MatchData, repl string) string {
-	var b strings.Builder
+// expand writes a replacement string with its %-escapes filled in, as gopher-lua fills them: %d is capture d (%0
+// and, without captures, %1 the whole match), %% a %, any other %c stays %c.
+func expand(L *lua.LState, b *boundedBuilder, str string, m *pm.MatchData, repl string) {
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
 		if c != '%' || i == len(repl)-1 {
-			b.WriteByte(c)
+			b.write(L, repl[i:i+1])
 			continue
 		}
 		i++
 		switch d := repl[i]; {
 		case d == '%':
-			b.WriteByte('%')
+			b.write(L, "%")
 		case d >= '0' && d <= '9':
-			b.WriteString(lua.LVAsString(capture(L, str, m, 2*int(d-'0'))))
+			b.write(L, lua.LVAsString(capture(L, str, m, 2*int(d-'0'))))
 		default:
-			b.WriteByte('%')
-			b.WriteByte(d)
+			b.write(L, repl[i-1:i+1])
 		}
 	}
-	return b.String()
 }
 
 // firstCapture is the capture index a table replacement looks up: the first capture, or the whole match.
@@ -164,20 +202,22 @@ func capture(L *lua.LState, str string, m *pm.MatchData, idx int) lua.LValue {
 	return lua.LString(str[m.Capture(idx):m.Capture(idx+1)])
 }
 
-// checkFormat refuses a string.format width or precision of more than two digits, as Lua does: Go's fmt would
-// pad to any width asked ("%999999999d").
+// checkFormat refuses a string.format that Lua would refuse, or whose result would pass maxString, before Go's
+// fmt builds it (gopher-lua hands the format to fmt.Sprintf, which pads to any width and knows Go's argument
+// indexes): a width or precision of more than two digits, as Lua has it, or a conversion with [ or *.
 func checkFormat(L *lua.LState, format string) {
+	size, arg := len(format), 2
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			continue
 		}
-		i++
-		if i < len(format) && format[i] == '%' {
+		if i++; i == len(format) || format[i] == '%' {
 			continue
 		}
 		for i < len(format) && strings.IndexByte("-+ #0", format[i]) >= 0 {
 			i++
 		}
+		pad := 0
 		for _, part := range []string{"width", "precision"} {
 			if part == "precision" {
 				if i >= len(format) || format[i] != '.' {
@@ -192,7 +232,19 @@ func checkFormat(L *lua.LState, format string) {
 			if digits > maxFormatDigits {
 				L.RaiseError("invalid format (%s too long)", part)
 			}
+			pad += 100
 		}
+		if i < len(format) && (format[i] == '[' || format[i] == '*') {
+			L.RaiseError("invalid format (%q is not Lua's)", format[i])
+		}
+		n := 64 // a number's digits
+		if i < len(format) && strings.IndexByte("sqv", format[i]) >= 0 {
+			n = 2 * len(L.Get(arg).String()) // %q may escape every byte
+		}
+		if size += pad + n; size > maxString {
+			L.RaiseError("string.format: result larger than %d bytes", maxString)
+		}
+		arg++
 	}
 }
 
@@ -203,8 +255,10 @@ func checkConcat(L *lua.LState) {
 	first, last := max(L.OptInt(3, 1), 1), min(L.OptInt(4, tbl.Len()), tbl.Len())
 	size := 0
 	for i := first; i <= last; i++ {
-		size += len(lua.LVAsString(tbl.RawGetInt(i))) + len(sep)
-		if size > maxString {
+		if i > first {
+			size += len(sep)
+		}
+		if size += len(lua.LVAsString(tbl.RawGetInt(i))); size > maxString {
 			L.RaiseError("table.concat: result larger than %d bytes", maxString)
 		}
 	}

@@ -36,6 +36,8 @@ func TestGsubAsGopherLua(t *testing.T) {
 		`"hello world", "%w+", function(w) if w == "world" then return nil end return w:upper() end`,
 		`"a1b2", "%d", function(d) return d * 2 end`,
 		`"hello", "()(l)", function(p, c) return p .. c end`,
+		`123, "x", "y"`, // no match: the subject as it came, a number
+		`"hello", "l", "L", 0`,
 	} {
 		want := call(t, L, "return string.gsub("+args+")")
 		if got := call(t, L, "return gsub("+args+")"); got != want {
@@ -87,10 +89,17 @@ func TestLibraryCallsAreBounded(t *testing.T) {
 		{"format of a huge precision", `string.format("%.999f", 1)`, "invalid format (precision too long)"},
 		{"format", `return string.format("%-5s|%05.1f|%%|%d", "a", 2.25, 3) == "a    |002.2|%|3"`, ""},
 		{"no register dump", `return _printregs == nil`, ""},
+		{"gsub of a huge replacement of one match", `string.gsub(string.rep("a", 20000), "a+", string.rep("%0", 50000))`, "string.gsub: result larger than"},
+		{"gsub replacing nothing", `return select(2, string.gsub(string.rep("x", 1048576) .. "x", "", "y", 0)) == 0`, ""},
+		{"gmatch with too many matches", `for w in string.gmatch(string.rep("x", 300000), "") do break end`, "string.gmatch: more than"},
+		{"format with Go's argument index", `string.format(string.rep("%.[1]999999f", 300), 1)`, "is not Lua's"},
+		{"format with a star", `string.format("%*d", 5, 1)`, "is not Lua's"},
+		{"format of a huge result", `local s = string.rep("x", 1048576) string.format(string.rep("%s", 3), s, s, s)`, "string.format: result larger than"},
+		{"concat at the limit", `local t = {} for i = 1, 1024 do t[i] = string.rep("x", 1023) end return #table.concat(t, ",") == 1048576 - 1`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := "function InterpretHealth(o)\n" + tc.body + "\nend"
-			if !strings.HasPrefix(tc.body, "return") {
+			if !strings.Contains(tc.body, "return") {
 				script = "function InterpretHealth(o)\n" + tc.body + "\nreturn true end"
 			}
 			in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", script)})
