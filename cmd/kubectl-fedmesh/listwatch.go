@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -139,10 +140,14 @@ func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPr
 	}
 }
 
-// transient reports whether err ends a watch or list in a way that asking again may mend: a connection cut or
-// reset, an API server busy, restarting or timing out (a resource version it has not reached yet included).
+// transient reports whether err ends a watch or list in a way that asking again may mend: a connection cut, reset,
+// refused (an API server restarting) or timed out, an API server busy or timing out (a resource version it has not
+// reached yet included). The caller's own end is told apart before.
 func transient(err error) bool {
+	var netErr net.Error
 	return errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsHTTP2ConnectionLost(err) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &netErr) && netErr.Timeout() ||
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }

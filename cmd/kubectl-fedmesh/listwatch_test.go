@@ -4,17 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
@@ -278,4 +286,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestTransient(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a watch cut mid-event", fmt.Errorf("read watch: %w", io.ErrUnexpectedEOF), true},
+		{"an API server restarting", refused, true},
+		{"a request timing out", fmt.Errorf("Get: %w", context.DeadlineExceeded), true},
+		{"an API server unavailable", apierrors.NewServiceUnavailable("restarting"), true},
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")), false},
+		{"not a table", errors.New(`the API server answered a "Pod", not a table`), false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("%s: transient %t, want %t", tc.name, got, tc.want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package declarative
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -66,6 +67,18 @@ func toLua(L *lua.LState, v any, arrays shapes, path string) lua.LValue {
 	}
 }
 
+// alias lets the shapes noted under the path from count under the path to as well, where to has none of its own:
+// an aggregated status ("status") takes the shapes of the members' ("*.status", in the list of status items).
+func (s shapes) alias(from, to string) {
+	for p, array := range s.paths {
+		if rest, ok := strings.CutPrefix(p, from); ok && (rest == "" || rest[0] == '.') {
+			if _, own := s.paths[to+rest]; !own {
+				s.paths[to+rest] = array
+			}
+		}
+	}
+}
+
 func (s shapes) note(t *lua.LTable, path string, array bool) {
 	s.tables[t] = array
 	if _, seen := s.paths[path]; !seen && path != "" {
@@ -84,8 +97,9 @@ const maxDepth = 100
 // empty), such a table as a field of an object is left out, as Karmada leaves it out: whether it stands for [] or
 // {} cannot be known, and the wrong one would be refused (conditions: {}). In an object (Retain, ReviseReplica) it
 // stays {}: selfSigned: {} means something.
-func fromLua(v lua.LValue, arrays shapes, dropMade bool) (any, error) {
-	return fromLuaAt(v, arrays, dropMade, "", 0)
+// root is the path of v in the input objects' shapes: "" for an object, "status" for a status.
+func fromLua(v lua.LValue, arrays shapes, dropMade bool, root string) (any, error) {
+	return fromLuaAt(v, arrays, dropMade, root, 0)
 }
 
 func fromLuaAt(v lua.LValue, arrays shapes, dropMade bool, path string, depth int) (any, error) {

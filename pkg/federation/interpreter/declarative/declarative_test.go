@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 )
 
@@ -329,6 +331,15 @@ func TestKarmadaShapes(t *testing.T) {
 	if err != nil || string(raw.Raw) != `{"nested":{},"ready":true}` {
 		t.Errorf("script-made empty tables: %s (%v), want them left out", raw.Raw, err)
 	}
+	// Filtered from the object's own list of conditions, nothing kept: [], as the object had a list there.
+	raw, err = reflect(`function ReflectStatus(o)
+  local kept = {}
+  for _, c in ipairs(o.status.conditions) do if c.type ~= "Stale" then table.insert(kept, c) end end
+  return {conditions = kept, replicas = o.status.replicas}
+end`).InterpretStatus(ctx, widget(map[string]any{"status": map[string]any{"replicas": int64(1), "conditions": []any{map[string]any{"type": "Stale"}}}}))
+	if err != nil || string(raw.Raw) != `{"conditions":[],"replicas":1}` {
+		t.Errorf("a status list filtered to nothing: %s (%v), want conditions []", raw.Raw, err)
+	}
 	raw, err = reflect(`function ReflectStatus(o) return {} end`).InterpretStatus(ctx, widget(nil))
 	if err != nil || string(raw.Raw) != `{}` {
 		t.Errorf("an empty status: %s (%v), want {}", raw.Raw, err)
@@ -403,6 +414,24 @@ end`
 	}
 	if spec := kept.Object["spec"].(map[string]any); fmt.Sprint(spec["tolerations"]) != "[]" || fmt.Sprintf("%#v", spec["made"]) != "map[string]interface {}{}" {
 		t.Errorf("Retain's spec: %#v, want tolerations [] and made {}", spec)
+	}
+
+	// An aggregated status takes the shapes of the members' statuses.
+	agg := configv1alpha1.ResourceInterpreterCustomization{}
+	agg.Name = "a"
+	agg.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
+	agg.Spec.Customizations.StatusAggregation = &configv1alpha1.StatusAggregation{LuaScript: `
+function AggregateStatus(desiredObj, statusItems)
+  desiredObj.status = {conditions = {}, made = {}}
+  return desiredObj
+end`}
+	if in, err = New([]configv1alpha1.ResourceInterpreterCustomization{agg}); err != nil {
+		t.Fatal(err)
+	}
+	items := []workv1alpha1.AggregatedStatusItem{{ClusterName: "a", Status: &runtime.RawExtension{Raw: []byte(`{"conditions":[{"type":"Ready"}]}`)}}}
+	aggregated, err := in.AggregateStatus(ctx, widget(nil), items)
+	if err != nil || fmt.Sprint(aggregated.Object["status"]) != "map[conditions:[]]" {
+		t.Errorf("aggregated status %v (%v), want conditions [] and made left out", aggregated.Object["status"], err)
 	}
 
 	// A value decoded into a Go type: an empty table the script made for a list is an empty list.

@@ -166,6 +166,7 @@ func (i *Interpreter) AggregateStatus(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
+	arrays.alias("*.status", "status")
 	return toObject("AggregateStatus", out[0], arrays, true)
 }
 
@@ -181,7 +182,7 @@ func (i *Interpreter) InterpretStatus(ctx context.Context, obj *unstructured.Uns
 	if _, ok := out[0].(*lua.LTable); !ok {
 		return nil, fmt.Errorf("ReflectStatus returned a %s, want a table (or nil for no status)", out[0].Type())
 	}
-	v, err := fromLua(out[0], arrays, true)
+	v, err := fromLua(out[0], arrays, true, "status")
 	if err != nil {
 		return nil, fmt.Errorf("ReflectStatus returned a status that %w", err)
 	}
@@ -244,7 +245,7 @@ func toInt32(v lua.LValue) (int32, error) {
 // decode converts v into out through JSON; its errors read after "... that". Empty objects are dropped first, as
 // tableInto drops them: an empty table the script made for a list (tolerations = {}) means an empty list.
 func decode(v lua.LValue, arrays shapes, out any) error {
-	g, err := fromLua(v, arrays, false)
+	g, err := fromLua(v, arrays, false, "")
 	if err != nil {
 		return fmt.Errorf("cannot be converted: %w", err)
 	}
@@ -263,7 +264,7 @@ func toObject(fn string, v lua.LValue, arrays shapes, dropMade bool) (*unstructu
 	if _, ok := v.(*lua.LTable); !ok {
 		return nil, fmt.Errorf("%s returned a %s, want an object", fn, v.Type())
 	}
-	g, err := fromLua(v, arrays, dropMade)
+	g, err := fromLua(v, arrays, dropMade, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s returned an object that cannot be converted: %w", fn, err)
 	}

@@ -89,7 +89,7 @@ func checkQuantity(L *lua.LState, n int) resource.Quantity {
 // tableInto decodes the table at argument n into out through JSON. Empty tables are dropped first: whether they
 // were arrays or objects, they mean the same as an absent field to a typed decode.
 func tableInto(L *lua.LState, n int, out any) {
-	v, err := fromLua(L.CheckTable(n), shapes{}, false)
+	v, err := fromLua(L.CheckTable(n), shapes{}, false, "")
 	if err == nil {
 		var data []byte
 		if data, err = json.Marshal(pruneEmpty(v)); err == nil {
