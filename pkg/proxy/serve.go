@@ -186,8 +186,13 @@ func stampLabels(r *http.Request, namespace string) error {
 	contentType := r.Header.Get("Content-Type")
 	if media, _, _ := mime.ParseMediaType(contentType); media == "application/yaml" {
 		// The API server takes YAML, and JSON as well: the label is stamped on the object's JSON.
-		// Strict: a duplicate key, which the API server would refuse or warn of, is refused here.
-		if body, err = yaml.YAMLToJSONStrict(body); err != nil {
+		// A duplicate key is refused as the API server refuses it with fieldValidation=Strict, and otherwise
+		// taken last as it takes it.
+		toJSON := yaml.YAMLToJSON
+		if r.URL.Query().Get("fieldValidation") == "Strict" {
+			toJSON = yaml.YAMLToJSONStrict
+		}
+		if body, err = toJSON(body); err != nil {
 			return fmt.Errorf("stamp shard label: %w", err)
 		}
 		contentType = "application/json"

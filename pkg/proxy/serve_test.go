@@ -114,7 +114,9 @@ func TestLabelModeStampsObjectsOnly(t *testing.T) {
 			want: "application/json " + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{` + bucket + `}}}`},
 		{path: "pods/web/proxy/orders", contentType: "application/json", body: `{"item":"book"}`, want: `application/json {"item":"book"}`},
 		{path: "pods/web/exec?command=sh", upgrade: true, want: " "},
-		{path: "pods", contentType: "application/yaml", body: "metadata: {name: p}\nmetadata: {name: q}\n", want: "400"},
+		{path: "pods?fieldValidation=Strict", contentType: "application/yaml", body: "metadata: {name: p}\nmetadata: {name: q}\n", want: "400"},
+		{path: "pods", contentType: "application/yaml", body: "metadata: {name: p}\nmetadata: {name: q}\n",
+			want: "application/json " + `{"metadata":{"name":"q","labels":{` + bucket + `}}}`},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/"+mine+"/"+tc.path, strings.NewReader(tc.body))
 		if tc.contentType != "" {
