@@ -9,10 +9,9 @@ import (
 // RolledOut reports whether the stable pods run the canary's version: every canary pod has the same images (by
 // container name), and every stable pod has exactly those. Whoever rolls the stable shards (the user, or the
 // operator's workload controller) changes their pod templates; the manager only watches the result. With no
-// canary pod, or fewer stable pods than shards (a shard's old pod is going and its new one is not there yet), it
-// is false.
-func RolledOut(stable, canary []corev1.Pod, shards int) bool {
-	if len(stable) == 0 || len(stable) < shards || len(canary) == 0 {
+// stable or no canary pod it is false.
+func RolledOut(stable, canary []corev1.Pod) bool {
+	if len(stable) == 0 || len(canary) == 0 {
 		return false
 	}
 	want := Images(&canary[0])

@@ -150,7 +150,9 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	obs := canary.Observation{
 		Owned: owned, Requests: m.Requests, Errors: m.Errors, BreakerTrips: m.BreakerTrips, Restarts: m.Restarts,
 		Ready: m.Ready, Total: m.Total, Action: sc.Spec.Canary.Action,
-		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary, int(sc.Spec.Shards)),
+		// Every shard with a pod too: one whose old pod is going and whose new one is not there yet has not
+		// rolled out, and the canary's namespaces must not go back to it yet.
+		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary) && pods.everyShard(int(sc.Spec.Shards)),
 	}
 	promotion := sc.Spec.Canary.Promotion
 	var promo *meshv1alpha1.CanaryPromotionStatus

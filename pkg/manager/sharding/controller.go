@@ -237,6 +237,18 @@ func (r *Reconciler) configsOfPod(ctx context.Context, obj client.Object) []reco
 // shardPods are the live pods of the stable shards and of the canary.
 type shardPods struct {
 	stable, canary []corev1.Pod
+	// stableShards are the ordinals of the stable pods.
+	stableShards map[int]bool
+}
+
+// everyShard reports whether each of the first n shards has a stable pod.
+func (p shardPods) everyShard(n int) bool {
+	for i := range n {
+		if !p.stableShards[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // canaryShardOf is the canary's shard ID: the one after the stable shards. Its pods are those of

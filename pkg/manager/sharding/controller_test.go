@@ -161,6 +161,10 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	if len(pods.stable) != 1 || pods.stable[0].Name != "op-0" {
 		t.Fatalf("stable pods = %v, want only op-0 (the rollout measures the pods that are not going away)", pods.stable)
 	}
+	// Shard 1's pod is going and its next one is not there yet: not every shard has rolled out.
+	if !pods.everyShard(1) || pods.everyShard(2) {
+		t.Errorf("stable shards %v: want shard 0 alone", pods.stableShards)
+	}
 	r.setDefaults()
 	r.ProxyLease = 30 * time.Second
 	r.serving = time.Now()

@@ -67,6 +67,10 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
 		if ordinal < int(sc.Spec.Shards) && p.DeletionTimestamp == nil {
 			pods.stable = append(pods.stable, p)
+			if pods.stableShards == nil {
+				pods.stableShards = map[int]bool{}
+			}
+			pods.stableShards[ordinal] = true
 		}
 	}
 	if sc.Spec.Canary == nil {
