@@ -24,21 +24,26 @@ const (
 	testKind       = "Widget"
 )
 
-// health is a customization of Widget with only an InterpretHealth script.
-func health(name, script string) configv1alpha1.ResourceInterpreterCustomization {
+// customization is a customization of Widget whose scripts set puts in.
+func customization(name string, set func(*configv1alpha1.CustomizationRules)) configv1alpha1.ResourceInterpreterCustomization {
 	c := configv1alpha1.ResourceInterpreterCustomization{}
 	c.Name = name
 	c.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	c.Spec.Customizations.HealthInterpretation = &configv1alpha1.HealthInterpretation{LuaScript: script}
+	set(&c.Spec.Customizations)
 	return c
 }
 
+// health is a customization of Widget with only an InterpretHealth script.
+func health(name, script string) configv1alpha1.ResourceInterpreterCustomization {
+	return customization(name, func(r *configv1alpha1.CustomizationRules) {
+		r.HealthInterpretation = &configv1alpha1.HealthInterpretation{LuaScript: script}
+	})
+}
+
 func status(name, script string) configv1alpha1.ResourceInterpreterCustomization {
-	c := configv1alpha1.ResourceInterpreterCustomization{}
-	c.Name = name
-	c.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	c.Spec.Customizations.StatusReflection = &configv1alpha1.StatusReflection{LuaScript: script}
-	return c
+	return customization(name, func(r *configv1alpha1.CustomizationRules) {
+		r.StatusReflection = &configv1alpha1.StatusReflection{LuaScript: script}
+	})
 }
 
 func widget(fields map[string]any) *unstructured.Unstructured {
@@ -350,14 +355,13 @@ end`).InterpretStatus(ctx, widget(map[string]any{"status": map[string]any{"repli
 	}
 
 	// In an object an empty table stays: {} means something there (a cert-manager Issuer's selfSigned: {}).
-	retain := configv1alpha1.ResourceInterpreterCustomization{}
-	retain.Name = "r"
-	retain.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	retain.Spec.Customizations.Retention = &configv1alpha1.LocalValueRetention{LuaScript: `
+	retain := customization("r", func(r *configv1alpha1.CustomizationRules) {
+		r.Retention = &configv1alpha1.LocalValueRetention{LuaScript: `
 function Retain(desiredObj, observedObj)
   desiredObj.spec = {selfSigned = {}}
   return desiredObj
 end`}
+	})
 	rin, err := New([]configv1alpha1.ResourceInterpreterCustomization{retain})
 	if err != nil {
 		t.Fatal(err)
@@ -370,10 +374,8 @@ end`}
 		t.Errorf("Retain's spec.selfSigned: %v (present %v), want {}", v, ok)
 	}
 
-	deps := configv1alpha1.ResourceInterpreterCustomization{}
-	deps.Name = "d"
-	deps.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	deps.Spec.Customizations.DependencyInterpretation = &configv1alpha1.DependencyInterpretation{LuaScript: `
+	deps := customization("d", func(r *configv1alpha1.CustomizationRules) {
+		r.DependencyInterpretation = &configv1alpha1.DependencyInterpretation{LuaScript: `
 function GetDependencies(desiredObj)
   local refs = {}
   if desiredObj.spec ~= nil and desiredObj.spec.config ~= nil then
@@ -381,6 +383,7 @@ function GetDependencies(desiredObj)
   end
   return refs
 end`}
+	})
 	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{deps})
 	if err != nil {
 		t.Fatal(err)
@@ -417,14 +420,13 @@ end`
 	}
 
 	// An aggregated status takes the shapes of the members' statuses.
-	agg := configv1alpha1.ResourceInterpreterCustomization{}
-	agg.Name = "a"
-	agg.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	agg.Spec.Customizations.StatusAggregation = &configv1alpha1.StatusAggregation{LuaScript: `
+	agg := customization("a", func(r *configv1alpha1.CustomizationRules) {
+		r.StatusAggregation = &configv1alpha1.StatusAggregation{LuaScript: `
 function AggregateStatus(desiredObj, statusItems)
   desiredObj.status = {conditions = {}, made = {}}
   return desiredObj
 end`}
+	})
 	if in, err = New([]configv1alpha1.ResourceInterpreterCustomization{agg}); err != nil {
 		t.Fatal(err)
 	}
@@ -435,14 +437,13 @@ end`}
 	}
 
 	// A value decoded into a Go type: an empty table the script made for a list is an empty list.
-	replicas := configv1alpha1.ResourceInterpreterCustomization{}
-	replicas.Name = "n"
-	replicas.Spec.Target = configv1alpha1.CustomizationTarget{APIVersion: testAPIVersion, Kind: testKind}
-	replicas.Spec.Customizations.ReplicaResource = &configv1alpha1.ReplicaResourceRequirement{LuaScript: `
+	replicas := customization("n", func(r *configv1alpha1.CustomizationRules) {
+		r.ReplicaResource = &configv1alpha1.ReplicaResourceRequirement{LuaScript: `
 function GetReplicas(obj)
   local req = {resourceRequest = {cpu = "100m"}, nodeClaim = {tolerations = {}}}
   return 2, req
 end`}
+	})
 	if in, err = New([]configv1alpha1.ResourceInterpreterCustomization{replicas}); err != nil {
 		t.Fatal(err)
 	}
