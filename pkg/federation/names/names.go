@@ -148,7 +148,8 @@ func join(a, b string) string {
 	if len(suffix) > validation.DNS1123SubdomainMaxLength/2 {
 		suffix = fmt.Sprintf("-%08x", h.Sum32())
 	}
-	return strings.TrimRight(a[:validation.DNS1123SubdomainMaxLength-len(suffix)], "-.") + suffix
+	// a may be short when b is long (a Cluster's name has room for 253 characters): it is then kept whole.
+	return strings.TrimRight(a[:min(len(a), validation.DNS1123SubdomainMaxLength-len(suffix))], "-.") + suffix
 }
 
 // Taints on Clusters, put by the cluster controller and read by the scheduler.

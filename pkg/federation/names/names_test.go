@@ -31,6 +31,13 @@ func TestNames(t *testing.T) {
 			t.Errorf("%q lost its readable suffix", n)
 		}
 	}
+	// A Cluster's name may be 253 characters long: with a short binding, the Work's name is the binding's and a
+	// hash.
+	longCluster := strings.Repeat("c", 240)
+	n := Work("web-deployment", longCluster)
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 || !strings.HasPrefix(n, "web-deployment-") || n == Work("web-deployment", longCluster+"d") {
+		t.Errorf("a long cluster's Work %q: %v", n, errs)
+	}
 }
 
 func TestLabelValue(t *testing.T) {
