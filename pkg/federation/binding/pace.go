@@ -65,13 +65,18 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		}
 		workloads[cluster] = &u
 		stuck := !known || ptr.Deref(w.Spec.SuspendDispatching, false)
-		members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: phase, Stuck: stuck})
+		m := rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: phase, Stuck: stuck}
+		if phase == rollout.Rolling {
+			m.Granted = rollout.Granted(existing[cluster])
+		}
+		members = append(members, m)
 	}
 	for cluster, w := range existing {
 		if desired[cluster] == nil && w.Annotations[names.RolloutPhaseAnnotation] == rollout.Rolling.String() {
 			// Its turn goes on though its Work is not written this pass (it could not be rendered): its pods still
 			// count against the budget.
-			members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: rollout.Rolling})
+			members = append(members, rollout.Member{Name: cluster, Replicas: replicas[cluster], Phase: rollout.Rolling,
+				Granted: rollout.Granted(w)})
 		}
 	}
 	p := &pacing{phases: map[string]rollout.Phase{}, grants: rollout.Plan(unavailable, surge, members)}

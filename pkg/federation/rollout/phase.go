@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -108,6 +109,24 @@ func Classify(existing *workv1alpha1.Work, desired *unstructured.Unstructured) (
 	default:
 		return Waiting, true, nil
 	}
+}
+
+// Granted is the share of the budget a cluster's Work gives it while its turn goes on: the rolling update Amend
+// wrote into its workload. It is zero when the Work is not rolling, or says nothing Amend would write.
+func Granted(existing *workv1alpha1.Work) Grant {
+	if existing == nil || existing.Annotations[names.RolloutPhaseAnnotation] != Rolling.String() || len(existing.Spec.Workload.Manifests) == 0 {
+		return Grant{}
+	}
+	var w unstructured.Unstructured
+	if err := w.UnmarshalJSON(existing.Spec.Workload.Manifests[0].Raw); err != nil {
+		return Grant{}
+	}
+	u, _, _ := unstructured.NestedInt64(w.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+	s, _, _ := unstructured.NestedInt64(w.Object, "spec", "strategy", "rollingUpdate", "maxSurge")
+	if u < 0 || s < 0 || u > math.MaxInt32 || s > math.MaxInt32 {
+		return Grant{}
+	}
+	return Grant{MaxUnavailable: int32(u), MaxSurge: int32(s)}
 }
 
 // workloadStatus is the status the member reported for the Work's workload (its first manifest); nil when there

@@ -211,3 +211,19 @@ func TestPaced(t *testing.T) {
 		}
 	}
 }
+
+func TestGranted(t *testing.T) {
+	rolled := deploy("app:2")
+	if err := Amend(rolled, 3, Rolling, Grant{MaxUnavailable: 2, MaxSurge: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := Granted(inTurn(work(t, rolled, nil))); got != (Grant{MaxUnavailable: 2, MaxSurge: 1}) {
+		t.Errorf("a Work rolling with what Amend wrote: %+v", got)
+	}
+	if got := Granted(work(t, rolled, nil)); got != (Grant{}) {
+		t.Errorf("a Work not rolling: %+v, want nothing", got)
+	}
+	if got := Granted(nil); got != (Grant{}) {
+		t.Errorf("no Work: %+v, want nothing", got)
+	}
+}

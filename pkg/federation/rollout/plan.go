@@ -42,6 +42,9 @@ type Member struct {
 	// Stuck: the cluster cannot take a turn now (what it runs is not known, or its Work is not dispatched); if
 	// Waiting, it waits without taking the budget from a cluster that can.
 	Stuck bool
+	// Granted is, while Rolling, the share its Work gives it now (Granted): pods it may have down or surged
+	// already, which a smaller grant would not bring back.
+	Granted Grant
 }
 
 // Grant is what a cluster that is not Idle gets: a share of the budget to roll with, or Hold.
@@ -81,12 +84,13 @@ func Budget(maxUnavailable, maxSurge *intstr.IntOrString, total int32) (unavaila
 }
 
 // Plan divides the budget (unavailable and surge pods, from Budget) among the members that are not Idle. Rolling
-// members keep rolling: taking the budget from a cluster halfway through would only stall it. Waiting members,
-// in name order, get a turn while budget is left. Each member rolling gets one pod's worth first (surge before
-// unavailability: a surge pod takes no capacity away), then the rest of both in proportion to replicas. A
-// member rolling with nothing left to give it (more members keep their turns than the budget has pods: it shrank
-// mid-rollout) still gets one pod of surge, or of unavailability when the template allows no surge: a Deployment
-// must be able to move. A Stuck member waiting stays held.
+// members keep rolling, with what they were granted: taking the budget from a cluster halfway through would only
+// stall it, and the pods it took down stay down until replaced. Waiting members, in name order, get a turn while
+// budget is left beyond that. Each member starting gets one pod's worth first (surge before unavailability: a
+// surge pod takes no capacity away), then every member rolling a share of the rest in proportion to replicas.
+// When the rolling hold more than the budget (it shrank mid-rollout), no one starts and they share the budget
+// anew. A member rolling with nothing to give it still gets one pod of surge, or of unavailability when the
+// template allows no surge: a Deployment must be able to move. A Stuck member waiting stays held.
 func Plan(unavailable, surge int32, members []Member) map[string]Grant {
 	var rolling, waiting []Member
 	for _, m := range members {
@@ -101,40 +105,70 @@ func Plan(unavailable, surge int32, members []Member) map[string]Grant {
 	slices.SortFunc(rolling, byName)
 	slices.SortFunc(waiting, byName)
 	out := map[string]Grant{}
-	active := rolling
 	for _, m := range waiting {
-		if !m.Stuck && int64(len(active)) < int64(unavailable)+int64(surge) {
-			active = append(active, m)
-		} else {
-			out[m.Name] = Grant{Hold: true}
+		out[m.Name] = Grant{Hold: true}
+	}
+	u, s := int64(unavailable), int64(surge)
+	ungranted := 0 // rolling members that take a pod first, as starting ones do
+	for _, m := range rolling {
+		u, s = u-int64(m.Granted.MaxUnavailable), s-int64(m.Granted.MaxSurge)
+		if m.Granted.MaxUnavailable+m.Granted.MaxSurge == 0 {
+			ungranted++
 		}
 	}
-	u, s := unavailable, surge
-	for _, m := range active {
+	if u < 0 || s < 0 {
+		fresh := make([]Member, len(rolling))
+		for i, m := range rolling {
+			m.Granted = Grant{}
+			fresh[i] = m
+		}
+		share(out, int64(unavailable), int64(surge), surge > 0, fresh, nil)
+		return out
+	}
+	var starting []Member
+	for _, m := range waiting {
+		if !m.Stuck && u+s > int64(ungranted+len(starting)) {
+			starting = append(starting, m)
+		}
+	}
+	share(out, u, s, surge > 0, rolling, starting)
+	return out
+}
+
+// share gives the budget u, s: to each member rolling what it was granted, one pod first to each of those with
+// none and to each starting, then the rest to all in proportion to replicas. canSurge says which pod a member
+// gets when none is left.
+func share(out map[string]Grant, u, s int64, canSurge bool, rolling, starting []Member) {
+	active := append(slices.Clone(rolling), starting...)
+	for i, m := range active {
 		g := Grant{}
-		switch {
-		case s > 0:
-			g.MaxSurge, s = 1, s-1
-		case u > 0:
-			g.MaxUnavailable, u = 1, u-1
-		case surge > 0:
-			g.MaxSurge = 1
-		default:
-			g.MaxUnavailable = 1
+		if i < len(rolling) {
+			g = m.Granted
+		}
+		if g.MaxUnavailable+g.MaxSurge == 0 {
+			switch {
+			case s > 0:
+				g.MaxSurge, s = 1, s-1
+			case u > 0:
+				g.MaxUnavailable, u = 1, u-1
+			case canSurge:
+				g.MaxSurge = 1
+			default:
+				g.MaxUnavailable = 1
+			}
 		}
 		out[m.Name] = g
 	}
-	for name, n := range apportion(u, active) {
+	for name, n := range apportion(int32(u), active) {
 		g := out[name]
 		g.MaxUnavailable += n
 		out[name] = g
 	}
-	for name, n := range apportion(s, active) {
+	for name, n := range apportion(int32(s), active) {
 		g := out[name]
 		g.MaxSurge += n
 		out[name] = g
 	}
-	return out
 }
 
 // apportion divides n among members in proportion to their replicas (equally when none has any), as the

@@ -84,6 +84,22 @@ func TestPlan(t *testing.T) {
 			want:    map[string]Grant{"a": {Hold: true}, "b": {MaxUnavailable: 1}},
 		},
 		{
+			name: "a cluster rolling keeps what it was granted: nothing left, the next waits", unavailable: 4,
+			members: []Member{{Name: "a", Replicas: 10, Phase: Rolling, Granted: Grant{MaxUnavailable: 4}}, m("b", 10, Waiting)},
+			want:    map[string]Grant{"a": {MaxUnavailable: 4}, "b": {Hold: true}},
+		},
+		{
+			name: "what the rolling do not hold goes to the next, a pod first, and the rest by replicas", unavailable: 4,
+			members: []Member{{Name: "a", Replicas: 10, Phase: Rolling, Granted: Grant{MaxUnavailable: 2}}, m("b", 10, Waiting)},
+			// b takes 1 of the 2 left; the last one, 0.5 and 0.5 by replicas, goes to a by name.
+			want: map[string]Grant{"a": {MaxUnavailable: 3}, "b": {MaxUnavailable: 1}},
+		},
+		{
+			name: "the budget shrank below what the rolling hold: they share it anew and no one starts", unavailable: 2,
+			members: []Member{{Name: "a", Replicas: 4, Phase: Rolling, Granted: Grant{MaxUnavailable: 4}}, m("b", 4, Waiting)},
+			want:    map[string]Grant{"a": {MaxUnavailable: 2}, "b": {Hold: true}},
+		},
+		{
 			name: "clusters with no replicas share equally", unavailable: 0, surge: 2,
 			members: []Member{m("a", 0, Waiting), m("b", 0, Waiting), m("c", 0, Waiting)},
 			want:    map[string]Grant{"a": {MaxSurge: 1}, "b": {MaxSurge: 1}, "c": {Hold: true}},
