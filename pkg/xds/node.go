@@ -37,7 +37,8 @@ func ResourceName(sc ktypes.NamespacedName, shard int32) string {
 	return fmt.Sprintf("%s/%s/shard-%d", sc.Namespace, sc.Name, shard)
 }
 
-// Validate reports a missing field.
+// Validate reports a missing field, or a pod outside its ShardingConfig's namespace: a ShardingConfig's shards are
+// pods of its namespace, and a handover waits for no proxy elsewhere, so one there must not be given ownership.
 func (m NodeMetadata) Validate() error {
 	switch {
 	case m.ShardingConfig.Namespace == "" || m.ShardingConfig.Name == "":
@@ -48,6 +49,8 @@ func (m NodeMetadata) Validate() error {
 		return fmt.Errorf("node metadata: shard %d is negative", m.Shard)
 	case strings.Contains(m.ShardingConfig.Name, "/"):
 		return fmt.Errorf("node metadata: ShardingConfig name %q contains '/'", m.ShardingConfig.Name)
+	case m.Pod.Namespace != m.ShardingConfig.Namespace:
+		return fmt.Errorf("node metadata: pod %s is not in the namespace of its ShardingConfig %s", m.Pod, m.ShardingConfig)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 var tokens = map[string]string{"tok-a": "ops/proxy-a", "tok-b": "ops/proxy-b"}
@@ -176,6 +177,41 @@ func TestForeignAndWildcardSubscriptionsRefused(t *testing.T) {
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("subscribing to %v: got %v, %v; want PermissionDenied", names, resp, err)
 		}
+	}
+}
+
+// A pod of another namespace, with a token valid for it, is refused a ShardingConfig's ownership: the shards are
+// pods of the ShardingConfig's namespace, and no handover would wait for it.
+func TestPodOutsideTheShardingConfigsNamespaceRefused(t *testing.T) {
+	m := startManager(t, fakeAuth(map[string]string{"tok-x": "team/proxy-x"}))
+	m.set(t, OwnershipType, 1, `{"shard":1}`, "e1")
+	node, err := meta("proxy-x", 1).Node()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a proxy claiming ops/operator from namespace team sends: Node() itself refuses to build it.
+	node.Id = "team/proxy-x"
+	node.Metadata.Fields[metadataKey].GetStructValue().Fields["pod"] = structpb.NewStructValue(&structpb.Struct{
+		Fields: map[string]*structpb.Value{"namespace": structpb.NewStringValue("team"), "name": structpb.NewStringValue("proxy-x")}})
+	conn, err := grpc.NewClient("passthrough:///manager", grpc.WithTransportCredentials(insecure.NewCredentials()), m.dial())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer tok-x")
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: OwnershipType, ResourceNames: []string{ResourceName(sc, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "not in the namespace of its ShardingConfig") {
+		t.Fatalf("a pod of namespace team asking for %s's ownership: got %v, %v; want InvalidArgument", sc, resp, err)
+	}
+	if acks := m.cb.Acks(); len(acks) != 0 {
+		t.Fatalf("the server recorded %v", acks)
 	}
 }
 
