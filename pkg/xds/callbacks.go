@@ -26,7 +26,8 @@ type Authenticator func(ctx context.Context, token string, node *core.Node) erro
 
 // AckState is what one node has done with one resource.
 type AckState struct {
-	// Acked is the document version the node last ACKed; "" until it ACKs one.
+	// Acked is the document version the node last ACKed, or the one its latest NACK says it keeps serving (one
+	// acknowledged before this server knew the node); "" until it ACKs one.
 	Acked string
 	// Nacked and Error are the document version and error_detail message of the node's latest NACK, kept until it
 	// ACKs a later response.
@@ -235,10 +236,15 @@ func (c *Callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 	if nonce := req.GetResponseNonce(); nonce != "" {
 		sent := st.sent[req.GetTypeUrl()]
 		if i := slices.IndexFunc(sent, func(s sentResponse) bool { return s.nonce == nonce }); i >= 0 {
+			held := heldVersions(req.GetErrorDetail().GetDetails())
 			for name, v := range sent[i].versions {
 				k := ResourceKey{req.GetTypeUrl(), name}
 				if d := req.GetErrorDetail(); d != nil {
-					n.Resources[k] = AckState{Acked: n.Resources[k].Acked, Nacked: v, Error: d.GetMessage()}
+					acked, ok := held[name]
+					if !ok {
+						acked = n.Resources[k].Acked
+					}
+					n.Resources[k] = AckState{Acked: acked, Nacked: v, Error: d.GetMessage()}
 				} else {
 					n.Resources[k] = AckState{Acked: v}
 				}

@@ -247,7 +247,7 @@ func (c *Client) handle(resp *discovery.DiscoveryResponse) *discovery.DiscoveryR
 	}
 	if err != nil {
 		reply.VersionInfo = st.version
-		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error()}
+		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error(), Details: heldDetails(st.docs)}
 		return reply
 	}
 	st.version, st.docs, st.applied = resp.GetVersionInfo(), docs, true

@@ -65,3 +65,31 @@ func Decode(typeURL string, a *anypb.Any) (string, Document, error) {
 	}
 	return env.GetName(), Document{Version: env.GetVersion(), Data: doc.GetValue()}, nil
 }
+
+// heldDetails says, in a NACK's error_detail, which document versions the node keeps serving: one Resource
+// envelope per document, with its name and version and no payload. A server that never saw the node ACK them (it
+// restarted, or took over from another) learns from it what the node enforces, for instance an ownership epoch
+// newer than the one it offers.
+func heldDetails(docs map[string]Document) []*anypb.Any {
+	var out []*anypb.Any
+	for name, doc := range docs {
+		a, err := anypb.New(&discovery.Resource{Name: name, Version: doc.Version})
+		if err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// heldVersions reads heldDetails back: the version of each document the node keeps serving, by name. Details of
+// other types are skipped.
+func heldVersions(details []*anypb.Any) map[string]string {
+	out := map[string]string{}
+	for _, a := range details {
+		var env discovery.Resource
+		if a.MessageIs(&env) && a.UnmarshalTo(&env) == nil && env.GetName() != "" {
+			out[env.GetName()] = env.GetVersion()
+		}
+	}
+	return out
+}

@@ -72,6 +72,25 @@ func TestNackKeepsLastGoodAndReason(t *testing.T) {
 	}
 }
 
+// A server that never saw the node ACK learns from its NACK what it keeps serving: after a manager restarts, the
+// epoch the proxies enforce is known even when the manager offers an older one.
+func TestNackTellsANewServerWhatTheNodeServes(t *testing.T) {
+	auth := fakeAuth(tokens)
+	m := startManager(t, auth)
+	node := meta("proxy-a", 0)
+	key := ResourceKey{OwnershipType, node.ResourceName()}
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e7")
+	runClient(t, m, node, "tok-a")
+	m.waitAcks(t, "ACK of e7", acked(node, OwnershipType, "e7"))
+
+	m.start(auth, "b") // a new manager process, knowing nothing of the node
+	m.set(t, OwnershipType, 0, `{"ranges":"bad"}`, "e1")
+	m.waitAcks(t, "NACK of e1", func(a map[string]NodeState) bool { return a[node.NodeID()].Resources[key].Nacked == "e1" })
+	if st := m.cb.Acks()[node.NodeID()].Resources[key]; st.Acked != "e7" {
+		t.Fatalf("the new server's record after the NACK: %+v, want e7 as what the node serves", st)
+	}
+}
+
 func TestUnauthenticatedGetsNothing(t *testing.T) {
 	for _, tc := range []struct{ name, token string }{
 		{"no token", ""},
