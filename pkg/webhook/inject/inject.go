@@ -119,15 +119,17 @@ func chosenContainers(pod *corev1.Pod) (map[string]bool, error) {
 	return chosen, nil
 }
 
-// setEnv sets env var v, replacing one of the same name.
+// setEnv sets env var v: in place of the first of the same name, dropping the later ones, since the kubelet takes
+// the last of duplicate names (the API server admits them with a warning).
 func setEnv(env []corev1.EnvVar, v corev1.EnvVar) []corev1.EnvVar {
-	for i := range env {
-		if env[i].Name == v.Name {
-			env[i] = v
-			return env
-		}
+	named := func(e corev1.EnvVar) bool { return e.Name == v.Name }
+	i := slices.IndexFunc(env, named)
+	if i < 0 {
+		return append(env, v)
 	}
-	return append(env, v)
+	env[i] = v
+	rest := slices.DeleteFunc(env[i+1:], named)
+	return env[:i+1+len(rest)]
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {

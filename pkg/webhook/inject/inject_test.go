@@ -185,6 +185,31 @@ func TestInjectOptions(t *testing.T) {
 	}
 }
 
+// The kubelet takes the last of duplicate env names, so KUBECONFIG must be there once.
+func TestSetEnv(t *testing.T) {
+	kubeconfig := corev1.EnvVar{Name: "KUBECONFIG", Value: KubeconfigPath}
+	old := func(v string) corev1.EnvVar { return corev1.EnvVar{Name: "KUBECONFIG", Value: v} }
+	log := corev1.EnvVar{Name: "LOG", Value: "debug"}
+	fromField := corev1.EnvVar{Name: "KUBECONFIG", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['kubeconfig']"}}}
+	for _, tc := range []struct {
+		name      string
+		env, want []corev1.EnvVar
+	}{
+		{"none", nil, []corev1.EnvVar{kubeconfig}},
+		{"absent", []corev1.EnvVar{log}, []corev1.EnvVar{log, kubeconfig}},
+		{"once, in place", []corev1.EnvVar{old("/old"), log}, []corev1.EnvVar{kubeconfig, log}},
+		{"twice", []corev1.EnvVar{old("/old"), log, old("/direct")}, []corev1.EnvVar{kubeconfig, log}},
+		{"thrice, one from a field", []corev1.EnvVar{log, fromField, old("/a"), log, old("/b")}, []corev1.EnvVar{log, kubeconfig, log}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, setEnv(tc.env, kubeconfig)); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A CPU or memory request the options leave out is the default unless a limit sets it; the options' own maps are
 // not written to (every webhook call shares them).
 func TestInjectResources(t *testing.T) {
