@@ -84,7 +84,7 @@ func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 		c.VolumeMounts = append(c.VolumeMounts, configMount)
 	}
 	out.Spec.Volumes = append(out.Spec.Volumes, configVolume(), tokenVolume(opts))
-	out.Spec.InitContainers = append([]corev1.Container{proxyContainer(sc, opts)}, out.Spec.InitContainers...)
+	out.Spec.InitContainers = append([]corev1.Container{proxyContainer(sc, opts, out.Spec.SecurityContext)}, out.Spec.InitContainers...)
 	return out, nil
 }
 
@@ -136,7 +136,23 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
-func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
+// proxyImageUser is the proxy image's USER: distroless's "nonroot" (see the Dockerfile).
+const proxyImageUser int64 = 65532
+
+// proxyRunAsUser is the proxy's own runAsUser, given the pod's securityContext. Only in a pod running as root
+// (runAsUser 0) has it one, the image's user: the proxy would inherit uid 0, which its runAsNonRoot refuses, and the
+// kubelet would start neither it nor, behind a native sidecar, the rest of the pod. Otherwise the proxy runs as
+// the pod's user or the image's, not always as 65532: where the platform assigns each namespace a uid range
+// (OpenShift's restricted SCCs), a fixed uid outside it would get the pod refused. A pod running as root already
+// has a policy that allows any uid.
+func proxyRunAsUser(pod *corev1.PodSecurityContext) *int64 {
+	if pod != nil && pod.RunAsUser != nil && *pod.RunAsUser == 0 {
+		return ptr.To(proxyImageUser)
+	}
+	return nil
+}
+
+func proxyContainer(sc types.NamespacedName, opts Options, pod *corev1.PodSecurityContext) corev1.Container {
 	xdsToken := serviceAccountDir + "/token"
 	if opts.XDSAudience != "" {
 		xdsToken = serviceAccountDir + "/xds-token"
@@ -186,6 +202,7 @@ func proxyContainer(sc types.NamespacedName, opts Options) corev1.Container {
 			{Name: TokenVolumeName, MountPath: serviceAccountDir, ReadOnly: true},
 		},
 		SecurityContext: &corev1.SecurityContext{
+			RunAsUser:                proxyRunAsUser(pod),
 			RunAsNonRoot:             ptr.To(true),
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

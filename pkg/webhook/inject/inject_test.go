@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -182,6 +183,37 @@ func TestInjectOptions(t *testing.T) {
 	sources := got.Spec.Volumes[1].Projected.Sources
 	if last := sources[len(sources)-1].ServiceAccountToken; last == nil || last.Audience != "fedmesh-manager" {
 		t.Errorf("no xDS token with the audience: %+v", sources)
+	}
+}
+
+// A pod running as root (runAsUser 0) would give the proxy uid 0, which its runAsNonRoot refuses: the kubelet
+// would start neither it nor the pod. It runs as the image's user then; otherwise as the pod's or the image's.
+func TestInjectProxyUser(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.PodSecurityContext
+		want *int64 // the proxy's own runAsUser
+	}{
+		{"no pod securityContext", nil, nil},
+		{"a pod user", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}, nil},
+		{"a root group only", &corev1.PodSecurityContext{RunAsGroup: ptr.To[int64](0)}, nil},
+		{"root", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)}, ptr.To[int64](65532)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod(sc(""), "manager")
+			pod.Spec.SecurityContext = tc.pod
+			got, err := Inject(pod, testOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			psc := got.Spec.InitContainers[0].SecurityContext
+			if diff := cmp.Diff(tc.want, psc.RunAsUser); diff != "" {
+				t.Errorf("proxy runAsUser (-want +got):\n%s", diff)
+			}
+			if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+				t.Errorf("proxy runAsNonRoot %v, want true", psc.RunAsNonRoot)
+			}
+		})
 	}
 }
 
