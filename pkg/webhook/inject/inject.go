@@ -45,8 +45,8 @@ func ShardingConfig(pod *corev1.Pod) (types.NamespacedName, error) {
 // before any other container starts and outlives them. Only the chosen containers (ContainersAnnotation, default
 // the first) get KUBECONFIG pointing at the proxy; the kubeconfig travels in KubeconfigAnnotation and reaches them
 // as a file through a downwardAPI volume, so injection creates nothing besides the pod. The chosen containers
-// authenticate with the pod's own service-account token (so the pod must mount one, as it does by default); the
-// proxy forwards it, it never lends its own.
+// authenticate with the pod's own service-account token, which the proxy forwards (it never lends its own): the
+// automounted one, or, where none is mounted, one Inject mounts for them alone.
 func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	if !Requested(pod) || Injected(pod) {
@@ -75,6 +75,8 @@ func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 	out.Annotations[XDSCAAnnotation] = string(opts.XDSCA)
 
 	configMount := corev1.VolumeMount{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true}
+	apiTokenMount := corev1.VolumeMount{Name: APITokenVolumeName, MountPath: serviceAccountDir, ReadOnly: true}
+	needsAPIToken := false
 	for i := range out.Spec.Containers {
 		c := &out.Spec.Containers[i]
 		if !chosen[c.Name] {
@@ -82,10 +84,27 @@ func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 		}
 		c.Env = setEnv(c.Env, corev1.EnvVar{Name: "KUBECONFIG", Value: KubeconfigPath})
 		c.VolumeMounts = append(c.VolumeMounts, configMount)
+		// With automountServiceAccountToken false, on the pod or on its ServiceAccount (which the pod does not
+		// show), the ServiceAccount admission plugin, which runs before webhooks, mounted nothing here, and the
+		// kubeconfig's token file would not exist. The pod asks for these containers to reach the API server
+		// through the proxy, so they get a token; the other containers stay without.
+		if !mountsServiceAccountDir(*c) {
+			c.VolumeMounts = append(c.VolumeMounts, apiTokenMount)
+			needsAPIToken = true
+		}
 	}
 	out.Spec.Volumes = append(out.Spec.Volumes, configVolume(), tokenVolume(opts))
+	if needsAPIToken {
+		out.Spec.Volumes = append(out.Spec.Volumes, apiTokenVolume(opts))
+	}
 	out.Spec.InitContainers = append([]corev1.Container{proxyContainer(sc, opts, out.Spec.SecurityContext)}, out.Spec.InitContainers...)
 	return out, nil
+}
+
+// mountsServiceAccountDir reports whether c has something mounted where in-cluster clients read their token: the
+// automounted token, or the user's own, which the ServiceAccount admission plugin leaves alone too.
+func mountsServiceAccountDir(c corev1.Container) bool {
+	return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == serviceAccountDir })
 }
 
 // chosenContainers are the names in ContainersAnnotation, or the first container's.
@@ -223,20 +242,33 @@ func configVolume() corev1.Volume {
 	}}}
 }
 
-// tokenVolume is the proxy's own service-account directory: the webhook runs after the ServiceAccount admission
-// plugin, so a container it adds gets no token mounted. It has what in-cluster configuration reads (token, ca.crt,
-// namespace), and the token for the manager, bound to the xDS audience, when one is set.
-func tokenVolume(opts Options) corev1.Volume {
-	sources := []corev1.VolumeProjection{
+// apiAccess is what in-cluster configuration reads, as the kubelet projects an automounted token: a token for the
+// API server, its CA and the pod's namespace.
+func apiAccess(opts Options) []corev1.VolumeProjection {
+	return []corev1.VolumeProjection{
 		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &opts.TokenExpirationSeconds}},
 		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
 			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 	}
+}
+
+// tokenVolume is the proxy's own service-account directory: the webhook runs after the ServiceAccount admission
+// plugin, so a container it adds gets no token mounted. It has apiAccess, and the token for the manager, bound to
+// the xDS audience, when one is set.
+func tokenVolume(opts Options) corev1.Volume {
+	sources := apiAccess(opts)
 	if opts.XDSAudience != "" {
 		sources = append(sources, corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
 			Path: "xds-token", Audience: opts.XDSAudience, ExpirationSeconds: &opts.TokenExpirationSeconds}})
 	}
 	return corev1.Volume{Name: TokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}}
+}
+
+// apiTokenVolume is the service-account directory of the chosen containers that have none mounted: apiAccess
+// alone, apart from the proxy's volume, so that they never hold the xDS token (with it they could pose to the
+// manager as the proxy).
+func apiTokenVolume(opts Options) corev1.Volume {
+	return corev1.Volume{Name: APITokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: apiAccess(opts)}}}
 }

@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,12 +25,29 @@ import (
 var testOptions = Options{Image: "fedmesh/proxy:test", XDSAddress: "manager.fedmesh:18000", XDSCA: []byte("-----CA-----"),
 	OwnershipLease: 30 * time.Second}
 
+// automountedVolume is the volume the ServiceAccount admission plugin adds for an automounted token.
+const automountedVolume = "kube-api-access-x7k2p"
+
+// testPod is a pod as the webhook sees it with the token automounted (the default): the ServiceAccount admission
+// plugin, which runs before webhooks, has mounted it in every container.
 func testPod(annotations map[string]string, containers ...string) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "op-0", Namespace: "ops",
 		Labels: map[string]string{InjectLabel: "true"}, Annotations: annotations}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: automountedVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
 	for _, c := range containers {
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: c + ":v1",
-			Env: []corev1.EnvVar{{Name: "KUBECONFIG", Value: "/old"}, {Name: "LOG", Value: "debug"}}})
+			Env:          []corev1.EnvVar{{Name: "KUBECONFIG", Value: "/old"}, {Name: "LOG", Value: "debug"}},
+			VolumeMounts: []corev1.VolumeMount{{Name: automountedVolume, MountPath: serviceAccountDir, ReadOnly: true}}})
+	}
+	return pod
+}
+
+// withoutAutomount is pod as the webhook sees it with automountServiceAccountToken false: no token mounted.
+func withoutAutomount(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	pod.Spec.Volumes = nil
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].VolumeMounts = nil
 	}
 	return pod
 }
@@ -158,7 +176,7 @@ func checkProxy(t *testing.T, pod *corev1.Pod) {
 	for _, v := range pod.Spec.Volumes {
 		names = append(names, v.Name)
 	}
-	if diff := cmp.Diff([]string{ConfigVolumeName, TokenVolumeName}, names); diff != "" {
+	if diff := cmp.Diff([]string{automountedVolume, ConfigVolumeName, TokenVolumeName}, names); diff != "" {
 		t.Errorf("volumes (-want +got):\n%s", diff)
 	}
 }
@@ -180,9 +198,89 @@ func TestInjectOptions(t *testing.T) {
 	if p.Env[2].ValueFrom.FieldRef.FieldPath != "metadata.labels['example.com/shard']" {
 		t.Errorf("ordinal label: %v", p.Env[2])
 	}
-	sources := got.Spec.Volumes[1].Projected.Sources
+	sources := volume(got, TokenVolumeName).Projected.Sources
 	if last := sources[len(sources)-1].ServiceAccountToken; last == nil || last.Audience != "fedmesh-manager" {
 		t.Errorf("no xDS token with the audience: %+v", sources)
+	}
+}
+
+// volume is pod's volume of that name, nil if none.
+func volume(pod *corev1.Pod, name string) *corev1.Volume {
+	if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name }); i >= 0 {
+		return &pod.Spec.Volumes[i]
+	}
+	return nil
+}
+
+// The chosen containers read the token file the kubeconfig names, so they must have one: the automounted token or
+// the user's own where there is one, else a volume like the automounted one, which the other containers do not get
+// and which holds no token for the xDS audience.
+func TestInjectServiceAccountToken(t *testing.T) {
+	withAudience := testOptions
+	withAudience.XDSAudience = "fedmesh-manager"
+	ownToken := testPod(sc(""), "manager")
+	ownToken.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "own-token", MountPath: serviceAccountDir}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		opts Options
+		want map[string]string // container -> the volume mounted at the service-account directory
+	}{
+		{"automounted", testPod(sc(""), "manager", "metrics"), testOptions,
+			map[string]string{"manager": automountedVolume, "metrics": automountedVolume}},
+		{"the container's own", ownToken, testOptions, map[string]string{"manager": "own-token"}},
+		{"not automounted", withoutAutomount(testPod(sc(""), "manager", "metrics")), testOptions,
+			map[string]string{"manager": APITokenVolumeName, "metrics": ""}},
+		{"not automounted, several chosen", withoutAutomount(testPod(sc("manager,metrics"), "manager", "metrics")), testOptions,
+			map[string]string{"manager": APITokenVolumeName, "metrics": APITokenVolumeName}},
+		{"not automounted, an xDS audience", withoutAutomount(testPod(sc(""), "manager")), withAudience,
+			map[string]string{"manager": APITokenVolumeName}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Inject(tc.pod, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mounted := map[string]string{}
+			for _, c := range got.Spec.Containers {
+				mounted[c.Name] = ""
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == serviceAccountDir {
+						if mounted[c.Name] != "" {
+							t.Errorf("%s: two mounts at %s", c.Name, serviceAccountDir)
+						}
+						mounted[c.Name] = m.Name
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, mounted); diff != "" {
+				t.Errorf("mounted at %s (-want +got):\n%s", serviceAccountDir, diff)
+			}
+			v := volume(got, APITokenVolumeName)
+			if used := slices.Contains(slices.Collect(maps.Values(tc.want)), APITokenVolumeName); used != (v != nil) {
+				t.Fatalf("volume %s present: %t, mounted: %t", APITokenVolumeName, v != nil, used)
+			}
+			if v == nil {
+				return
+			}
+			var paths []string
+			for _, src := range v.Projected.Sources {
+				switch {
+				case src.ServiceAccountToken != nil:
+					paths = append(paths, src.ServiceAccountToken.Path)
+					if src.ServiceAccountToken.Audience != "" {
+						t.Errorf("the containers' token has audience %q, want the API server's", src.ServiceAccountToken.Audience)
+					}
+				case src.ConfigMap != nil:
+					paths = append(paths, src.ConfigMap.Items[0].Path)
+				case src.DownwardAPI != nil:
+					paths = append(paths, src.DownwardAPI.Items[0].Path)
+				}
+			}
+			if diff := cmp.Diff([]string{"token", "ca.crt", "namespace"}, paths); diff != "" {
+				t.Errorf("files of %s (-want +got):\n%s", APITokenVolumeName, diff)
+			}
+		})
 	}
 }
 
@@ -280,16 +378,18 @@ func TestInjectResources(t *testing.T) {
 }
 
 func TestInjectIdempotentAndSelective(t *testing.T) {
-	once, err := Inject(testPod(sc(""), "manager"), testOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice, err := Inject(once, testOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(once, twice); diff != "" {
-		t.Errorf("second injection changed the pod:\n%s", diff)
+	for _, pod := range []*corev1.Pod{testPod(sc(""), "manager"), withoutAutomount(testPod(sc(""), "manager"))} {
+		once, err := Inject(pod, testOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twice, err := Inject(once, testOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(once, twice); diff != "" {
+			t.Errorf("second injection changed the pod:\n%s", diff)
+		}
 	}
 	plain := testPod(nil, "manager")
 	plain.Labels = map[string]string{InjectLabel: "false"}

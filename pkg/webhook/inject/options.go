@@ -30,9 +30,12 @@ const (
 	ConfigVolumeName = "fedmesh-config"
 	// TokenVolumeName is the proxy's own projected service-account volume (token, CA, namespace, xDS token).
 	TokenVolumeName = "fedmesh-proxy-token"
-	ConfigDir       = "/var/run/fedmesh"
-	KubeconfigPath  = ConfigDir + "/kubeconfig"
-	xdsCAPath       = ConfigDir + "/xds-ca.crt"
+	// APITokenVolumeName is the projected service-account volume (token, CA, namespace) of the chosen containers
+	// that mount none, as with automountServiceAccountToken false.
+	APITokenVolumeName = "fedmesh-api-token"
+	ConfigDir          = "/var/run/fedmesh"
+	KubeconfigPath     = ConfigDir + "/kubeconfig"
+	xdsCAPath          = ConfigDir + "/xds-ca.crt"
 	// serviceAccountDir is where in-cluster clients find their token and CA.
 	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 	// DefaultOrdinalLabel is the pod label with the shard ordinal, as the StatefulSet controller sets it.
