@@ -289,6 +289,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err := r.Client.Get(ctx, req.NamespacedName, &sc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.observer().Forget(req.String())
+			deleteGauges(req.String())
 			r.mu.Lock()
 			delete(r.written, req.NamespacedName)
 			r.mu.Unlock()

@@ -1,8 +1,12 @@
 package sharding
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 )
 
 var (
@@ -36,4 +40,31 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(epochGauge, shardNamespaces, shardObjects, handovers, handoverGap, nacks, canaryStep, canaryRollbacks)
+}
+
+// setShardGauges makes the per-shard gauges of ShardingConfig key those of assignment: a shard no longer in it
+// (scaled away) loses its series rather than keep its last count. Objects not counted this time stay as last
+// counted.
+func setShardGauges(key string, assignment []meshv1alpha1.ShardAssignment, counted bool) {
+	self := prometheus.Labels{"shardingconfig": key}
+	shardNamespaces.DeletePartialMatch(self)
+	if counted {
+		shardObjects.DeletePartialMatch(self)
+	}
+	for _, sa := range assignment {
+		id := fmt.Sprint(sa.Shard)
+		shardNamespaces.WithLabelValues(key, id).Set(float64(sa.Namespaces))
+		if counted {
+			shardObjects.WithLabelValues(key, id).Set(float64(sa.Objects))
+		}
+	}
+}
+
+// deleteGauges drops the gauges of ShardingConfig key, once it is gone: they would report its last state forever.
+// The counters stay, as counters do.
+func deleteGauges(key string) {
+	self := prometheus.Labels{"shardingconfig": key}
+	for _, g := range []*prometheus.GaugeVec{epochGauge, shardNamespaces, shardObjects, canaryStep} {
+		g.DeletePartialMatch(self)
+	}
 }

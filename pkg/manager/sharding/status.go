@@ -52,12 +52,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		id := int32(sid)
 		sa := meshv1alpha1.ShardAssignment{Shard: id, Namespaces: perShard[sid], Ranges: shard.StatusRanges(pub.Assignment[sid]),
 			Canary: sc.Spec.Canary != nil && sid == canaryShardOf(sc), Objects: objects[sid]}
-		if counted {
-			shardObjects.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(objects[sid]))
-		}
 		st.Assignment = append(st.Assignment, sa)
-		shardNamespaces.WithLabelValues(sc.Namespace+"/"+sc.Name, fmt.Sprint(id)).Set(float64(perShard[shard.ShardID(id)]))
 	}
+	setShardGauges(sc.Namespace+"/"+sc.Name, st.Assignment, counted)
 	epochGauge.WithLabelValues(sc.Namespace + "/" + sc.Name).Set(float64(pub.Epoch))
 
 	acks := r.Publisher.Acks()

@@ -1,0 +1,118 @@
+package sharding
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fedmesh/fedmesh/pkg/apis"
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+)
+
+// series are the values of metric name for ShardingConfig key, as scraped, by shard ("" for a gauge of the whole
+// config).
+func series(t *testing.T, name, key string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, p := range m.GetLabel() {
+				labels[p.GetName()] = p.GetValue()
+			}
+			if labels["shardingconfig"] == key {
+				out[labels["shard"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// shardsOfSizes is an assignment of len(namespaces) shards, shard i with namespaces[i] namespaces and 10 times
+// as many objects.
+func shardsOfSizes(namespaces ...int32) []meshv1alpha1.ShardAssignment {
+	var out []meshv1alpha1.ShardAssignment
+	for i, n := range namespaces {
+		out = append(out, meshv1alpha1.ShardAssignment{Shard: int32(i), Namespaces: n, Objects: 10 * int64(n)})
+	}
+	return out
+}
+
+// The per-shard gauges are those of the shards the status lists: a shard scaled away (or a canary's removed)
+// does not keep its last count, which would make the shards add up to more than there is.
+func TestShardGaugesFollowTheShards(t *testing.T) {
+	type write struct {
+		assignment []meshv1alpha1.ShardAssignment
+		counted    bool
+	}
+	for _, tc := range []struct {
+		name                string
+		writes              []write
+		namespaces, objects map[string]float64
+	}{
+		{"scaled down", []write{{shardsOfSizes(4, 3, 3), true}, {shardsOfSizes(5, 5), true}},
+			map[string]float64{"0": 5, "1": 5}, map[string]float64{"0": 50, "1": 50}},
+		{"scaled down, objects not counted since", []write{{shardsOfSizes(4, 3, 3), true}, {shardsOfSizes(5, 5), false}},
+			map[string]float64{"0": 5, "1": 5}, map[string]float64{"0": 40, "1": 30, "2": 30}}, // as last counted
+		{"scaled up", []write{{shardsOfSizes(5, 5), true}, {shardsOfSizes(4, 3, 3), true}},
+			map[string]float64{"0": 4, "1": 3, "2": 3}, map[string]float64{"0": 40, "1": 30, "2": 30}},
+		{"never counted", []write{{shardsOfSizes(4, 3, 3), false}, {shardsOfSizes(5, 5), false}},
+			map[string]float64{"0": 5, "1": 5}, map[string]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, neighbour := "gauges/"+tc.name, "gauges/neighbour of "+tc.name
+			setShardGauges(neighbour, shardsOfSizes(1, 2, 3), true)
+			for _, w := range tc.writes {
+				setShardGauges(key, w.assignment, w.counted)
+			}
+			if diff := cmp.Diff(tc.namespaces, series(t, "fedmesh_manager_shard_namespaces", key)); diff != "" {
+				t.Errorf("fedmesh_manager_shard_namespaces (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.objects, series(t, "fedmesh_manager_shard_objects", key)); diff != "" {
+				t.Errorf("fedmesh_manager_shard_objects (-want +got):\n%s", diff)
+			}
+			if n := len(series(t, "fedmesh_manager_shard_namespaces", neighbour)); n != 3 {
+				t.Errorf("another ShardingConfig's gauge has %d shards, want its 3", n)
+			}
+		})
+	}
+}
+
+// A ShardingConfig deleted takes its gauges along; another's stay.
+func TestGaugesOfADeletedShardingConfig(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	for _, key := range []string{"ops/gone", "ops/kept"} {
+		setShardGauges(key, shardsOfSizes(4, 3, 3), true)
+		epochGauge.WithLabelValues(key).Set(7)
+		canaryStep.WithLabelValues(key).Set(1)
+	}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: ktypes.NamespacedName{Namespace: "ops", Name: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fedmesh_manager_assignment_epoch", "fedmesh_manager_shard_namespaces",
+		"fedmesh_manager_shard_objects", "fedmesh_manager_canary_step"} {
+		if got := series(t, name, "ops/gone"); len(got) != 0 {
+			t.Errorf("%s of the deleted ShardingConfig: %v, want none", name, got)
+		}
+		if got := series(t, name, "ops/kept"); len(got) == 0 {
+			t.Errorf("%s of another ShardingConfig: none, want it kept", name)
+		}
+	}
+}
