@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
@@ -30,7 +31,11 @@ func XDSApply(store *config.Store) xds.ApplyFunc {
 			return fmt.Errorf("%d %s documents for one proxy, want one", len(docs), kind)
 		}
 		for _, doc := range docs {
-			return store.Apply(kind, doc.Version, doc.Data)
+			err := store.Apply(kind, doc.Version, doc.Data)
+			if errors.Is(err, config.ErrEpochConflict) {
+				return xds.Conflict(err)
+			}
+			return err
 		}
 		return nil
 	}

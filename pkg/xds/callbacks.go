@@ -33,6 +33,9 @@ type AckState struct {
 	// ACKs a later response.
 	Nacked string
 	Error  string
+	// Conflict: the latest NACK refused a valid document that cannot follow what the node holds (Acked), such as
+	// an older ownership epoch; see Conflict.
+	Conflict bool
 }
 
 // NodeState is one node as the server sees it.
@@ -244,7 +247,8 @@ func (c *Callbacks) OnStreamRequest(id int64, req *discovery.DiscoveryRequest) e
 					if !ok {
 						acked = n.Resources[k].Acked
 					}
-					n.Resources[k] = AckState{Acked: acked, Nacked: v, Error: d.GetMessage()}
+					n.Resources[k] = AckState{Acked: acked, Nacked: v, Error: d.GetMessage(),
+						Conflict: codes.Code(d.GetCode()) == codes.FailedPrecondition}
 				} else {
 					n.Resources[k] = AckState{Acked: v}
 				}

@@ -29,6 +29,22 @@ import (
 // must keep serving what it accepted before. docs may be empty when the manager has nothing for the node yet.
 type ApplyFunc func(typeURL string, docs map[string]Document) error
 
+// Conflict marks an ApplyFunc's error as a refusal of a valid document that cannot follow the one held (the NACK's
+// code is FailedPrecondition rather than InvalidArgument): the server's state is behind the node's, and sending
+// the same again will not help. The NACK says what the node holds (heldDetails).
+func Conflict(err error) error { return conflictError{err} }
+
+type conflictError struct{ error }
+
+func (e conflictError) Unwrap() error { return e.error }
+
+func nackCode(err error) codes.Code {
+	if errors.As(err, new(conflictError)) {
+		return codes.FailedPrecondition
+	}
+	return codes.InvalidArgument
+}
+
 // ClientOptions configures a Client.
 type ClientOptions struct {
 	// Target is the manager's gRPC address (host:port, or any gRPC target).
@@ -247,7 +263,7 @@ func (c *Client) handle(resp *discovery.DiscoveryResponse) *discovery.DiscoveryR
 	}
 	if err != nil {
 		reply.VersionInfo = st.version
-		reply.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: err.Error(), Details: heldDetails(st.docs)}
+		reply.ErrorDetail = &status.Status{Code: int32(nackCode(err)), Message: err.Error(), Details: heldDetails(st.docs)}
 		return reply
 	}
 	st.version, st.docs, st.applied = resp.GetVersionInfo(), docs, true

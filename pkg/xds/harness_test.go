@@ -174,6 +174,9 @@ func (r *recorder) apply(typeURL string, docs map[string]Document) error {
 		if strings.Contains(string(d.Data), "bad") {
 			return errors.New("invalid document " + name + " " + d.Version + ": bad range")
 		}
+		if strings.Contains(string(d.Data), "stale") {
+			return Conflict(errors.New("document " + name + " " + d.Version + " is older than the one held"))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -55,7 +55,7 @@ func TestNackKeepsLastGoodAndReason(t *testing.T) {
 	m.set(t, OwnershipType, 0, `{"ranges":"bad"}`, "e2")
 	m.waitAcks(t, "NACK of e2", func(a map[string]NodeState) bool { return a[node.NodeID()].Resources[key].Nacked == "e2" })
 	st := m.cb.Acks()[node.NodeID()].Resources[key]
-	if st.Acked != "e1" || !strings.Contains(st.Error, "bad range") {
+	if st.Acked != "e1" || !strings.Contains(st.Error, "bad range") || st.Conflict {
 		t.Fatalf("after NACK: %+v, want e1 still ACKed and the reason", st)
 	}
 	if p := Pending(m.cb.Acks(), key, "e2"); len(p) != 1 || p[0] != node.NodeID() {
@@ -72,8 +72,9 @@ func TestNackKeepsLastGoodAndReason(t *testing.T) {
 	}
 }
 
-// A server that never saw the node ACK learns from its NACK what it keeps serving: after a manager restarts, the
-// epoch the proxies enforce is known even when the manager offers an older one.
+// A server that never saw the node ACK learns from its NACK what it keeps serving, and whether it refused the
+// document as one that cannot follow that: after a manager restarts, the epoch the proxies enforce is known even
+// when the manager offers an older one.
 func TestNackTellsANewServerWhatTheNodeServes(t *testing.T) {
 	auth := fakeAuth(tokens)
 	m := startManager(t, auth)
@@ -84,10 +85,10 @@ func TestNackTellsANewServerWhatTheNodeServes(t *testing.T) {
 	m.waitAcks(t, "ACK of e7", acked(node, OwnershipType, "e7"))
 
 	m.start(auth, "b") // a new manager process, knowing nothing of the node
-	m.set(t, OwnershipType, 0, `{"ranges":"bad"}`, "e1")
+	m.set(t, OwnershipType, 0, `{"ranges":"stale"}`, "e1")
 	m.waitAcks(t, "NACK of e1", func(a map[string]NodeState) bool { return a[node.NodeID()].Resources[key].Nacked == "e1" })
-	if st := m.cb.Acks()[node.NodeID()].Resources[key]; st.Acked != "e7" {
-		t.Fatalf("the new server's record after the NACK: %+v, want e7 as what the node serves", st)
+	if st := m.cb.Acks()[node.NodeID()].Resources[key]; st.Acked != "e7" || !st.Conflict {
+		t.Fatalf("the new server's record after the NACK: %+v, want e7 as what the node serves, in conflict", st)
 	}
 }
 

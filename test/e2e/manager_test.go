@@ -530,44 +530,71 @@ func TestManagerOnlyTheLeaderServesXDS(t *testing.T) {
 	}
 }
 
-// A ShardingConfig deleted and created again while its proxies still enforce the old one's ranges first takes
-// back what they hold (at an epoch after theirs, which they accept), then grants its own split: with every shard
-// writing throughout, no namespace is written by two shards at once.
+// A ShardingConfig whose status no longer says what its proxies enforce first takes back what they hold (at an
+// epoch after theirs, which they accept), then grants its own split: with every shard writing throughout, no
+// namespace is written by two shards at once. The status is lost by deleting and creating the ShardingConfig
+// again, or by clearing it while the manager is down (a restore from a backup): the restarted manager never saw
+// the proxies' acknowledgements, and learns their epoch from their refusal of its first, older one.
 func TestManagerRecreatedShardingConfigRevokesFirst(t *testing.T) {
 	t.Parallel()
-	c := cluster.New(t, cluster.Options{})
 	ctx := context.Background()
-	namespaces := teamNamespaces(t, c.Clientset(), 30)
-	m := startMeshWith(t, c, nil, nil)
-	m.addShardPod(0)
-	m.addShardPod(1)
-	spec := meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}}
-	m.createShardingConfig(spec)
-	before := m.waitReady(2)
-	m.addShardPod(2)
-	w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
-	for s := range 3 {
-		w.start(s)
-	}
-	time.Sleep(time.Second)
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, m *mesh, sc *meshv1alpha1.ShardingConfig, spec meshv1alpha1.ShardingConfigSpec)
+	}{
+		{"deleted and created again", func(t *testing.T, m *mesh, sc *meshv1alpha1.ShardingConfig, spec meshv1alpha1.ShardingConfigSpec) {
+			if err := m.client.Delete(ctx, sc); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 30*time.Second, "the ShardingConfig gone", func() (bool, error) {
+				err := m.client.Get(ctx, client.ObjectKeyFromObject(sc), &meshv1alpha1.ShardingConfig{})
+				return apierrors.IsNotFound(err), nil
+			})
+			m.createShardingConfig(spec)
+		}},
+		{"status cleared while the manager is down", func(t *testing.T, m *mesh, sc *meshv1alpha1.ShardingConfig, spec meshv1alpha1.ShardingConfigSpec) {
+			m.killManager()
+			cur := m.shardingConfig()
+			cur.Spec = spec
+			if err := m.client.Update(ctx, cur); err != nil {
+				t.Fatal(err)
+			}
+			cur.Status = meshv1alpha1.ShardingConfigStatus{}
+			if err := m.client.Status().Update(ctx, cur); err != nil {
+				t.Fatal(err)
+			}
+			m.startManager()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := cluster.New(t, cluster.Options{})
+			namespaces := teamNamespaces(t, c.Clientset(), 30)
+			m := startMeshWith(t, c, nil, nil)
+			m.addShardPod(0)
+			m.addShardPod(1)
+			spec := meshv1alpha1.ShardingConfigSpec{Shards: 2, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}}
+			m.createShardingConfig(spec)
+			before := m.waitReady(2)
+			m.addShardPod(2)
+			w := &writers{m: m, namespaces: namespaces, stop: map[int]func(){}, uncertain: map[string]bool{}}
+			for s := range 3 {
+				w.start(s)
+			}
+			time.Sleep(time.Second)
 
-	if err := m.client.Delete(ctx, before); err != nil {
-		t.Fatal(err)
+			spec.Shards = 3 // another split of the namespaces
+			tc.lose(t, m, before, spec)
+			after := m.waitReady(3)
+			time.Sleep(time.Second)
+			for s := range 3 {
+				w.stop[s]()
+			}
+			if after.Status.Epoch < before.Status.Epoch+2 {
+				t.Errorf("epoch %d after proxies held %d; want a revoke of all, then the grant", after.Status.Epoch, before.Status.Epoch)
+			}
+			auditOwnership(t, w.writes, 1)
+			t.Logf("%d writes audited; epoch %d -> %d", len(w.writes), before.Status.Epoch, after.Status.Epoch)
+		})
 	}
-	eventually(t, 30*time.Second, "the ShardingConfig gone", func() (bool, error) {
-		err := m.client.Get(ctx, client.ObjectKeyFromObject(before), &meshv1alpha1.ShardingConfig{})
-		return apierrors.IsNotFound(err), nil
-	})
-	spec.Shards = 3 // another split of the namespaces
-	m.createShardingConfig(spec)
-	after := m.waitReady(3)
-	time.Sleep(time.Second)
-	for s := range 3 {
-		w.stop[s]()
-	}
-	if after.Status.Epoch < before.Status.Epoch+2 {
-		t.Errorf("recreated: epoch %d after proxies held %d; want a revoke of all, then the grant", after.Status.Epoch, before.Status.Epoch)
-	}
-	auditOwnership(t, w.writes, 1)
-	t.Logf("%d writes audited; epoch %d -> %d", len(w.writes), before.Status.Epoch, after.Status.Epoch)
 }

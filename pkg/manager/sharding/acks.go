@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -171,11 +172,13 @@ func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now tim
 	return !serving.IsZero() && lapsed(serving)
 }
 
-// heldEpoch is the highest epoch of an ownership document of sc's name that a proxy known to the xDS server has
-// acknowledged: one of an earlier ShardingConfig of that name, when sc's status has none (see Initial).
-func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig) int64 {
+// heldEpoch is the highest epoch of an ownership document of sc's name that a proxy known to the xDS server holds
+// (acknowledged, or said it serves when it refused a document): one of an earlier ShardingConfig of that name, or
+// of a status since lost. behind reports whether a proxy refused a document as conflicting with one it holds of
+// epoch pub.Epoch or later: the status is behind the proxies (lost, or restored from a backup), and the epochs must
+// start again above theirs (see Initial). An epoch no later one can follow (the largest int64) is not believed.
+func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig, pub Published) (held int64, behind bool) {
 	key := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
-	var held int64
 	for _, node := range r.Publisher.Acks() {
 		if node.Metadata.ShardingConfig != key {
 			continue
@@ -184,10 +187,11 @@ func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig) int64 {
 			if rk.TypeURL != xds.OwnershipType {
 				continue
 			}
-			if epoch, ok := epochOf(ack.Acked); ok {
+			if epoch, ok := epochOf(ack.Acked); ok && epoch < math.MaxInt64 {
 				held = max(held, epoch)
+				behind = behind || ack.Conflict && epoch >= pub.Epoch
 			}
 		}
 	}
-	return held
+	return held, behind
 }

@@ -315,8 +315,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if pub.Epoch == 0 {
-		pub = Initial(namespaces, shards, r.heldEpoch(&sc))
+	if held, behind := r.heldEpoch(&sc, pub); pub.Epoch == 0 || behind {
+		// No status, or one behind what the proxies enforce (they refuse its epochs): start above theirs.
+		pub = Initial(namespaces, shards, held)
 		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -2,6 +2,8 @@ package sharding
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -265,21 +267,46 @@ func TestHandoverPhase(t *testing.T) {
 	}
 }
 
-// heldEpoch reads the epochs of the documents of sc's name that proxies acknowledged, and of no other.
+// heldEpoch reads the epochs of the documents of sc's name that proxies hold, and of no other; the status is
+// behind when a proxy refused a document as conflicting with one it holds of the status's epoch or later.
 func TestHeldEpoch(t *testing.T) {
 	sc := testConfig(2)
-	mine := acked(sc, 0, "e7.g3.cabc")
-	mine.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "op"}, Shard: 0}
-	older := acked(sc, 1, "e5.g2")
-	older.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "op"}, Shard: 1}
+	self := ktypes.NamespacedName{Namespace: "ops", Name: "op"}
+	node := func(id int32, ack xds.AckState) xds.NodeState {
+		n := acked(sc, shard.ShardID(id), "")
+		n.Metadata = xds.NodeMetadata{ShardingConfig: self, Shard: id}
+		n.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: xds.ResourceName(self, id)}] = ack
+		return n
+	}
 	other := acked(testConfig(2), 0, "e40.g1")
 	other.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "db"}, Shard: 0}
-	r := &Reconciler{Publisher: &fakePublisher{acks: map[string]xds.NodeState{"ops/op-0": mine, "ops/op-1": older, "ops/db-0": other}}}
-	if got := r.heldEpoch(sc); got != 7 {
-		t.Errorf("heldEpoch = %d, want 7", got)
-	}
-	r.Publisher = &fakePublisher{}
-	if got := r.heldEpoch(sc); got != 0 {
-		t.Errorf("no proxies: heldEpoch = %d, want 0", got)
+	for _, tc := range []struct {
+		name       string
+		nodes      map[string]xds.NodeState
+		status     int64
+		held       int64
+		wantBehind bool
+	}{
+		{"no proxies", nil, 0, 0, false},
+		{"acknowledged", map[string]xds.NodeState{"ops/op-0": node(0, xds.AckState{Acked: "e7.g3.cabc"}),
+			"ops/op-1": node(1, xds.AckState{Acked: "e5.g2"}), "ops/db-0": other}, 7, 7, false},
+		{"an invalid document refused", map[string]xds.NodeState{
+			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e8.g4", Error: "bad"})}, 8, 7, false},
+		{"a lost status's epoch refused as older", map[string]xds.NodeState{
+			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e1.g3", Error: "older", Conflict: true})}, 1, 7, true},
+		{"a lost status's assignment refused at the same epoch", map[string]xds.NodeState{
+			"ops/op-0": node(0, xds.AckState{Acked: "e1.g1", Nacked: "e1.g2", Error: "another assignment", Conflict: true})}, 1, 1, true},
+		{"a refusal from before the restart above it", map[string]xds.NodeState{
+			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e1.g3", Error: "older", Conflict: true})}, 8, 7, false},
+		{"an epoch nothing can follow", map[string]xds.NodeState{
+			"ops/op-0": node(0, xds.AckState{Acked: fmt.Sprintf("e%d.g1", int64(math.MaxInt64)), Conflict: true})}, 1, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Publisher: &fakePublisher{acks: tc.nodes}}
+			held, behind := r.heldEpoch(sc, Published{Epoch: tc.status})
+			if held != tc.held || behind != tc.wantBehind {
+				t.Errorf("heldEpoch = %d, %v; want %d, %v", held, behind, tc.held, tc.wantBehind)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,7 +104,7 @@ func TestStoreKeepsLastGoodAndPersists(t *testing.T) {
 	if err := s.Apply(KindOwnership, "v2", ownershipDoc(t, 2, "filterMode: nope\n")); err == nil {
 		t.Fatal("bad document accepted")
 	}
-	if err := s.Apply(KindOwnership, "v0", ownershipDoc(t, 1, "")); err == nil || !strings.Contains(err.Error(), "older than") {
+	if err := s.Apply(KindOwnership, "v0", ownershipDoc(t, 1, "")); !errors.Is(err, ErrEpochConflict) || !strings.Contains(err.Error(), "older than") {
 		t.Fatalf("older epoch: %v", err)
 	}
 	if err := s.Apply(KindTraffic, "t1", []byte("rateLimits: [{name: all, qps: 5}]\n")); err != nil {
@@ -213,5 +214,33 @@ faults:
 	}
 	if _, err := DecodeTraffic([]byte("circuitBreakers: [{name: b}]\n")); err == nil {
 		t.Error("a breaker with no trip condition was accepted")
+	}
+}
+
+// An ownership the proxy cannot take after the one it holds is refused as an epoch conflict: an older epoch, or
+// another assignment at the same epoch, which the proxy cannot tell from a manager that lost its status.
+func TestStoreRefusesEpochConflicts(t *testing.T) {
+	s, err := NewStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(KindOwnership, "v1", ownershipDoc(t, 2, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(KindOwnership, "v0", ownershipDoc(t, 1, "")); !errors.Is(err, ErrEpochConflict) || !strings.Contains(err.Error(), "older than") {
+		t.Fatalf("older epoch: %v", err)
+	}
+	// The same epoch may change what is not the assignment (a manager adds member clusters without a handover),
+	// but another assignment at the same epoch is one the proxy cannot tell from a lost manager's.
+	if err := s.Apply(KindOwnership, "v1b", ownershipDoc(t, 2, "filterMode: label\n")); err != nil {
+		t.Fatalf("the same epoch and assignment, another filter mode: %v", err)
+	}
+	a, b := halves()
+	swapped := "epoch: 2\nshard: 1\nassignment:\n  \"0\": \"" + b.String() + "\"\n  \"1\": \"" + a.String() + "\"\n"
+	if err := s.Apply(KindOwnership, "v1c", []byte(swapped)); !errors.Is(err, ErrEpochConflict) || !strings.Contains(err.Error(), "new epoch") {
+		t.Fatalf("another assignment at the same epoch: %v", err)
+	}
+	if v := s.Current().OwnershipVersion; v != "v1b" {
+		t.Fatalf("serving %q, want v1b", v)
 	}
 }

@@ -24,6 +24,11 @@ const (
 	KindTraffic Kind = "traffic"
 )
 
+// ErrEpochConflict is the reason an ownership document is refused when it is valid but cannot follow the one the
+// proxy holds: an older epoch, or another assignment at the same epoch. Its author's idea of the epochs is behind
+// the proxy's (a manager whose status was lost), and it must start again above the proxy's epoch.
+var ErrEpochConflict = errors.New("epoch conflict")
+
 // Snapshot is one consistent configuration the proxy serves from; it is never changed once published.
 type Snapshot struct {
 	OwnershipVersion string
@@ -142,8 +147,14 @@ func decodeInto(next *Snapshot, d document) error {
 		if err != nil {
 			return err
 		}
-		if old := next.Ownership; old != nil && o.Epoch < old.Epoch {
-			return fmt.Errorf("ownership epoch %d is older than the current epoch %d", o.Epoch, old.Epoch)
+		if old := next.Ownership; old != nil {
+			switch {
+			case o.Epoch < old.Epoch:
+				return fmt.Errorf("%w: ownership epoch %d is older than the current epoch %d", ErrEpochConflict, o.Epoch, old.Epoch)
+			case o.Epoch == old.Epoch && !o.Assignment.Equal(old.Assignment):
+				return fmt.Errorf("%w: ownership epoch %d assigns ranges other than the current epoch %d's; a new assignment needs a new epoch",
+					ErrEpochConflict, o.Epoch, old.Epoch)
+			}
 		}
 		next.Ownership, next.OwnershipVersion = o, d.version
 	case KindTraffic:
