@@ -23,7 +23,8 @@ func Injected(pod *corev1.Pod) bool {
 }
 
 // ShardingConfig is the ShardingConfig that pod names in ShardingConfigAnnotation; "name" alone is in the pod's
-// namespace.
+// namespace, and "namespace/name" must name it too: a ShardingConfig's shards are pods of its namespace (the
+// manager refuses a proxy of any other).
 func ShardingConfig(pod *corev1.Pod) (types.NamespacedName, error) {
 	v, ok := pod.Annotations[ShardingConfigAnnotation]
 	if !ok || v == "" {
@@ -36,6 +37,10 @@ func ShardingConfig(pod *corev1.Pod) (types.NamespacedName, error) {
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
 		return types.NamespacedName{}, fmt.Errorf("annotation %s=%q: want namespace/name of a ShardingConfig", ShardingConfigAnnotation, v)
+	}
+	if ns != pod.Namespace {
+		return types.NamespacedName{}, fmt.Errorf("annotation %s=%q: a ShardingConfig shards pods of its own namespace, and this pod is in %q",
+			ShardingConfigAnnotation, v, pod.Namespace)
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

@@ -411,6 +411,8 @@ func TestInjectErrors(t *testing.T) {
 	}{
 		{"no sharding config", testPod(nil, "manager"), testOptions, "no annotation fedmesh.io/sharding-config"},
 		{"bad sharding config", testPod(map[string]string{ShardingConfigAnnotation: "a/b/c"}, "manager"), testOptions, "want namespace/name"},
+		{"sharding config of another namespace", testPod(map[string]string{ShardingConfigAnnotation: "team/op"}, "manager"), testOptions,
+			`a ShardingConfig shards pods of its own namespace, and this pod is in "ops"`},
 		{"unknown container", testPod(sc("manager,sidecar"), "manager"), testOptions, `container "sidecar", which the pod does not have (it has manager)`},
 		{"no containers", testPod(sc("")), testOptions, "no containers"},
 		{"no image", testPod(sc(""), "manager"), Options{XDSAddress: "m:1", XDSCA: []byte("ca")}, "proxy image is required"},

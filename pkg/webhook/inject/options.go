@@ -12,7 +12,8 @@ import (
 const (
 	// InjectLabel asks for the proxy when its value is "true".
 	InjectLabel = "fedmesh.io/inject"
-	// ShardingConfigAnnotation names the pod's ShardingConfig, "namespace/name" or "name" in the pod's namespace.
+	// ShardingConfigAnnotation names the pod's ShardingConfig, which is in the pod's namespace: "name", or
+	// "namespace/name" with the pod's namespace.
 	ShardingConfigAnnotation = "fedmesh.io/sharding-config"
 	// ContainersAnnotation lists, comma-separated, the containers whose API traffic goes through the proxy; the
 	// default is the first container.
