@@ -199,7 +199,8 @@ func (r *Reconciler) takeUpClusterScoped(reader client.Reader) {
 	}
 }
 
-// WatchedKinds lists the template kinds the detector runs an informer for: those some policy selects.
+// WatchedKinds lists the template kinds the detector runs an informer for, those some policy selects, each in the
+// one version it is watched in.
 func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
 	return r.Templates.Kinds()
 }
@@ -210,6 +211,11 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
 		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped).
 		return reconcile.Result{}, nil
+	}
+	if watched, ok := r.Templates.Watched(key.GVK.GroupKind()); ok {
+		// One view of the template, whatever version the key names (a binding's, or that of an informer since
+		// restarted in another): every key of it then comes to the same, and reads hit the informer.
+		key.GVK = watched
 	}
 	obj, err := r.Templates.Template(ctx, key)
 	if err != nil {
@@ -243,12 +249,15 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	case actRelease:
 		return reconcile.Result{}, r.release(ctx, obj)
 	}
+	if obj, err = r.inVersion(ctx, obj, policy.PropagatedVersion(obj)); err != nil {
+		return reconcile.Result{}, err
+	}
 	if obj, err = r.claim(ctx, obj, policy); err != nil {
 		return reconcile.Result{}, err
 	}
 	var replicas int32
 	var req *workv1alpha1.ReplicaRequirements
-	if r.Interpreter.Handles(key.GVK, interpreter.InterpretReplica) {
+	if r.Interpreter.Handles(obj.GroupVersionKind(), interpreter.InterpretReplica) {
 		if replicas, req, err = r.Interpreter.InterpretReplica(ctx, obj); err != nil {
 			r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonInterpretFailed, "finding the replicas: %v", err)
 			return reconcile.Result{}, err
@@ -270,6 +279,25 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		return reconcile.Result{}, err
 	}
 	return r.writeBinding(ctx, obj, policy, desired)
+}
+
+// inVersion is template obj read in apiVersion, the version its policy propagates it in; obj itself when it is of
+// that version already, or when the API server does not serve that version (the policy is told so: UnknownKind).
+func (r *Reconciler) inVersion(ctx context.Context, obj *unstructured.Unstructured, apiVersion string) (*unstructured.Unstructured, error) {
+	if apiVersion == obj.GetAPIVersion() {
+		return obj, nil
+	}
+	in := &unstructured.Unstructured{}
+	in.SetAPIVersion(apiVersion)
+	in.SetKind(obj.GetKind())
+	err := r.Templates.Get(ctx, client.ObjectKeyFromObject(obj), in)
+	if meta.IsNoMatchError(err) {
+		return obj, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 func (r *Reconciler) resource(key templates.Key) (dynamic.ResourceInterface, error) {

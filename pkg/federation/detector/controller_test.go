@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -313,6 +314,56 @@ func TestDetector(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("a kind selected in two versions is one template per object, propagated in its policy's version", func(t *testing.T) {
+		hpa := func(name string) *autoscalingv2.HorizontalPodAutoscaler {
+			return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "v", Name: name},
+				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3, ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
+					APIVersion: "apps/v1", Kind: "Deployment", Name: name}}}
+		}
+		selecting := func(apiVersion, name string) []policyv1alpha1.ResourceSelector {
+			return []policyv1alpha1.ResourceSelector{{APIVersion: apiVersion, Kind: "HorizontalPodAutoscaler", Name: name}}
+		}
+		// Each policy names a version of its own; neither selects the other's template.
+		create(namespace("v"), hpa("scaler"), hpa("legacy"),
+			&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "v", Name: "scalers"},
+				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: selecting("autoscaling/v2", "scaler")}},
+			&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "legacy-scalers"},
+				Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: selecting("autoscaling/v1", "legacy")}})
+		claimedIn := func(label, policy, apiVersion string) func(*workv1alpha1.ResourceBinding) error {
+			return func(rb *workv1alpha1.ResourceBinding) error {
+				if rb.Labels[label] != policy || rb.Spec.Resource.APIVersion != apiVersion {
+					return fmt.Errorf("labels %v, template %s", rb.Labels, rb.Spec.Resource.APIVersion)
+				}
+				return nil
+			}
+		}
+		scaler := waitBinding(t, c, "v", "scaler-horizontalpodautoscaler", claimedIn(names.PropagationPolicyLabel, "scalers", "autoscaling/v2"))
+		waitBinding(t, c, "v", "legacy-horizontalpodautoscaler", claimedIn(names.ClusterPropagationPolicyLabel, "legacy-scalers", "autoscaling/v1"))
+		var hpas []schema.GroupVersionKind
+		for _, k := range r.WatchedKinds() {
+			if k.Kind == "HorizontalPodAutoscaler" {
+				hpas = append(hpas, k)
+			}
+		}
+		if len(hpas) != 1 {
+			t.Errorf("HorizontalPodAutoscalers watched as %v, want one version", hpas)
+		}
+		// Seen in the other version too, the template was released by that view and claimed by this one, in turn.
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			rb := &workv1alpha1.ResourceBinding{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(scaler), rb); err != nil || rb.UID != scaler.UID || rb.DeletionTimestamp != nil {
+				t.Fatalf("the binding of HPA v/scaler was deleted (%v, uid %s -> %s)", err, scaler.UID, rb.UID)
+			}
+			var got autoscalingv2.HorizontalPodAutoscaler
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "v", Name: "scaler"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Labels[names.PropagationPolicyLabel] != "scalers" {
+				t.Fatalf("HPA v/scaler released: claim labels %v", got.Labels)
+			}
+		}
 	})
 }
 

@@ -74,22 +74,41 @@ func (p Policy) priority() int32 {
 }
 
 // Match is the precision of p's best selector for obj; NoMatch when none selects it (a selector that does not
-// parse selects nothing). A PropagationPolicy only selects templates of its own namespace, and no policy selects
-// fedmesh's own kinds or system namespaces.
+// parse selects nothing). A selector of obj's group and kind selects it in whatever version obj is read
+// (selector.OfAnyVersion): every policy then ranks the same for one object, however the detector reads it. A
+// PropagationPolicy only selects templates of its own namespace, and no policy selects fedmesh's own kinds or
+// system namespaces.
 func (p Policy) Match(obj *unstructured.Unstructured) selector.Precision {
+	prec, _ := p.best(obj)
+	return prec
+}
+
+// PropagatedVersion is the apiVersion in which p propagates obj, a template p selects: the one its best selector
+// for obj names (the first of equally precise ones). The binding names the template in that version and its Works
+// carry it, so a policy naming the version Karmada would watch propagates as in Karmada, and the override
+// policies naming that version apply; obj's own when p does not select obj.
+func (p Policy) PropagatedVersion(obj *unstructured.Unstructured) string {
+	if _, sel := p.best(obj); sel != nil {
+		return sel.APIVersion
+	}
+	return obj.GetAPIVersion()
+}
+
+// best is p's best selector for obj and its precision; nil and NoMatch when none selects obj.
+func (p Policy) best(obj *unstructured.Unstructured) (selector.Precision, *policyv1alpha1.ResourceSelector) {
 	if Ignored(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()) {
-		return selector.NoMatch
+		return selector.NoMatch, nil
 	}
 	if !p.IsCluster() && obj.GetNamespace() != p.Namespace {
-		return selector.NoMatch
+		return selector.NoMatch, nil
 	}
-	best := selector.NoMatch
+	best, sel := selector.NoMatch, (*policyv1alpha1.ResourceSelector)(nil)
 	for i := range p.Spec.ResourceSelectors {
-		if prec, err := selector.Of(&p.Spec.ResourceSelectors[i], p.Namespace, obj); err == nil {
-			best = max(best, prec)
+		if prec, err := selector.OfAnyVersion(&p.Spec.ResourceSelectors[i], p.Namespace, obj); err == nil && prec > best {
+			best, sel = prec, &p.Spec.ResourceSelectors[i]
 		}
 	}
-	return best
+	return best, sel
 }
 
 // ignoredNamespaces hold the cluster's and fedmesh's own machinery; nothing in them is ever propagated.

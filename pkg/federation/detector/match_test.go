@@ -76,7 +76,8 @@ func TestMatch(t *testing.T) {
 		{"other label", pp("a", "p", byLabel("app", "db")), web, selector.NoMatch},
 		{"kind", pp("a", "p", byKind()), web, selector.KindMatch},
 		{"best of several selectors", pp("a", "p", append(byKind(), byName("web")...)), web, selector.NameMatch},
-		{"other version", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta1", Kind: "Deployment"}}), web, selector.NoMatch},
+		{"another version of the kind", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1beta1", Kind: "Deployment"}}), web, selector.KindMatch},
+		{"the kind of another group", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "extensions/v1beta1", Kind: "Deployment"}}), web, selector.NoMatch},
 		{"other kind", pp("a", "p", []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "StatefulSet"}}), web, selector.NoMatch},
 		{"propagation policy of another namespace", pp("b", "p", byKind()), web, selector.NoMatch},
 		{"propagation policy naming another namespace", pp("a", "p", []policyv1alpha1.ResourceSelector{{
@@ -165,6 +166,73 @@ func TestChoose(t *testing.T) {
 				t.Errorf("chose %s, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestChooseInAnyVersion: one object read in two versions of its kind is one template; policies selecting it
+// through either version win or lose it alike, whichever version it is read in. (Chosen per version, a policy
+// naming autoscaling/v2 claimed it from the v2 view while the v1 view, selected by no policy, released it.)
+func TestChooseInAnyVersion(t *testing.T) {
+	hpa := func(name string) policyv1alpha1.ResourceSelector {
+		return policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: name}
+	}
+	legacy := func(name string) policyv1alpha1.ResourceSelector {
+		return policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Name: name}
+	}
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		candidates []Policy
+		want       string // policy.String(); "" for none
+	}{
+		{"selected through one version, another version watched for another policy", nil, []Policy{
+			pp("a", "v2", []policyv1alpha1.ResourceSelector{hpa("web")}),
+			cpp("legacy", []policyv1alpha1.ResourceSelector{legacy("other")})}, "PropagationPolicy a/v2"},
+		{"selected through both versions: one ranking", nil, []Policy{
+			pp("a", "v2", []policyv1alpha1.ResourceSelector{hpa("")}),
+			pp("a", "v1", []policyv1alpha1.ResourceSelector{legacy("web")})}, "PropagationPolicy a/v1"},
+		{"claimed through one version, kept in the other", map[string]string{names.PropagationPolicyLabel: "v2"}, []Policy{
+			pp("a", "v2", []policyv1alpha1.ResourceSelector{hpa("")}),
+			pp("a", "v1", []policyv1alpha1.ResourceSelector{legacy("web")})}, "PropagationPolicy a/v2"},
+		{"selected in neither", nil, []Policy{
+			pp("a", "v2", []policyv1alpha1.ResourceSelector{hpa("db")})}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, apiVersion := range []string{"autoscaling/v1", "autoscaling/v2"} {
+				chosen := ""
+				if got, ok := Choose(template(apiVersion, "HorizontalPodAutoscaler", "a", "web", tc.labels), tc.candidates); ok {
+					chosen = got.String()
+				}
+				if chosen != tc.want {
+					t.Errorf("read as %s: chose %q, want %q", apiVersion, chosen, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPropagatedVersion: a template is propagated in the version the selector that selects it best names, not the
+// version it was read in.
+func TestPropagatedVersion(t *testing.T) {
+	sel := func(apiVersion, name string) policyv1alpha1.ResourceSelector {
+		return policyv1alpha1.ResourceSelector{APIVersion: apiVersion, Kind: "HorizontalPodAutoscaler", Name: name}
+	}
+	web := template("autoscaling/v2", "HorizontalPodAutoscaler", "a", "web", nil)
+	for _, tc := range []struct {
+		name      string
+		selectors []policyv1alpha1.ResourceSelector
+		want      string
+	}{
+		{"the version read", []policyv1alpha1.ResourceSelector{sel("autoscaling/v2", "")}, "autoscaling/v2"},
+		{"another version", []policyv1alpha1.ResourceSelector{sel("autoscaling/v1", "")}, "autoscaling/v1"},
+		{"the more precise selector's", []policyv1alpha1.ResourceSelector{sel("autoscaling/v2", ""), sel("autoscaling/v1", "web")}, "autoscaling/v1"},
+		{"the first of equally precise ones", []policyv1alpha1.ResourceSelector{sel("autoscaling/v1", ""), sel("autoscaling/v2", "")}, "autoscaling/v1"},
+		{"not a selector that misses it", []policyv1alpha1.ResourceSelector{sel("autoscaling/v1", "db"), sel("autoscaling/v2", "")}, "autoscaling/v2"},
+		{"not selected: the version read", []policyv1alpha1.ResourceSelector{sel("autoscaling/v1", "db")}, "autoscaling/v2"},
+	} {
+		if got := pp("a", "p", tc.selectors).PropagatedVersion(web); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -35,7 +35,8 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	wanted := map[schema.GroupVersionKind]*meta.RESTMapping{}
+	// The mapping of each kind in each version a selector names it in; nil where the API server does not serve it.
+	named := map[schema.GroupVersionKind]*meta.RESTMapping{}
 	var unknown, ignored []string
 	for _, p := range all {
 		mine := p.Key() == req.NamespacedName
@@ -47,22 +48,25 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 				}
 				continue
 			}
-			m := wanted[gvk]
-			if m == nil {
-				var err error
+			m, looked := named[gvk]
+			if !looked {
 				m, err = r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				if meta.IsNoMatchError(err) {
-					if mine {
-						unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
-					}
-					continue
-				}
-				if err != nil {
+				switch {
+				case meta.IsNoMatchError(err):
+					m = nil
+				case err != nil:
 					return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
 				}
-				wanted[gvk] = m
+				named[gvk] = m
+			}
+			if m == nil && mine {
+				unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
 			}
 		}
+	}
+	wanted, err := r.views(named)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	r.Templates.Sync(wanted)
 	if obj == nil {
@@ -79,6 +83,38 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{RequeueAfter: r.UnknownKindRetry}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// views are the versions the selected kinds are watched in, given named (see reconcilePolicy): one per kind,
+// however many versions selectors name it in, for a selector selects the kind's objects in every version
+// (Policy.Match). It is the one served version the selectors name, when they name one, so that the binding and
+// status stages too read the templates propagated in it from the informer; otherwise the server's preferred
+// version. A kind the server serves in no version is left out.
+func (r *Reconciler) views(named map[schema.GroupVersionKind]*meta.RESTMapping) (map[schema.GroupKind]*meta.RESTMapping, error) {
+	served := map[schema.GroupKind][]*meta.RESTMapping{}
+	for gvk, m := range named {
+		if m != nil {
+			served[gvk.GroupKind()] = append(served[gvk.GroupKind()], m)
+		} else if _, ok := served[gvk.GroupKind()]; !ok {
+			served[gvk.GroupKind()] = nil
+		}
+	}
+	wanted := map[schema.GroupKind]*meta.RESTMapping{}
+	for gk, ms := range served {
+		if len(ms) == 1 {
+			wanted[gk] = ms[0]
+			continue
+		}
+		m, err := r.Mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		wanted[gk] = m
+	}
+	return wanted, nil
 }
 
 // policy returns the live policy key names and its object; the object is nil when the policy is gone or going.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
@@ -21,13 +22,30 @@ const (
 	NameMatch
 )
 
-// Of is the precision of sel for obj. A selector without a namespace means defaultNamespace (a namespaced
-// policy's own), or any namespace when that is empty too. A name, when set, decides alone (a label selector
-// beside it is not consulted, as in Karmada). A label selector that does not parse is an error.
+// Of is the precision of sel for obj, which must be of sel's apiVersion and kind. A selector without a namespace
+// means defaultNamespace (a namespaced policy's own), or any namespace when that is empty too. A name, when set,
+// decides alone (a label selector beside it is not consulted, as in Karmada). A label selector that does not parse
+// is an error.
 func Of(sel *policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (Precision, error) {
 	if sel.APIVersion != obj.GetAPIVersion() || sel.Kind != obj.GetKind() {
 		return NoMatch, nil
 	}
+	return within(sel, defaultNamespace, obj)
+}
+
+// OfAnyVersion is Of for obj read in any version of sel's group and kind. The API server serves one object in
+// every version of its kind: whatever version it is read in, a propagation policy selects it or not alike. (An
+// override policy's overriders are written against the fields of the version it names, so it selects by Of.)
+func OfAnyVersion(sel *policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (Precision, error) {
+	gv, err := schema.ParseGroupVersion(sel.APIVersion)
+	if err != nil || gv.Version == "" || gv.Group != obj.GroupVersionKind().Group || sel.Kind != obj.GetKind() {
+		return NoMatch, nil
+	}
+	return within(sel, defaultNamespace, obj)
+}
+
+// within is the precision of sel for obj, of the kind sel names: by namespace, name and labels.
+func within(sel *policyv1alpha1.ResourceSelector, defaultNamespace string, obj *unstructured.Unstructured) (Precision, error) {
 	ns := sel.Namespace
 	if ns == "" {
 		ns = defaultNamespace

@@ -55,3 +55,34 @@ func TestOf(t *testing.T) {
 		t.Errorf("best of kind and name: %v (%v), want NameMatch", best, err)
 	}
 }
+
+func TestOfAnyVersion(t *testing.T) {
+	hpa := &unstructured.Unstructured{}
+	hpa.SetAPIVersion("autoscaling/v2")
+	hpa.SetKind("HorizontalPodAutoscaler")
+	hpa.SetNamespace("shop")
+	hpa.SetName("web")
+	for _, tc := range []struct {
+		name string
+		sel  policyv1alpha1.ResourceSelector
+		want Precision
+	}{
+		{"its version", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}, KindMatch},
+		{"another version", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler"}, KindMatch},
+		{"another version, by name", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Name: "web"}, NameMatch},
+		{"another version, another name", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Name: "db"}, NoMatch},
+		{"another version, another namespace", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Namespace: "bank"}, NoMatch},
+		{"another group", policyv1alpha1.ResourceSelector{APIVersion: "example.com/v2", Kind: "HorizontalPodAutoscaler"}, NoMatch},
+		{"the core group", policyv1alpha1.ResourceSelector{APIVersion: "v2", Kind: "HorizontalPodAutoscaler"}, NoMatch},
+		{"another kind", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v2", Kind: "Scale"}, NoMatch},
+		{"no version", policyv1alpha1.ResourceSelector{APIVersion: "", Kind: "HorizontalPodAutoscaler"}, NoMatch},
+		{"a malformed apiVersion", policyv1alpha1.ResourceSelector{APIVersion: "autoscaling/v2/x", Kind: "HorizontalPodAutoscaler"}, NoMatch},
+	} {
+		if got, err := OfAnyVersion(&tc.sel, "", hpa); got != tc.want || err != nil {
+			t.Errorf("%s: %v (err %v), want %v", tc.name, got, err, tc.want)
+		}
+		if got, _ := Of(&tc.sel, "", hpa); tc.sel.APIVersion != "autoscaling/v2" && got != NoMatch {
+			t.Errorf("%s: Of matches another version: %v", tc.name, got)
+		}
+	}
+}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Key identifies a template: its kind and where it is.
+// Key identifies a template: its kind, in the version it is read in, and where it is.
 type Key struct {
 	GVK schema.GroupVersionKind
 	types.NamespacedName
@@ -36,17 +36,19 @@ func KeyOf(obj *unstructured.Unstructured) Key {
 	return Key{GVK: obj.GroupVersionKind(), NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
 
-// Cache runs one dynamic informer per template kind it is told to (Sync) and serves reads of templates from
-// them. It is a manager Runnable: its informers stop with the manager. As a client.Reader it answers Gets of
-// unstructured objects of a cached kind from the informer, and everything else from the API reader it wraps.
+// Cache runs one dynamic informer per template kind it is told to (Sync), each in one version, and serves reads
+// of templates from them. One kind is watched in one version only: an object is served in every version of its
+// kind, and an informer per version would see each template as that many. It is a manager Runnable: its
+// informers stop with the manager. As a client.Reader it answers Gets of unstructured objects of a cached kind, in
+// the version cached, from the informer, and everything else from the API reader it wraps.
 type Cache struct {
 	dynamic dynamic.Interface
-	// api answers what the informers cannot: kinds no informer runs for, Lists, and misses (an object created an
-	// instant ago may not have reached the informer yet).
+	// api answers what the informers cannot: kinds no informer runs for, other versions of the kinds, Lists, and
+	// misses (an object created an instant ago may not have reached the informer yet).
 	api client.Reader
 
 	mu       sync.Mutex
-	running  map[schema.GroupVersionKind]*kindInformer
+	running  map[schema.GroupKind]*kindInformer
 	onChange func(Key)
 	shutdown bool
 }
@@ -54,13 +56,15 @@ type Cache struct {
 var _ client.Reader = &Cache{}
 
 type kindInformer struct {
+	// gvk is the kind in the version the informer reads it in.
+	gvk      schema.GroupVersionKind
 	informer cache.SharedIndexInformer
 	stop     chan struct{}
 }
 
 // New returns a cache whose informers list and watch with d, and which falls back to api.
 func New(d dynamic.Interface, api client.Reader) *Cache {
-	return &Cache{dynamic: d, api: api, running: map[schema.GroupVersionKind]*kindInformer{}}
+	return &Cache{dynamic: d, api: api, running: map[schema.GroupKind]*kindInformer{}}
 }
 
 // OnChange sets the function told of every template that is added, deleted, or changed in anything but its
@@ -77,34 +81,46 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.shutdown = true
-	for gvk, ki := range c.running {
+	for gk, ki := range c.running {
 		close(ki.stop)
-		delete(c.running, gvk)
+		delete(c.running, gk)
 	}
 	return nil
 }
 
-// Sync runs an informer for each kind of wanted, and stops the others.
-func (c *Cache) Sync(wanted map[schema.GroupVersionKind]*meta.RESTMapping) {
+// Sync runs an informer for each kind of wanted, in the version of its mapping, and stops the others: those of
+// kinds not wanted, and those of a kind wanted in another version now.
+func (c *Cache) Sync(wanted map[schema.GroupKind]*meta.RESTMapping) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shutdown {
 		return
 	}
-	for gvk, ki := range c.running {
-		if wanted[gvk] == nil {
+	for gk, ki := range c.running {
+		if m := wanted[gk]; m == nil || m.GroupVersionKind != ki.gvk {
 			close(ki.stop)
-			delete(c.running, gvk)
+			delete(c.running, gk)
 		}
 	}
-	for gvk, m := range wanted {
-		if c.running[gvk] == nil {
-			c.running[gvk] = c.start(gvk, m)
+	for gk, m := range wanted {
+		if c.running[gk] == nil {
+			c.running[gk] = c.start(m)
 		}
 	}
 }
 
-func (c *Cache) start(gvk schema.GroupVersionKind, m *meta.RESTMapping) *kindInformer {
+// Watched is kind gk in the version its informer reads it in; false when no informer runs for gk.
+func (c *Cache) Watched(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ki := c.running[gk]; ki != nil {
+		return ki.gvk, true
+	}
+	return schema.GroupVersionKind{}, false
+}
+
+func (c *Cache) start(m *meta.RESTMapping) *kindInformer {
+	gvk := m.GroupVersionKind
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, m.Resource, "", 0, cache.Indexers{}, nil).Informer()
 	// Templates are read often and written rarely: their managed fields are dead weight in memory.
 	_ = inf.SetTransform(func(obj any) (any, error) {
@@ -136,7 +152,7 @@ func (c *Cache) start(gvk schema.GroupVersionKind, m *meta.RESTMapping) *kindInf
 			notify(cur)
 		},
 	})
-	ki := &kindInformer{informer: inf, stop: make(chan struct{})}
+	ki := &kindInformer{gvk: gvk, informer: inf, stop: make(chan struct{})}
 	go inf.Run(ki.stop)
 	return ki
 }
@@ -167,13 +183,13 @@ func Digest(u *unstructured.Unstructured) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-// Kinds lists the kinds with a running informer, sorted.
+// Kinds lists the kinds with a running informer, each in the version it reads, sorted.
 func (c *Cache) Kinds() []schema.GroupVersionKind {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]schema.GroupVersionKind, 0, len(c.running))
-	for gvk := range c.running {
-		out = append(out, gvk)
+	for _, ki := range c.running {
+		out = append(out, ki.gvk)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
@@ -193,7 +209,7 @@ func (c *Cache) Template(ctx context.Context, key Key) (*unstructured.Unstructur
 	return obj, nil
 }
 
-// Get reads obj from its kind's informer when one runs and holds it, else from the API server.
+// Get reads obj from its kind's informer when one runs in obj's version and holds it, else from the API server.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		gvk := u.GroupVersionKind()
@@ -211,12 +227,13 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return c.api.List(ctx, list, opts...)
 }
 
-// cached is the object key names in gvk's informer; nil when no synced informer runs for gvk or it lacks key.
+// cached is the object key names in gvk's informer; nil when no synced informer runs for gvk (in its version) or
+// it lacks key.
 func (c *Cache) cached(gvk schema.GroupVersionKind, key client.ObjectKey) *unstructured.Unstructured {
 	c.mu.Lock()
-	ki := c.running[gvk]
+	ki := c.running[gvk.GroupKind()]
 	c.mu.Unlock()
-	if ki == nil || !ki.informer.HasSynced() {
+	if ki == nil || ki.gvk != gvk || !ki.informer.HasSynced() {
 		return nil
 	}
 	storeKey := key.Name
@@ -237,15 +254,15 @@ func (c *Cache) Keys(keep func(*unstructured.Unstructured) bool) []Key {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Key
-	for gvk, ki := range c.running {
+	for _, ki := range c.running {
 		for _, item := range ki.informer.GetStore().List() {
 			u, ok := item.(*unstructured.Unstructured)
 			if !ok {
 				continue
 			}
-			if u.GroupVersionKind() != gvk {
+			if u.GroupVersionKind() != ki.gvk {
 				u = u.DeepCopy()
-				u.SetGroupVersionKind(gvk)
+				u.SetGroupVersionKind(ki.gvk)
 			}
 			if keep(u) {
 				out = append(out, KeyOf(u))

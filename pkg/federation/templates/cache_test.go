@@ -1,9 +1,17 @@
 package templates
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestSpecOrMetaChanged(t *testing.T) {
@@ -22,5 +30,71 @@ func TestSpecOrMetaChanged(t *testing.T) {
 	relabelled.SetLabels(map[string]string{"x": "y"})
 	if !specOrMetaChanged(old, scaled) || !specOrMetaChanged(old, relabelled) {
 		t.Error("a spec or label change is missed")
+	}
+}
+
+// countingReader is the API reader behind a Cache: it counts the reads that reach it, and has nothing.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (r *countingReader) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	r.gets++
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+// TestOneVersionPerKind: a kind is watched in one version; asked for in another, its informer is replaced, and
+// reads in a version no informer runs in go to the API server.
+func TestOneVersionPerKind(t *testing.T) {
+	v1 := schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler"}
+	v2 := schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+	mapping := func(gvk schema.GroupVersionKind) *meta.RESTMapping {
+		return &meta.RESTMapping{GroupVersionKind: gvk, Scope: meta.RESTScopeNamespace,
+			Resource: gvk.GroupVersion().WithResource("horizontalpodautoscalers")}
+	}
+	web := &unstructured.Unstructured{}
+	web.SetGroupVersionKind(v2)
+	web.SetNamespace("a")
+	web.SetName("web")
+	d := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		mapping(v1).Resource: "HorizontalPodAutoscalerList", mapping(v2).Resource: "HorizontalPodAutoscalerList"}, web)
+	api := &countingReader{}
+	c := New(d, api)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Start(ctx) }()
+
+	gk := v1.GroupKind()
+	c.Sync(map[schema.GroupKind]*meta.RESTMapping{gk: mapping(v1)})
+	c.Sync(map[schema.GroupKind]*meta.RESTMapping{gk: mapping(v2)})
+	if got, ok := c.Watched(gk); !ok || got != v2 {
+		t.Errorf("watched as %v (%v), want %v", got, ok, v2)
+	}
+	if kinds := c.Kinds(); len(kinds) != 1 || kinds[0] != v2 {
+		t.Errorf("kinds %v, want only %v", kinds, v2)
+	}
+	key := client.ObjectKeyFromObject(web)
+	for deadline := time.Now().Add(10 * time.Second); c.cached(v2, key) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer never showed the template")
+		}
+	}
+	read := func(gvk schema.GroupVersionKind) {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		_ = c.Get(ctx, key, obj)
+	}
+	read(v2)
+	if api.gets != 0 {
+		t.Errorf("a read in the version watched went to the API server")
+	}
+	read(v1)
+	if api.gets != 1 {
+		t.Errorf("a read in another version was answered by the informer of %s", v2)
+	}
+	c.Sync(nil)
+	if _, ok := c.Watched(gk); ok || len(c.Kinds()) != 0 {
+		t.Errorf("the informer of a kind no longer wanted runs on: %v", c.Kinds())
 	}
 }
