@@ -451,8 +451,9 @@ func (r *Reconciler) event(b *workv1alpha1.ResourceBinding, eventType, reason, n
 }
 
 // bindingsOfPolicy enqueues the bindings an override policy may select: those in its namespace (any, for a
-// ClusterOverridePolicy) whose template's kind (and name, where the selector names one) it selects. Label
-// selectors are not checked here: the template's labels are not on the binding, so such bindings are all enqueued.
+// ClusterOverridePolicy) whose template's kind (and name, where the selector names one) it selects, or the kind
+// (and name) of a dependency their last pass rendered into their Works, which is overridden too. Label selectors
+// are not checked here: the template's labels are not on the binding, so such bindings are all enqueued.
 func (r *Reconciler) bindingsOfPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
 	var spec *policyv1alpha1.OverrideSpec
 	switch p := obj.(type) {
@@ -470,7 +471,8 @@ func (r *Reconciler) bindingsOfPolicy(ctx context.Context, obj client.Object) []
 	}
 	var out []reconcile.Request
 	for _, b := range list.Items {
-		if mayBeSelected(spec.ResourceSelectors, obj.GetNamespace(), b.Spec.Resource) {
+		if mayBeSelected(spec.ResourceSelectors, obj.GetNamespace(), b.Spec.Resource) ||
+			dependencyMayBeSelected(spec.ResourceSelectors, obj.GetNamespace(), r.dependents.recordedOf(client.ObjectKeyFromObject(&b))) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
 		}
 	}

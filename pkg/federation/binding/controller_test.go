@@ -152,6 +152,37 @@ func TestBindingController(t *testing.T) {
 		t.Errorf("member2's Work changed by an override for member1: resourceVersion %s, was %s", got, rv2)
 	}
 
+	// An override of the dependency (the ConfigMap rendered beside the Deployment) re-renders the binding as it
+	// comes and as it goes: nothing else of the binding changed.
+	confLabels := &policyv1alpha1.OverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf-labels"},
+		Spec: policyv1alpha1.OverrideSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "conf"}},
+			OverrideRules: []policyv1alpha1.RuleWithCluster{{
+				TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}},
+				Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+					{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"tier": "edge"}},
+				}},
+			}},
+		},
+	}
+	confTier := func(want string) func() error {
+		return func() error {
+			_, ms, err := getWork(ctx, h, work1)
+			if err != nil {
+				return err
+			}
+			if got := ms[len(ms)-1].GetLabels()["tier"]; ms[len(ms)-1].GetKind() != "ConfigMap" || got != want {
+				return fmt.Errorf("ConfigMap %s with tier %q, want %q", ms[len(ms)-1].GetName(), got, want)
+			}
+			return nil
+		}
+	}
+	must(t, h.Create(ctx, confLabels))
+	eventually(t, "the dependency overridden", confTier("edge"))
+	must(t, h.Delete(ctx, confLabels))
+	eventually(t, "the dependency's override gone", confTier(""))
+
 	// An invalid plaintext override is refused with a clear condition; the previous Works stay.
 	setApplied(ctx, t, h, work1, metav1.ConditionTrue, "Applied", "")
 	rv1 = resourceVersion(ctx, t, h, work1)

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
 // watchedDependencies are the kinds of dependency whose changes re-render the bindings that depend on them: those
@@ -108,6 +110,47 @@ func (d *dependents) remove(b types.NamespacedName) {
 			delete(d.bySelector, s.depSpace)
 		}
 	}
+}
+
+// recordedOf is what binding b's last pass looked up.
+func (d *dependents) recordedOf(b types.NamespacedName) dependencyRefs {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.recorded[b]
+}
+
+// dependencyMayBeSelected reports whether selectors, of an override policy of policyNamespace ("" for a
+// ClusterOverridePolicy), could pick one of refs, the dependencies a binding's last pass looked up: they go into
+// its Works overridden as its template is. Judged by group, kind, namespace and name, as recorded: a dependency
+// found by a label selector may have any name, and none's labels are known, so those count as selected.
+func dependencyMayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace string, refs dependencyRefs) bool {
+	if len(selectors) == 0 {
+		return len(refs.names) > 0 || len(refs.selectors) > 0
+	}
+	for _, s := range selectors {
+		gv, err := schema.ParseGroupVersion(s.APIVersion)
+		if err != nil {
+			continue
+		}
+		ns := s.Namespace
+		if ns == "" {
+			ns = policyNamespace
+		}
+		in := func(space depSpace) bool {
+			return space.GroupKind == schema.GroupKind{Group: gv.Group, Kind: s.Kind} && (ns == "" || ns == space.Namespace)
+		}
+		for _, n := range refs.names {
+			if in(n.depSpace) && (s.Name == "" || s.Name == n.Name) {
+				return true
+			}
+		}
+		for _, sel := range refs.selectors {
+			if in(sel.depSpace) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // of adds to into the bindings that depend on obj, an object of kind gk.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 )
@@ -81,6 +82,44 @@ func TestDependents(t *testing.T) {
 	check("forgotten", cm, obj("a", "conf", map[string]string{"tier": "api"}))
 	if len(d.recorded)+len(d.byName)+len(d.bySelector) != 0 {
 		t.Errorf("left behind: %v %v %v", d.recorded, d.byName, d.bySelector)
+	}
+}
+
+// TestDependencyMayBeSelected: an override policy selecting a dependency a binding's last pass looked up (and
+// rendered into its Works) may change those Works, so it brings the binding back; one selecting none does not.
+func TestDependencyMayBeSelected(t *testing.T) {
+	cm := depSpace{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "demo"}
+	tier, _ := labels.Parse("tier=web")
+	refs := dependencyRefs{
+		names:     []depName{{depSpace: cm, Name: "conf"}},
+		selectors: []depSelector{{depSpace: depSpace{GroupKind: schema.GroupKind{Kind: "Secret"}, Namespace: "demo"}, Selector: tier}},
+	}
+	sel := func(apiVersion, kind, ns, name string) []policyv1alpha1.ResourceSelector {
+		return []policyv1alpha1.ResourceSelector{{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}}
+	}
+	for _, tc := range []struct {
+		name      string
+		selectors []policyv1alpha1.ResourceSelector
+		policyNS  string
+		refs      dependencyRefs
+		want      bool
+	}{
+		{name: "by name", selectors: sel("v1", "ConfigMap", "", "conf"), policyNS: "demo", refs: refs, want: true},
+		{name: "by kind", selectors: sel("v1", "ConfigMap", "", ""), policyNS: "demo", refs: refs, want: true},
+		{name: "another name", selectors: sel("v1", "ConfigMap", "", "other"), policyNS: "demo", refs: refs},
+		{name: "another kind", selectors: sel("v1", "ServiceAccount", "", ""), policyNS: "demo", refs: refs},
+		{name: "another group", selectors: sel("example.com/v1", "ConfigMap", "", "conf"), policyNS: "demo", refs: refs},
+		{name: "a policy of another namespace", selectors: sel("v1", "ConfigMap", "", "conf"), policyNS: "prod", refs: refs},
+		{name: "cluster policy, any namespace", selectors: sel("v1", "ConfigMap", "", "conf"), refs: refs, want: true},
+		{name: "cluster policy, another namespace", selectors: sel("v1", "ConfigMap", "prod", "conf"), refs: refs},
+		{name: "found by selector: any name may be", selectors: sel("v1", "Secret", "", "creds"), policyNS: "demo", refs: refs, want: true},
+		{name: "no selectors select every dependency", policyNS: "demo", refs: refs, want: true},
+		{name: "no dependencies", selectors: sel("v1", "ConfigMap", "", ""), policyNS: "demo"},
+		{name: "no selectors, no dependencies", policyNS: "demo"},
+	} {
+		if got := dependencyMayBeSelected(tc.selectors, tc.policyNS, tc.refs); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
