@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -161,6 +162,40 @@ func TestExecution(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("a manifest moved to another version of its group keeps its object", func(t *testing.T) {
+		// As when a CRD's template moves from v1alpha1 to v1beta1: the member object is the one the old version
+		// named, and is applied, not deleted as a manifest the Work dropped.
+		hpa := func(apiVersion string, maxReplicas int64) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "HorizontalPodAutoscaler",
+				"metadata": map[string]any{"name": "api"},
+				"spec": map[string]any{"maxReplicas": maxReplicas,
+					"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"}}}}
+		}
+		w := work("api-hpa-"+cluster, cluster, "", hpa("autoscaling/v1", 5))
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		before, err := mem.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		updateManifests(t, host, w, hpa("autoscaling/v2", 6))
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		after, err := mem.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "api", metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Fatalf("the HPA after its manifest moved to autoscaling/v2: %v", err)
+		case after.UID != before.UID:
+			t.Errorf("the HPA was deleted and made again: uid %s -> %s", before.UID, after.UID)
+		case after.Spec.MaxReplicas != 6:
+			t.Errorf("maxReplicas %d, want 6", after.Spec.MaxReplicas)
+		}
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("conflict: abort, then overwrite without new pods, then delete preserving", func(t *testing.T) {
@@ -440,6 +475,7 @@ func updateManifests(t *testing.T, host client.Client, w *workv1alpha1.Work, obj
 	}
 }
 
+// waitApplied waits for w's Applied condition to be status/reason at w's current generation.
 func waitApplied(t *testing.T, host client.Client, w *workv1alpha1.Work, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
@@ -449,8 +485,8 @@ func waitApplied(t *testing.T, host client.Client, w *workv1alpha1.Work, status 
 			return err
 		}
 		c := meta.FindStatusCondition(cur.Status.Conditions, workv1alpha1.WorkApplied)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("Applied is %+v", c)
+		if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("Applied is %+v at generation %d", c, cur.Generation)
 		}
 		cond = *c
 		return nil

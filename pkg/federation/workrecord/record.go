@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
@@ -33,15 +34,25 @@ func (r Ref) String() string {
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// Same compares refs of one Work's namespace, where a manifest may leave its namespace to the Work.
+// Same reports whether a and b, refs of one Work's namespace (where a manifest may leave its namespace to the
+// Work), name one object. The version does not count: an object is served in every version of its group, and a
+// manifest moved to another (autoscaling/v1 to v2, a CRD's v1alpha1 to v1beta1) names the object it named before.
 func Same(a, b Ref, workNamespace string) bool {
-	def := func(r Ref) Ref {
-		if r.Namespace == "" {
-			r.Namespace = workNamespace
-		}
-		return r
+	return a.key(workNamespace) == b.key(workNamespace)
+}
+
+type objectKey struct{ group, kind, namespace, name string }
+
+func (r Ref) key(workNamespace string) objectKey {
+	k := objectKey{group: r.APIVersion, kind: r.Kind, namespace: r.Namespace, name: r.Name}
+	// An apiVersion that does not parse is kept whole: it still tells its refs apart.
+	if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil {
+		k.group = gv.Group
 	}
-	return def(a) == def(b)
+	if k.namespace == "" {
+		k.namespace = workNamespace
+	}
+	return k
 }
 
 // Parse reads the record from a Work's annotations; a damaged record reads as empty.

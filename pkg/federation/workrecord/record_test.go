@@ -20,7 +20,39 @@ var (
 	webM     = manifest(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"shop","name":"web"}}`)
 	cfgM     = manifest(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"}}`)
 	invalidM = manifest(`{"kind":"ConfigMap"}`)
+	hpaV1M   = manifest(`{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"web"}}`)
+	hpaV2M   = manifest(`{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"web"}}`)
 )
+
+func TestSame(t *testing.T) {
+	hpa := Ref{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Namespace: "shop", Name: "web"}
+	with := func(change func(*Ref)) Ref {
+		r := hpa
+		change(&r)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		b    Ref
+		want bool
+	}{
+		{"itself", hpa, true},
+		{"another version of its group", with(func(r *Ref) { r.APIVersion = "autoscaling/v1" }), true},
+		{"its namespace left to the Work", with(func(r *Ref) { r.Namespace = "" }), true},
+		{"the kind of another group", with(func(r *Ref) { r.APIVersion = "example.com/v2" }), false},
+		{"another namespace", with(func(r *Ref) { r.Namespace = "bank" }), false},
+		{"another name", with(func(r *Ref) { r.Name = "api" }), false},
+		{"an apiVersion that does not parse", with(func(r *Ref) { r.APIVersion = "autoscaling/v2/x" }), false},
+	} {
+		if got := Same(hpa, tc.b, "shop"); got != tc.want {
+			t.Errorf("%s: Same(%+v, %+v) = %v, want %v", tc.name, hpa, tc.b, got, tc.want)
+		}
+	}
+	core := Ref{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}
+	if Same(core, Ref{APIVersion: "example.com/v1", Kind: "ConfigMap", Name: "cfg"}, "shop") {
+		t.Error("a core kind and its namesake in a group are one object")
+	}
+}
 
 func TestCarry(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,6 +68,10 @@ func TestCarry(t *testing.T) {
 		{"a recorded object named again leaves the record", []Ref{cfg, old}, []workv1alpha1.Manifest{webM}, []workv1alpha1.Manifest{webM, cfgM}, []Ref{old}},
 		{"none twice", []Ref{web}, []workv1alpha1.Manifest{webM}, nil, []Ref{web}},
 		{"an invalid manifest named nothing", nil, []workv1alpha1.Manifest{invalidM}, nil, nil},
+		// Recorded, the object the new version names would be deleted by the execution stage just after its apply.
+		{"a manifest moved to another version of its group is no removal", nil, []workv1alpha1.Manifest{hpaV1M}, []workv1alpha1.Manifest{hpaV2M}, nil},
+		{"a recorded object named again in another version leaves the record",
+			[]Ref{{APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Name: "web"}, old}, nil, []workv1alpha1.Manifest{hpaV2M}, []Ref{old}},
 	} {
 		if got := Carry(tc.recorded, tc.old, tc.next, "shop"); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: Carry = %v, want %v", tc.name, got, tc.want)
