@@ -171,32 +171,54 @@ func (r *Reconciler) retain(ctx context.Context, desired, observed *unstructured
 
 // resourceFor maps obj's kind to its resource in the member and returns the client of obj's resource, setting
 // obj's namespace to workNamespace when the manifest leaves it to the Work (or clearing it for a cluster-scoped
-// kind). A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
+// kind).
 func resourceFor(mc *member.Client, obj *unstructured.Unstructured, workNamespace string) (dynamic.ResourceInterface, error) {
 	gvk := obj.GroupVersionKind()
-	mapping, err := mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		mc.Mapper.Reset()
-		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
+	mapping, err := restMapping(mc, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
+	return resourceOf(mc, mapping, obj, workNamespace), nil
+}
+
+// restMapping maps gk, in one of versions (or in any the member serves, when none is given), to its resource in
+// the member. A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
+func restMapping(mc *member.Client, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	mapping, err := mc.Mapper.RESTMapping(gk, versions...)
+	if meta.IsNoMatchError(err) {
+		mc.Mapper.Reset()
+		mapping, err = mc.Mapper.RESTMapping(gk, versions...)
+	}
+	return mapping, err
+}
+
+// resourceOf is the client of mapping's resource for obj, setting obj's namespace as resourceFor says.
+func resourceOf(mc *member.Client, mapping *meta.RESTMapping, obj *unstructured.Unstructured, workNamespace string) dynamic.ResourceInterface {
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		obj.SetNamespace("")
-		return mc.Dynamic.Resource(mapping.Resource), nil
+		return mc.Dynamic.Resource(mapping.Resource)
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(workNamespace)
 	}
-	return mc.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()), nil
+	return mc.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 }
 
-// resourceForRef is resourceFor for a recorded object.
+// resourceForRef is resourceFor for an object to remove, in any version the member serves of its kind: the object
+// is the one in each, and the version named may be one the member no longer serves (a CRD's old version dropped).
+// A NoMatch error then means the member serves the kind in no version, even after looking again.
 func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string) (dynamic.ResourceInterface, error) {
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	obj.SetGroupVersionKind(gvk)
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
-	return resourceFor(mc, obj, workNamespace)
+	mapping, err := restMapping(mc, gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resourceOf(mc, mapping, obj, workNamespace), nil
 }

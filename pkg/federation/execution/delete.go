@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -86,9 +87,13 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 
 // removeObject deletes ref from the member, or with preserve releases it (drops fedmesh's labels and field
 // ownership). Only an object that carries this Work's labels is touched, and none that another live Work of the
-// same cluster and namespace still has (a dependency two templates share).
+// same cluster and namespace still has (a dependency two templates share). A kind the member does not serve has
+// no object there: there is nothing to remove, and a Work that waited for it would never go.
 func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref workrecord.Ref, preserve bool) error {
 	ri, err := resourceForRef(mc, ref, work.Namespace)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -198,6 +198,26 @@ func TestExecution(t *testing.T) {
 		}
 	})
 
+	t.Run("a Work of a kind the member does not serve goes when deleted", func(t *testing.T) {
+		widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"size": int64(1)}}}
+		w := work("w1-widget-"+cluster, cluster, "", widget)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionFalse, ReasonUnknownKind)
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		fedtest.Eventually(t, 20*time.Second, "Work gone", func() error {
+			var cur workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there, finalizers %v: %v", cur.Finalizers, err)
+			}
+			return nil
+		})
+	})
+
 	t.Run("conflict: abort, then overwrite without new pods, then delete preserving", func(t *testing.T) {
 		legacy := deploymentObject("legacy", 2)
 		if _, err := mem.AppsV1().Deployments(ns).Create(ctx, legacy.DeepCopy(), metav1.CreateOptions{}); err != nil {

@@ -1,0 +1,127 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// TestDeleteWorkOfUnservedKind deletes a Work whose manifest names a version of a custom kind the member does not
+// serve: it serves the kind in another version, only once it looks again (a CRD installed since its discovery was
+// cached), or not at all. The member's object is deleted in the version it serves; a Work whose kind the member
+// does not serve has no object there, and goes rather than wait on its finalizer for as long as its Cluster exists.
+func TestDeleteWorkOfUnservedKind(t *testing.T) {
+	widget := func(version string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: "example.com", Version: version, Kind: "Widget"}
+	}
+	for _, tc := range []struct {
+		name string
+		// served are the member's kinds; servedAfterLookingAgain those it serves too once it looks again.
+		served, servedAfterLookingAgain []schema.GroupVersionKind
+		// inMember is the version the member holds the Work's Widget in; none when "".
+		inMember string
+	}{
+		{name: "a kind the member does not serve"},
+		{name: "a kind the member serves once it looks again",
+			servedAfterLookingAgain: []schema.GroupVersionKind{widget("v1alpha1")}, inMember: "v1alpha1"},
+		{name: "a version the member no longer serves",
+			served: []schema.GroupVersionKind{widget("v1beta1")}, inMember: "v1beta1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			raw, _ := json.Marshal(map[string]any{"apiVersion": "example.com/v1alpha1", "kind": "Widget",
+				"metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"size": 1}})
+			w := &workv1alpha1.Work{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1-widget-member1", Generation: 1,
+					Labels: map[string]string{names.ClusterLabel: "member1"}, Finalizers: []string{names.ExecutionFinalizer},
+					DeletionTimestamp: ptr.To(metav1.Now())},
+				Spec: workv1alpha1.WorkSpec{ClusterName: "member1",
+					Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+			}
+			// The Cluster is there: a Work of a cluster that is gone goes whatever its objects.
+			cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}
+			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(w, cluster).Build()
+			var objs []runtime.Object
+			gvr := schema.GroupVersionResource{Group: "example.com", Version: tc.inMember, Resource: "widgets"}
+			if tc.inMember != "" {
+				obj := &unstructured.Unstructured{}
+				obj.SetGroupVersionKind(widget(tc.inMember))
+				obj.SetNamespace(ns)
+				obj.SetName("w1")
+				obj.SetLabels(names.AppliedLabels(w.Namespace, w.Name))
+				objs = append(objs, obj)
+			}
+			mapper := &lookingAgain{RESTMapper: serving(tc.served...), before: tc.served, after: tc.servedAfterLookingAgain}
+			mc := &member.Client{Name: "member1", Mapper: mapper,
+				Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
+			r := &Reconciler{Client: host, Members: oneMember{mc}, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied},
+				Recorder: record.NewFakeRecorder(10), Timeout: 5 * time.Second}
+
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+				t.Errorf("reconcile: %v", err)
+			}
+			var cur workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); !apierrors.IsNotFound(err) {
+				t.Errorf("Work still held by its finalizers %v (%v)", cur.Finalizers, err)
+			}
+			if tc.inMember != "" {
+				if _, err := mc.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, "w1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("the member's Widget was not deleted: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// lookingAgain is a member's mapper that serves the kinds before, and those of after too once it looks again
+// (Reset).
+type lookingAgain struct {
+	meta.RESTMapper
+	before, after []schema.GroupVersionKind
+}
+
+func (m *lookingAgain) Reset() { m.RESTMapper = serving(slices.Concat(m.before, m.after)...) }
+
+// serving maps as the discovery of a member that serves gvks, each a namespaced kind, does.
+func serving(gvks ...schema.GroupVersionKind) meta.RESTMapper {
+	var groups []*restmapper.APIGroupResources
+	for _, gvk := range gvks {
+		gv := metav1.GroupVersionForDiscovery{GroupVersion: gvk.GroupVersion().String(), Version: gvk.Version}
+		groups = append(groups, &restmapper.APIGroupResources{
+			Group: metav1.APIGroup{Name: gvk.Group, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv},
+			VersionedResources: map[string][]metav1.APIResource{
+				gvk.Version: {{Name: strings.ToLower(gvk.Kind) + "s", Kind: gvk.Kind, Namespaced: true}},
+			},
+		})
+	}
+	return restmapper.NewDiscoveryRESTMapper(groups)
+}
+
+// oneMember hands out the client of its one member cluster.
+type oneMember struct{ mc *member.Client }
+
+func (o oneMember) Client(context.Context, string) (*member.Client, error) { return o.mc, nil }
