@@ -3,7 +3,8 @@
 // the fields the federation sets win. An object that already exists in the member and was not applied by fedmesh
 // is left alone or taken over as the binding's conflictResolution says; taking over changes no pod template, so
 // the pods keep running. Deleting a Work deletes its objects from the member unless the Work preserves them, and
-// a manifest dropped from a Work is deleted from the member too.
+// a manifest dropped from a Work is deleted from the member too. An object deleted in the member is applied again
+// once the work-status stage no longer finds it there.
 //
 // A reconcile that finds a member object already as its manifest says, for a Work applied in full at its current
 // generation, reads it and writes nothing (skip.go): a restarted federator, or a cluster turning Ready again,

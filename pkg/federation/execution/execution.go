@@ -85,20 +85,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	// Status writes (the status controller's manifestStatuses, our own condition) change neither the generation
-	// nor the deletion timestamp, and need no new apply.
-	specOrDeletion := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+	// nor the deletion timestamp, and need no new apply, unless they tell of an object gone from the member.
+	specDeletionOrMissing := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
 		},
-	})
+	}, objectMissing)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("execution").
-		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, specOrDeletion)).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, specDeletionOrMissing)).
 		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.worksOfBinding),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.worksOfCluster),
 			builder.WithPredicates(clusterCameOrWent)).
 		Complete(r)
+}
+
+// objectMissing passes a Work applied in full whose status lacks one of its objects (missingInMember): the
+// work-status stage, which watches the members, does not find it there. It is applied again, as spec flows down.
+// The Work's status is what is looked at, not the member's delete event: it also tells of an object deleted
+// before that stage ever saw it. An apply that finds the object there writes nothing, and one that puts it back
+// does not change the Work's status until the object shows: neither can wake the Work again by itself.
+var objectMissing = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		w, ok := e.ObjectNew.(*workv1alpha1.Work)
+		return ok && missingInMember(w)
+	},
 }
 
 // clusterCameOrWent passes a Cluster that appeared, turned Ready, or is being deleted: its Works need not wait

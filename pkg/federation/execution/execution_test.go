@@ -198,6 +198,49 @@ func TestExecution(t *testing.T) {
 		}
 	})
 
+	t.Run("an object deleted in the member is applied again", func(t *testing.T) {
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"a": "1"}}
+		w := work("settings-configmap-"+cluster, cluster, "", cm)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		fedtest.Eventually(t, 20*time.Second, "the config map reported to the Work", func() error {
+			var cur workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+				return err
+			}
+			if len(cur.Status.ManifestStatuses) != 1 {
+				return fmt.Errorf("manifestStatuses %+v", cur.Status.ManifestStatuses)
+			}
+			return nil
+		})
+		before, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fedtest.Eventually(t, 20*time.Second, "the config map applied again", func() error {
+			after, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "settings", metav1.GetOptions{})
+			switch {
+			case err != nil:
+				return err
+			case after.UID == before.UID:
+				return fmt.Errorf("not deleted yet")
+			case after.Data["a"] != "1":
+				return fmt.Errorf("data %v", after.Data)
+			}
+			return nil
+		})
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a Work of a kind the member does not serve goes when deleted", func(t *testing.T) {
 		widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"size": int64(1)}}}

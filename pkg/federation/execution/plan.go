@@ -196,6 +196,24 @@ func appliedCondition(errs []error, generation int64) metav1.Condition {
 	return c
 }
 
+// missingInMember reports whether work, applied in full at its generation, has a manifest whose object its status
+// does not list. The work-status stage lists, by ordinal, each object it finds in the member, so that object is
+// not there: deleted there, or not seen there yet. A Work not applied at its generation is false: it is being
+// applied anyway (a new generation) or retried (a failed apply).
+func missingInMember(work *workv1alpha1.Work) bool {
+	c := meta.FindStatusCondition(work.Status.Conditions, workv1alpha1.WorkApplied)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != work.Generation {
+		return false
+	}
+	for i := range work.Spec.Workload.Manifests {
+		listed := func(s workv1alpha1.ManifestStatus) bool { return s.Identifier.Ordinal == int32(i) }
+		if !slices.ContainsFunc(work.Status.ManifestStatuses, listed) {
+			return true
+		}
+	}
+	return false
+}
+
 // unreachable marks a failure to get a member client as the member not being reached, whatever its cause.
 func unreachable(err error) error {
 	return &unreachableError{err: err}

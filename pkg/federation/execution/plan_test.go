@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -235,4 +236,43 @@ func deployment(name string, labels map[string]string, managed []metav1.ManagedF
 	obj.SetLabels(l)
 	obj.SetManagedFields(managed)
 	return obj
+}
+
+// TestMissingInMember: a status update of an applied Work that does not list one of its objects is applied again,
+// whether the status listed it before (deleted in the member) or never did (deleted before the work-status stage
+// saw it).
+func TestMissingInMember(t *testing.T) {
+	listed := func(ordinals ...int32) []workv1alpha1.ManifestStatus {
+		var out []workv1alpha1.ManifestStatus
+		for _, o := range ordinals {
+			out = append(out, workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Ordinal: o}, Health: workv1alpha1.ResourceHealthy})
+		}
+		return out
+	}
+	applied := func(status metav1.ConditionStatus, generation int64) []metav1.Condition {
+		return []metav1.Condition{{Type: workv1alpha1.WorkApplied, Status: status, ObservedGeneration: generation, Reason: ReasonApplied}}
+	}
+	unknown := listed(0, 1)
+	unknown[1].Health = workv1alpha1.ResourceUnknown
+	for _, tc := range []struct {
+		name       string
+		conditions []metav1.Condition
+		statuses   []workv1alpha1.ManifestStatus
+		want       bool
+	}{
+		{"every object listed", applied(metav1.ConditionTrue, 2), listed(1, 0), false},
+		{"one not listed", applied(metav1.ConditionTrue, 2), listed(0), true},
+		{"none listed yet", applied(metav1.ConditionTrue, 2), nil, true},
+		{"one listed but not known (its watch has not synced)", applied(metav1.ConditionTrue, 2), unknown, false},
+		{"not applied: retried anyway", applied(metav1.ConditionFalse, 2), listed(0), false},
+		{"applied at an earlier generation: applied anyway", applied(metav1.ConditionTrue, 1), listed(0), false},
+		{"never applied", nil, nil, false},
+	} {
+		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-member1", Generation: 2}}
+		w.Spec.Workload.Manifests = make([]workv1alpha1.Manifest, 2)
+		w.Status = workv1alpha1.WorkStatus{Conditions: tc.conditions, ManifestStatuses: tc.statuses}
+		if got := objectMissing.Update(event.UpdateEvent{ObjectOld: w, ObjectNew: w}); got != tc.want {
+			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
