@@ -70,7 +70,9 @@ func TestOutageSequence(t *testing.T) {
 		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, true, 4},
 		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, false, 4},
 		{ProbeResult{Outcome: Unhealthy}, metav1.ConditionFalse, []string{TaintNotReady}, true, 4},
-		{ProbeResult{Outcome: Healthy}, metav1.ConditionTrue, nil, true, 7},
+		// Unreachable again: the taint is back, counted from when the outage began, not from now.
+		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, true, 4},
+		{ProbeResult{Outcome: Healthy}, metav1.ConditionTrue, nil, true, 8},
 	} {
 		now := metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))
 		if step.probe.Outcome == Healthy {
@@ -117,6 +119,11 @@ func TestDesiredTaints(t *testing.T) {
 	cond := func(s metav1.ConditionStatus, reason string) *metav1.Condition {
 		return &metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: s, Reason: reason}
 	}
+	notReadySince := func(reason string, since metav1.Time) *metav1.Condition {
+		c := cond(metav1.ConditionFalse, reason)
+		c.LastTransitionTime = since
+		return c
+	}
 	notReady := corev1.Taint{Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule}
 	unreachable := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now}
 	unreachableEarlier := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}
@@ -135,6 +142,7 @@ func TestDesiredTaints(t *testing.T) {
 		{"not ready", []corev1.Taint{other}, cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{other, notReady}, true},
 		{"not ready, no client", nil, cond(metav1.ConditionFalse, ReasonConfigInvalid), []corev1.Taint{notReady}, true},
 		{"unreachable", nil, cond(metav1.ConditionFalse, ReasonNotReachable), []corev1.Taint{notReady, unreachable}, true},
+		{"unreachable, not ready since earlier", nil, notReadySince(ReasonNotReachable, earlier), []corev1.Taint{notReady, unreachableEarlier}, true},
 		{"still unreachable keeps timeAdded", []corev1.Taint{notReady, unreachableEarlier}, cond(metav1.ConditionFalse, ReasonNotReachable),
 			[]corev1.Taint{notReady, unreachableEarlier}, false},
 		{"reachable but not ready", []corev1.Taint{unreachableEarlier, notReady}, cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{notReady}, true},

@@ -13,8 +13,8 @@ const (
 )
 
 // desiredTaints is taints with the controller's own taints set for the Ready condition ready: none when Ready,
-// not-ready when not Ready, and unreachable too when the reason is ClusterNotReachable. Other taints are kept as
-// they are, and so is the timeAdded of a taint already there. An unknown (or missing) condition changes nothing.
+// not-ready when not Ready, and unreachable too when the reason is ClusterNotReachable, added at the time the
+// cluster stopped being Ready. Other taints are kept as they are, and so is the timeAdded of a taint already there. An unknown (or missing) condition changes nothing.
 // changed says whether the result differs from taints.
 func desiredTaints(taints []corev1.Taint, ready *metav1.Condition, now metav1.Time) (out []corev1.Taint, changed bool) {
 	if ready == nil || ready.Status == metav1.ConditionUnknown {
@@ -49,8 +49,14 @@ func desiredTaints(taints []corev1.Taint, ready *metav1.Condition, now metav1.Ti
 		}
 		t := corev1.Taint{Key: key, Effect: effect}
 		if effect == corev1.TaintEffectNoExecute {
-			// Failover counts a binding's toleration for it (or the default 300 s) from here.
-			t.TimeAdded = &now
+			// Failover counts a binding's toleration for it (or the default 300 s) from here: from when the cluster
+			// stopped being Ready, so that an outage swinging between no answer and a bad one (the taint dropped,
+			// then added again) does not restart the count each time the cluster stops answering.
+			added := now
+			if since := ready.LastTransitionTime; !since.IsZero() && since.Before(&now) {
+				added = since
+			}
+			t.TimeAdded = &added
 		}
 		out = append(out, t)
 		changed = true
