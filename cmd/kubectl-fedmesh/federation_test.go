@@ -451,6 +451,18 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 		t.Errorf("join without --kubeconfig: exit %d, %q", code, errOut)
 	}
 
+	// unjoin with another member's kubeconfig is refused before anything changes on either side.
+	_, errOut, code = fedmesh(t, hostKubeconfig, "unjoin", "joined", "--kubeconfig", f.Member("member1").Kubeconfig())
+	if code == 0 || !strings.Contains(errOut, "registered for another cluster than --kubeconfig reaches") {
+		t.Errorf("unjoin with another member's kubeconfig: exit %d, %q", code, errOut)
+	}
+	if err := f.Host.Get(ctx, client.ObjectKey{Name: "joined"}, &c); err != nil {
+		t.Errorf("cluster after the refused unjoin: %v", err)
+	}
+	if err := f.Host.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: "joined"}, &corev1.Secret{}); err != nil {
+		t.Errorf("host secret after the refused unjoin: %v", err)
+	}
+
 	// unjoin removes both sides; the identity's token stops working with its service account.
 	mustFedmesh(t, hostKubeconfig, "unjoin", "joined", "--kubeconfig", fresh.Kubeconfig())
 	if err := f.Host.Get(ctx, client.ObjectKey{Name: "joined"}, &c); !apierrors.IsNotFound(err) {

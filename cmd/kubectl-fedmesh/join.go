@@ -107,14 +107,11 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	var existing clusterv1alpha1.Cluster
 	err = host.Get(ctx, client.ObjectKey{Name: name}, &existing)
 	switch {
-	case err == nil && existing.Spec.ID != "" && existing.Spec.ID != id:
-		return fmt.Errorf("cluster %s is already registered for another cluster (id %s, this one is %s): unjoin it first or pick another name",
-			name, existing.Spec.ID, id)
-	case err == nil && existing.Spec.ID == "" && existing.Spec.APIEndpoint != memberCfg.Host:
-		// Registered by other means, without an ID: the endpoint is all there is to tell the clusters apart.
-		return fmt.Errorf("cluster %s is already registered with endpoint %s, not %s: unjoin it first or pick another name",
-			name, existing.Spec.APIEndpoint, memberCfg.Host)
-	case err != nil && !apierrors.IsNotFound(err):
+	case err == nil:
+		if other := otherCluster(&existing, id, memberCfg.Host); other != "" {
+			return fmt.Errorf("cluster %s is already registered for another cluster (%s): unjoin it first or pick another name", name, other)
+		}
+	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("host: cluster %s: %w", name, err)
 	}
 
@@ -150,6 +147,18 @@ func caBundle(cfg *rest.Config) ([]byte, error) {
 		return data, nil
 	}
 	return nil, nil
+}
+
+// otherCluster says how registered Cluster c differs from the cluster of id (see clusterID) at endpoint, or "" when
+// it is that cluster: by ID when c has one, else by endpoint (c was registered by other means, without an ID).
+func otherCluster(c *clusterv1alpha1.Cluster, id, endpoint string) string {
+	switch {
+	case c.Spec.ID != "" && c.Spec.ID != id:
+		return fmt.Sprintf("id %s, this one is %s", c.Spec.ID, id)
+	case c.Spec.ID == "" && c.Spec.APIEndpoint != endpoint:
+		return fmt.Sprintf("endpoint %s, this one is %s", c.Spec.APIEndpoint, endpoint)
+	}
+	return ""
 }
 
 // clusterID is the UID of the member's kube-system namespace: it tells a re-join of the same cluster from another
@@ -210,7 +219,8 @@ func newUnjoinCommand(host *hostOptions) *cobra.Command {
 		Short: "Remove a member cluster from the federation",
 		Long: `Remove member NAME: in the host, the Cluster NAME and Secret ` + names.SystemNamespace + `/NAME; with --kubeconfig, also the
 identity join made in the member (ServiceAccount, token Secret, ClusterRole and ClusterRoleBinding; namespace
-` + names.SystemNamespace + ` stays). What is already gone is skipped, so unjoin can be run again.`,
+` + names.SystemNamespace + ` stays), after checking it reaches the cluster registered as NAME. What is already gone is
+skipped, so unjoin can be run again.`,
 		Example: `  kubectl-fedmesh unjoin member1 --kubeconfig member1.kubeconfig
   kubectl-fedmesh unjoin member1`,
 		Args: cobra.ExactArgs(1),
@@ -227,8 +237,19 @@ identity join made in the member (ServiceAccount, token Secret, ClusterRole and 
 
 func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 	ctx := cmd.Context()
+	host, err := o.host.client()
+	if err != nil {
+		return err
+	}
+	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	registered := true
+	if err := host.Get(ctx, client.ObjectKeyFromObject(c), c); apierrors.IsNotFound(err) {
+		registered = false
+	} else if err != nil {
+		return fmt.Errorf("host: cluster %s: %w", name, err)
+	}
 	var identity *memberIdentity
-	if o.member.kubeconfig != "" { // read the member's kubeconfig first, so a bad path changes nothing
+	if o.member.kubeconfig != "" { // reach the member first, so a bad kubeconfig changes nothing
 		cfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
 		if err != nil {
 			return fmt.Errorf("member cluster: %w", err)
@@ -237,13 +258,18 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 		if err != nil {
 			return fmt.Errorf("member cluster: %w", err)
 		}
+		if registered {
+			// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
+			id, err := clusterID(ctx, kube)
+			if err != nil {
+				return err
+			}
+			if other := otherCluster(c, id, cfg.Host); other != "" {
+				return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
+			}
+		}
 		identity = &memberIdentity{kube: kube}
 	}
-	host, err := o.host.client()
-	if err != nil {
-		return err
-	}
-	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := client.IgnoreNotFound(host.Delete(ctx, c)); err != nil {
 		return fmt.Errorf("host: delete cluster %s: %w", name, err)
 	}
