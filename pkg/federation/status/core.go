@@ -87,13 +87,15 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 			items = append(items, item)
 			continue
 		}
-		if cond := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied); cond != nil {
-			item.Applied = cond.Status == metav1.ConditionTrue
-			if !item.Applied {
-				item.AppliedMessage = cond.Message
-			}
-		} else {
+		switch cond, current := appliedCondition(w); {
+		case cond == nil:
 			item.AppliedMessage = notAppliedYet
+		case !current:
+			item.AppliedMessage = latestNotAppliedYet
+		case cond.Status == metav1.ConditionTrue:
+			item.Applied = true
+		default:
+			item.AppliedMessage = cond.Message
 		}
 		if ms := workloadStatus(w); ms != nil && ready(c) {
 			item.Status = ms.Status.DeepCopy()
@@ -106,9 +108,18 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 	return items
 }
 
+// appliedCondition is w's Applied condition, and whether it is about w's current manifests: one the applier gave
+// an older generation of w is about manifests w no longer holds (one naming no generation is taken as current), as
+// rendering.FullyApplied judges it.
+func appliedCondition(w *workv1alpha1.Work) (cond *metav1.Condition, current bool) {
+	cond = meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
+	return cond, cond != nil && (cond.ObservedGeneration == 0 || cond.ObservedGeneration >= w.Generation)
+}
+
 // awaiting counts the target clusters that are Ready and have yet to report on the binding: a cluster with no
-// Work, whose Work has no Applied condition, or whose Work is applied and the workload not observed yet. A
-// cluster whose apply failed has reported (the failure is news); one that is not Ready will report nothing more.
+// Work, whose Work has no Applied condition about its current manifests, or whose Work is applied and the workload
+// not observed yet. A cluster whose apply failed has reported (the failure is news); one that is not Ready will
+// report nothing more.
 func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, ready func(cluster string) bool) int {
 	n := 0
 	for _, t := range targets {
@@ -120,8 +131,8 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 			n++
 			continue
 		}
-		cond := meta.FindStatusCondition(works[i].Status.Conditions, workv1alpha1.WorkApplied)
-		if cond == nil || cond.Status == metav1.ConditionTrue && workloadStatus(&works[i]) == nil {
+		cond, current := appliedCondition(&works[i])
+		if !current || cond.Status == metav1.ConditionTrue && workloadStatus(&works[i]) == nil {
 			n++
 		}
 	}
@@ -145,6 +156,7 @@ func placementFailed(old, cur client.Object) bool {
 const (
 	noWorkYet            = "no Work for this cluster yet"
 	notAppliedYet        = "not applied yet"
+	latestNotAppliedYet  = "the latest manifests are not applied yet" // its Work changed since its last apply
 	previousWorkDeleting = "its previous Work is being deleted; a new one follows once it is gone"
 	// workDeleting is the message of a cluster no longer targeted whose Work is being deleted.
 	workDeleting = "no longer targeted; its Work is being deleted"

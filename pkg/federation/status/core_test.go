@@ -39,6 +39,8 @@ func TestStaleStatuses(t *testing.T) {
 func TestAggregatedItems(t *testing.T) {
 	applied := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "ok"}
 	conflict := metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse, Reason: "ConflictAbort", Message: "exists"}
+	appliedAt2 := applied
+	appliedAt2.ObservedGeneration = 2
 	w := func(cluster string, cond *metav1.Condition, ms ...workv1alpha1.ManifestStatus) workv1alpha1.Work {
 		x := workv1alpha1.Work{Spec: workv1alpha1.WorkSpec{ClusterName: cluster}}
 		if cond != nil {
@@ -54,6 +56,12 @@ func TestAggregatedItems(t *testing.T) {
 	going.DeletionTimestamp = &now
 	left := w("left", &applied, workload) // no longer targeted, its Work held by a finalizer in the member
 	left.DeletionTimestamp = &now
+	// Changed since its last apply: its Applied condition, and the workload it reports, are of its previous
+	// manifests.
+	changed := w("changed", &appliedAt2, workload)
+	changed.Generation = 3
+	current := w("current", &appliedAt2, workload)
+	current.Generation = 2
 	works := []workv1alpha1.Work{
 		going,
 		left,
@@ -62,13 +70,17 @@ func TestAggregatedItems(t *testing.T) {
 		w("a", &conflict),                      // not applied: says why
 		w("down", &applied, workload),          // not Ready: Unknown, no status
 		w("fresh", nil),                        // not applied yet
+		changed,
+		current,
 	}
-	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "again"}, {Name: "b"}, {Name: "down"}, {Name: "fresh"}, {Name: "none"}}
+	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "again"}, {Name: "b"}, {Name: "changed"}, {Name: "current"}, {Name: "down"}, {Name: "fresh"}, {Name: "none"}}
 	items := aggregatedItems(targets, works, func(c string) bool { return c != "down" })
 	want := []string{
 		"a applied=false msg=exists health=Unknown status=",
 		"again applied=false msg=" + previousWorkDeleting + " health=Unknown status=",
 		`b applied=true msg= health=Healthy status={"readyReplicas":2}`,
+		`changed applied=false msg=` + latestNotAppliedYet + ` health=Healthy status={"readyReplicas":2}`,
+		`current applied=true msg= health=Healthy status={"readyReplicas":2}`,
 		"down applied=true msg= health=Unknown status=",
 		"fresh applied=false msg=not applied yet health=Unknown status=",
 		"none applied=false msg=no Work for this cluster yet health=Unknown status=",
@@ -173,6 +185,14 @@ func TestAwaiting(t *testing.T) {
 		}
 		return x
 	}
+	// changed is a Work whose manifests changed after cond was given, at its generation 1.
+	changed := func(cluster string, cond *metav1.Condition, ms ...workv1alpha1.ManifestStatus) workv1alpha1.Work {
+		c := *cond
+		c.ObservedGeneration = 1
+		x := w(cluster, &c, ms...)
+		x.Generation = 2
+		return x
+	}
 	works := func(w ...workv1alpha1.Work) []workv1alpha1.Work { return w }
 	targets := []workv1alpha1.TargetCluster{{Name: "a"}, {Name: "b"}}
 	for _, tc := range []struct {
@@ -188,6 +208,8 @@ func TestAwaiting(t *testing.T) {
 		{"b applied, its workload not observed yet", works(w("a", &applied, workload), w("b", &applied)), "", 1},
 		{"only a dependency observed in b", works(w("a", &applied, workload), w("b", &applied, dependency)), "", 1},
 		{"b failed to apply: that is its report", works(w("a", &applied, workload), w("b", &failed)), "", 0},
+		{"b changed since it was applied: its next apply is awaited", works(w("a", &applied, workload), changed("b", &applied, workload)), "", 1},
+		{"b changed since its apply failed: its next apply is awaited", works(w("a", &applied, workload), changed("b", &failed)), "", 1},
 		{"b is not Ready: it will tell no more", works(w("a", &applied, workload)), "b", 0},
 		{"a Work of a cluster being left does not count", works(w("a", &applied, workload), w("b", &applied, workload), w("old", nil)), "", 0},
 	} {
