@@ -4,8 +4,8 @@
 // condition (judged with the binding stage's outcome of rendering it, pkg/federation/rendering), and from there
 // into the template's own status through the interpreter's AggregateStatus (BindingReconciler).
 //
-// A member whose Cluster is not Ready is never reported from a cache that may be stale: its entries keep their
-// identity but lose their status, and their health is Unknown.
+// A member whose Cluster is not Ready, or is gone, is never reported from a cache that may be stale: its entries
+// keep their identity but lose their status, and their health is Unknown.
 //
 // A binding's status waits, up to a limit, until every target cluster has reported (hold.go): its members apply
 // and observe its Works one after another, and each report would otherwise restate the binding and its template.

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -147,18 +148,27 @@ func TestStatusFlowsUp(t *testing.T) {
 		return templateReady(ctx, host, 2)
 	})
 
-	// A not-Ready member is not watched; a deleted Cluster's watches stop.
+	// A not-Ready member is not watched. A deleted Cluster's watches stop, and its Work no longer reports what the
+	// member showed last, as though it were there.
 	if w := works.watches.watching(); slices.Contains(w, "member2") || !slices.Contains(w, "member1") {
 		t.Errorf("watching %v, want member1 only", w)
 	}
 	if err := host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}); err != nil {
 		t.Fatal(err)
 	}
-	fedtest.Eventually(t, 10*time.Second, "member1 watches stopped", func() error {
+	fedtest.Eventually(t, 10*time.Second, "member1 watches stopped, its Work Unknown", func() error {
+		var errs []error
 		if w := works.watches.watching(); len(w) != 0 {
-			return fmt.Errorf("watching %v", w)
+			errs = append(errs, fmt.Errorf("watching %v", w))
 		}
-		return nil
+		var w workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, "member1")}, &w); err != nil {
+			return err
+		}
+		if len(w.Status.ManifestStatuses) != 1 || w.Status.ManifestStatuses[0].Health != workv1alpha1.ResourceUnknown || w.Status.ManifestStatuses[0].Status != nil {
+			errs = append(errs, fmt.Errorf("member1's Work still reports %+v", w.Status.ManifestStatuses))
+		}
+		return errors.Join(errs...)
 	})
 }
 

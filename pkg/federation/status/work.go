@@ -87,7 +87,8 @@ const ReasonReflectStatusFailed = "ReflectStatusFailed"
 const reflectRetry = 30 * time.Second
 
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
-// Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop).
+// Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop, and its Works
+// are restated).
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Verdicts == nil {
 		return errors.New("work-status: no Verdicts to take the Applied conditions from")
@@ -126,6 +127,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.watches.stop(e.Object.GetName())
+				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
 			},
 		}).
 		Complete(r)
@@ -175,7 +177,10 @@ func (r *WorkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var cluster clusterv1alpha1.Cluster
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: work.Spec.ClusterName}, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.write(ctx, &work, work.Status.ManifestStatuses, nil)
+			// Gone: what its member showed last is no more current than a not-Ready cluster's. Its watches stop here
+			// too, as a pass that raced with the deletion may have started them again.
+			r.watches.stop(work.Spec.ClusterName)
+			return ctrl.Result{}, r.write(ctx, &work, staleStatuses(work.Status.ManifestStatuses), nil)
 		}
 		return ctrl.Result{}, err
 	}
