@@ -139,6 +139,7 @@ func (o *options) elected(mgr ctrl.Manager) (*elect.Elector, error) {
 
 // setup wires the stages of the pipeline to one interpreter chain and one member client factory.
 func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
+	// The execution and work-status stages share members; the work-status stage drops a deleted Cluster's client.
 	members := &member.Factory{Host: mgr.GetClient(), Secrets: mgr.GetAPIReader(), QPS: o.memberQPS, Burst: o.memberBurst}
 	// A Cluster's health and capacity are facts about the whole member, read by the one elected federator: its
 	// shard's proxy would show it only the shard's namespaces' pods.

@@ -53,6 +53,8 @@ type Factory struct {
 
 	mu      sync.Mutex
 	clients map[string]cached
+	// forgets counts the calls of Forget: a client made while one came may be of a Cluster just deleted.
+	forgets uint64
 }
 
 type cached struct {
@@ -87,6 +89,7 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 		f.mu.Unlock()
 		return hit.client, nil
 	}
+	forgets := f.forgets
 	f.mu.Unlock()
 	var secret corev1.Secret
 	version := spec
@@ -120,6 +123,10 @@ func (f *Factory) ForCluster(ctx context.Context, c *clusterv1alpha1.Cluster) (*
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.forgets != forgets {
+		// Kept, the client of a Cluster deleted meanwhile would stay for good: nothing forgets it again.
+		return mc, nil
+	}
 	if f.clients == nil {
 		f.clients = map[string]cached{}
 	}
@@ -139,11 +146,13 @@ func specVersion(c *clusterv1alpha1.Cluster) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", c.UID, c.Spec.APIEndpoint, ref, c.Spec.ProxyURL, c.Spec.InsecureSkipTLSVerification)
 }
 
-// Forget drops the cached client of a cluster, e.g. when the Cluster is deleted.
+// Forget drops the cached client of a cluster, e.g. when the Cluster is deleted. A client being made meanwhile is
+// handed out but not kept.
 func (f *Factory) Forget(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.clients, name)
+	f.forgets++
 }
 
 func (f *Factory) config(c *clusterv1alpha1.Cluster, secret *corev1.Secret) (*rest.Config, error) {

@@ -90,3 +90,46 @@ func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
 		t.Errorf("after the Cluster changed: same client %t, host %s, secret reads %d", changed == first, changed.Config.Host, secrets.secrets)
 	}
 }
+
+// forgettingReader forgets the cluster's client, as its Cluster's deletion does, while a client is being made.
+type forgettingReader struct {
+	client.Reader
+	f    *Factory
+	name string
+}
+
+func (r *forgettingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.f.Forget(r.name)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A client being made when its Cluster is deleted (and its client forgotten) is handed out but not kept: kept,
+// it would stay for the life of the process, as nothing forgets it again.
+func TestFactoryKeepsNoClientForgottenWhileMade(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apis.AddToScheme(s)
+	c := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fedmesh-system", Name: "member1"}},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
+		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
+	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).Build()
+	f := &Factory{Host: fc}
+	f.Secrets = &forgettingReader{Reader: fc, f: f, name: "member1"}
+	if mc, err := f.Client(context.Background(), "member1"); err != nil || mc == nil {
+		t.Fatalf("client %v, %v", mc, err)
+	}
+	if _, kept := f.clients["member1"]; kept {
+		t.Error("the client of a Cluster forgotten while it was made is kept")
+	}
+	f.Secrets = fc
+	if _, err := f.Client(context.Background(), "member1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := f.clients["member1"]; !kept {
+		t.Error("a client made undisturbed is not kept")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,9 +54,10 @@ func TestStatusFlowsUp(t *testing.T) {
 	}
 
 	var works *WorkReconciler
+	var members *forgetting
 	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
-		members := &member.Factory{Host: mgr.GetAPIReader()}
+		members = &forgetting{Factory: &member.Factory{Host: mgr.GetAPIReader()}}
 		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 		works = &WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond}
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
@@ -148,18 +150,22 @@ func TestStatusFlowsUp(t *testing.T) {
 		return templateReady(ctx, host, 2)
 	})
 
-	// A not-Ready member is not watched. A deleted Cluster's watches stop, and its Work no longer reports what the
-	// member showed last, as though it were there.
+	// A not-Ready member is not watched. A deleted Cluster's watches stop, the client made for it (shared with the
+	// execution stage) is dropped, and its Work no longer reports what the member showed last, as though it were
+	// there.
 	if w := works.watches.watching(); slices.Contains(w, "member2") || !slices.Contains(w, "member1") {
 		t.Errorf("watching %v, want member1 only", w)
 	}
 	if err := host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}); err != nil {
 		t.Fatal(err)
 	}
-	fedtest.Eventually(t, 10*time.Second, "member1 watches stopped, its Work Unknown", func() error {
+	fedtest.Eventually(t, 10*time.Second, "member1 watches stopped, its client dropped, its Work Unknown", func() error {
 		var errs []error
 		if w := works.watches.watching(); len(w) != 0 {
 			errs = append(errs, fmt.Errorf("watching %v", w))
+		}
+		if !members.forgot("member1") {
+			errs = append(errs, errors.New("member1's client is still held"))
 		}
 		var w workv1alpha1.Work
 		if err := host.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Work(rb.Name, "member1")}, &w); err != nil {
@@ -170,6 +176,26 @@ func TestStatusFlowsUp(t *testing.T) {
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// forgetting is a member client factory that records which clusters' clients were dropped.
+type forgetting struct {
+	*member.Factory
+	mu      sync.Mutex
+	dropped []string
+}
+
+func (f *forgetting) Forget(name string) {
+	f.mu.Lock()
+	f.dropped = append(f.dropped, name)
+	f.mu.Unlock()
+	f.Factory.Forget(name)
+}
+
+func (f *forgetting) forgot(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.dropped, name)
 }
 
 // bindToMembers creates the template name (4 replicas), its binding dividing it over member1 and member2, and

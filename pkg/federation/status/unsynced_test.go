@@ -60,6 +60,7 @@ func createNamespace(t *testing.T, clusters ...*cluster.Cluster) {
 }
 
 func (m oneMember) Client(context.Context, string) (*member.Client, error) { return m.mc, nil }
+func (oneMember) Forget(string)                                            {}
 
 // TestUnsyncedWatchStillWritesStatus: the member lets fedmesh get Secrets but not list them, so its watch of
 // Secrets never syncs. The Work is still written: its Applied verdict, its Deployment's status, its Secret Unknown,

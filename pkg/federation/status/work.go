@@ -34,9 +34,10 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
-// MemberClients hands out member cluster clients; *member.Factory is one.
+// MemberClients hands out member cluster clients, and drops the one of a Cluster deleted; *member.Factory is one.
 type MemberClients interface {
 	Client(ctx context.Context, cluster string) (*member.Client, error)
+	Forget(cluster string)
 }
 
 // Verdicts are conditions another stage decided on their way to an object's status (given the object's status
@@ -87,8 +88,8 @@ const ReasonReflectStatusFailed = "ReflectStatusFailed"
 const reflectRetry = 30 * time.Second
 
 // SetupWithManager registers the controller: Works that name a cluster, their objects in the members, and the
-// Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop, and its Works
-// are restated).
+// Clusters (readiness changes restate every Work of the cluster; a deleted Cluster's watches stop, its client is
+// dropped, and its Works are restated).
 func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Verdicts == nil {
 		return errors.New("work-status: no Verdicts to take the Applied conditions from")
@@ -127,6 +128,9 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.watches.stop(e.Object.GetName())
+				// Else kept for the life of the process: nothing asks for it again (a Cluster made again under its
+				// name gets a client of its own, member.Factory keying them by UID).
+				r.Members.Forget(e.Object.GetName())
 				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
 			},
 		}).
