@@ -37,7 +37,7 @@ func fedmeshBinary(t testing.TB, name string) string {
 		}
 		cmd := exec.Command("go", "build", "-ldflags",
 			"-X github.com/fedmesh/fedmesh/pkg/version.gitVersion="+stampedVersion,
-			"-o", binDir+"/", "./cmd/proxy", "./cmd/manager", "./cmd/federator")
+			"-o", binDir+"/", "./cmd/proxy", "./cmd/manager", "./cmd/federator", "./cmd/kubectl-fedmesh")
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -48,7 +48,7 @@ type fedEnv struct {
 func testFederation(t *testing.T, shards int) {
 	f := fedtest.Start(t, fedtest.Options{Members: 2, Workloads: true,
 		Labels: map[string]map[string]string{"member1": {"env": "prod"}, "member2": {"env": "prod"}}})
-	fedmeshBinary(t, "federator") // builds all three
+	fedmeshBinary(t, "federator") // builds them all
 	// The namespaces exist before the shards are assigned, so the assignment spreads them over the shards.
 	for _, ns := range federationNamespaces {
 		if err := f.Host.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -86,10 +86,11 @@ func testFederation(t *testing.T, shards int) {
 		e.checkSharded(shards)
 		t.Run("the system namespace moves to a new shard and back", e.systemNamespaceMoves)
 	}
-	t.Run("failover off a stopped member and back", e.failover) // last: it stops a member
+	t.Run("failover off a stopped member and back", e.failover)
+	t.Run("unjoin takes the federation's workloads off the member", e.unjoin) // last: member2 leaves for good
 }
 
-var federationNamespaces = []string{"shop", "legacy", "autoscaled", "retired", "resilient", "services", "steady"}
+var federationNamespaces = []string{"shop", "legacy", "autoscaled", "retired", "resilient", "services", "steady", "leaving"}
 
 // checkSharded shows the work was really split: the test's namespaces belong to more than one shard, and every
 // shard elected its own leader (the proxy renames the federator's Lease per shard).

@@ -108,6 +108,9 @@ func AppliedFrom(obj metav1.Object) (work types.NamespacedName, ok bool) {
 const (
 	// ExecutionFinalizer on a Work holds its deletion until its objects are removed from (or released in) the member.
 	ExecutionFinalizer = "work.fedmesh.io/execution"
+	// UnjoinFinalizer on a Cluster holds its deletion while kubectl-fedmesh unjoin waits for the Works of the
+	// cluster to be gone: their objects are removed from the member with the cluster's credentials, which go with it.
+	UnjoinFinalizer = "cluster.fedmesh.io/unjoin"
 	// BindingFinalizer on a ResourceBinding holds its deletion until its Works are gone.
 	BindingFinalizer = "work.fedmesh.io/binding"
 )

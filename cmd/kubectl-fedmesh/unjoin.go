@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
+)
+
+type unjoinOptions struct {
+	host    *hostOptions
+	member  memberFlags
+	timeout time.Duration
+	force   bool
+	poll    time.Duration
+}
+
+func newUnjoinCommand(host *hostOptions) *cobra.Command {
+	o := &unjoinOptions{host: host, poll: time.Second}
+	cmd := &cobra.Command{
+		Use:   "unjoin NAME [--kubeconfig MEMBER_KUBECONFIG]",
+		Short: "Remove a member cluster from the federation, and the federation's workloads from it",
+		Long: `Remove member NAME. Its Cluster is deleted first, held by a finalizer while the federation takes its workloads
+off the member: every Work of the cluster goes, and with it what the Work applied there (unless its policy
+preserves resources on deletion). Then go the finalizer, the Secret ` + names.SystemNamespace + `/NAME with the cluster's
+credentials, and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret, ClusterRole
+and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster registered as
+NAME. If Works remain after --timeout (the federator is down, say), nothing more is removed and unjoin can be run
+again to wait longer; --force goes on, and leaves their objects in the member. What is already gone is skipped.`,
+		Example: `  kubectl-fedmesh unjoin member1 --kubeconfig member1.kubeconfig
+  kubectl-fedmesh unjoin member1 --timeout 10m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClusterName(args[0]); err != nil {
+				return err
+			}
+			return o.run(cmd, args[0])
+		},
+	}
+	o.member.addFlags(cmd, "kubeconfig of the member, to remove the federation's identity there too; the host's is --host-kubeconfig")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the federation to take its workloads off the member")
+	cmd.Flags().BoolVar(&o.force, "force", false, "if Works remain after --timeout, unjoin anyway and leave their objects in the member")
+	return cmd
+}
+
+func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
+	ctx := cmd.Context()
+	host, err := o.host.client()
+	if err != nil {
+		return err
+	}
+	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	registered := true
+	if err := host.Get(ctx, client.ObjectKeyFromObject(c), c); apierrors.IsNotFound(err) {
+		registered = false
+	} else if err != nil {
+		return fmt.Errorf("host: cluster %s: %w", name, err)
+	}
+	var identity *memberIdentity
+	if o.member.kubeconfig != "" { // reach the member first, so a bad kubeconfig changes nothing
+		cfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
+		if err != nil {
+			return fmt.Errorf("member cluster: %w", err)
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("member cluster: %w", err)
+		}
+		if registered {
+			// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
+			id, err := clusterID(ctx, kube)
+			if err != nil {
+				return err
+			}
+			if other := otherCluster(c, id, cfg.Host); other != "" {
+				return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
+			}
+		}
+		identity = &memberIdentity{kube: kube}
+	}
+	if registered {
+		if err := o.drain(ctx, cmd.ErrOrStderr(), host, c); err != nil {
+			return err
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
+	if err := client.IgnoreNotFound(host.Delete(ctx, secret)); err != nil {
+		return fmt.Errorf("host: delete secret %s/%s: %w", names.SystemNamespace, name, err)
+	}
+	if identity != nil {
+		if err := identity.remove(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", name)
+	return nil
+}
+
+// drain deletes Cluster c, held by UnjoinFinalizer until the federation has removed the cluster's Works, and their
+// objects from the member with them: the scheduler leaves a cluster being deleted, and the execution stage cleans
+// up with the credentials that go with the Cluster. With --force it lets c go even if Works remain after --timeout.
+func (o *unjoinOptions) drain(ctx context.Context, out io.Writer, host client.Client, c *clusterv1alpha1.Cluster) error {
+	if c.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(c, names.UnjoinFinalizer) {
+			patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			controllerutil.AddFinalizer(c, names.UnjoinFinalizer)
+			if err := host.Patch(ctx, c, patch); err != nil {
+				return fmt.Errorf("host: hold cluster %s for its cleanup: %w", c.Name, err)
+			}
+		}
+		if err := client.IgnoreNotFound(host.Delete(ctx, c)); err != nil {
+			return fmt.Errorf("host: delete cluster %s: %w", c.Name, err)
+		}
+	}
+	remaining, err := o.waitWorksGone(ctx, out, host, c.Name)
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		if !o.force {
+			return fmt.Errorf("%s of cluster %s still there after %s: run unjoin again to wait longer, or with --force to leave their objects in the member",
+				describeWorks(remaining), c.Name, o.timeout)
+		}
+		fmt.Fprintf(out, "warning: leaving the objects of %s in cluster %s\n", describeWorks(remaining), c.Name)
+	}
+	return o.release(ctx, host, c.Name)
+}
+
+// waitWorksGone polls the host until no Work targets cluster, or --timeout passes; it returns the Works left.
+func (o *unjoinOptions) waitWorksGone(ctx context.Context, out io.Writer, host client.Client, cluster string) ([]workv1alpha1.Work, error) {
+	deadline := time.Now().Add(o.timeout)
+	told := -1
+	for {
+		var works workv1alpha1.WorkList
+		if err := host.List(ctx, &works, client.MatchingLabels{names.ClusterLabel: names.LabelValue(cluster)}); err != nil {
+			return nil, fmt.Errorf("host: list the Works of cluster %s: %w", cluster, err)
+		}
+		var left []workv1alpha1.Work
+		for _, w := range works.Items {
+			if w.Spec.ClusterName == cluster {
+				left = append(left, w)
+			}
+		}
+		if len(left) == 0 || !time.Now().Before(deadline) {
+			return left, nil
+		}
+		if len(left) != told {
+			fmt.Fprintf(out, "waiting for %s of cluster %s to be removed\n", describeWorks(left), cluster)
+			told = len(left)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(o.poll):
+		}
+	}
+}
+
+// release takes UnjoinFinalizer off the Cluster, which then goes.
+func (o *unjoinOptions) release(ctx context.Context, host client.Client, cluster string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var c clusterv1alpha1.Cluster
+		if err := host.Get(ctx, client.ObjectKey{Name: cluster}, &c); err != nil {
+			return err
+		}
+		if !controllerutil.ContainsFinalizer(&c, names.UnjoinFinalizer) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(&c, names.UnjoinFinalizer)
+		return host.Patch(ctx, &c, patch)
+	})
+	if err := client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("host: let cluster %s go: %w", cluster, err)
+	}
+	return nil
+}
+
+// describeWorks is "N Works (ns/a, ns/b, ...)", naming the first three.
+func describeWorks(works []workv1alpha1.Work) string {
+	var keys []string
+	for i, w := range works {
+		if i == 3 {
+			keys = append(keys, "...")
+			break
+		}
+		keys = append(keys, w.Namespace+"/"+w.Name)
+	}
+	noun := "Works"
+	if len(works) == 1 {
+		noun = "Work"
+	}
+	return fmt.Sprintf("%d %s (%s)", len(works), noun, strings.Join(keys, ", "))
+}
