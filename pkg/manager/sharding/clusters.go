@@ -37,7 +37,9 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 	out := make([]config.Cluster, 0, len(list.Items))
 	read := map[ktypes.NamespacedName]secretCA{}
 	for _, c := range list.Items {
-		if c.Spec.SyncMode == clusterv1alpha1.Pull || c.Spec.APIEndpoint == "" || c.DeletionTimestamp != nil {
+		// A Cluster being deleted stays until it is gone: the federator removes its Works' objects from the member
+		// through the proxies meanwhile (kubectl-fedmesh unjoin holds it for that).
+		if c.Spec.SyncMode == clusterv1alpha1.Pull || c.Spec.APIEndpoint == "" {
 			continue
 		}
 		mc := config.Cluster{Name: c.Name, Server: c.Spec.APIEndpoint}

@@ -61,3 +61,22 @@ func TestMemberClustersSurviveAFailedSecretRead(t *testing.T) {
 		t.Errorf("Secret gone: members %+v, %v; want none", got, err)
 	}
 }
+
+// A Cluster being deleted stays in the proxies' configuration until it is gone: the federator takes its Works'
+// objects off the member through them meanwhile.
+func TestMemberClustersKeepALeavingCluster(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := metav1.Now()
+	leaving := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member2", DeletionTimestamp: &now,
+		Finalizers: []string{"cluster.fedmesh.io/unjoin"}}, Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6444"}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(leaving).Build()}
+	got, _, err := r.memberClusters(context.Background())
+	if err != nil || len(got) != 1 || got[0].Name != "member2" {
+		t.Fatalf("members %+v, %v; want member2, being deleted", got, err)
+	}
+}
