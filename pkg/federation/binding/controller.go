@@ -170,18 +170,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			continue
 		}
-		if targeted[w.Spec.ClusterName] {
+		leaving, err := r.clusterLeaving(ctx, w.Spec.ClusterName)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if targeted[w.Spec.ClusterName] && !leaving {
 			o.works[w.Spec.ClusterName] = w
 			continue
 		}
-		if evicting[w.Spec.ClusterName] {
+		if evicting[w.Spec.ClusterName] && !leaving {
 			continue
+		}
+		// A cluster being deleted loses its Work even where it is still targeted (no other cluster fits): its
+		// objects are removed from the member while its credentials are still there (kubectl-fedmesh unjoin
+		// holds the Cluster until its Works are gone).
+		why := "is no longer targeted"
+		if leaving {
+			why = "is being deleted"
 		}
 		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
-		logger.Info("deleted Work of a cluster no longer targeted", "work", w.Name, "cluster", w.Spec.ClusterName)
-		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s is no longer targeted", w.Name, w.Spec.ClusterName)
+		logger.Info("deleted Work of a cluster that "+why, "work", w.Name, "cluster", w.Spec.ClusterName)
+		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s %s", w.Name, w.Spec.ClusterName, why)
 	}
 	if len(b.Spec.Clusters) > 0 {
 		if err := r.renderAll(ctx, &b, &o); err != nil {
@@ -235,6 +246,10 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 				return err
 			}
 			o.renderErrors[tc.Name] = fmt.Errorf("cluster %s does not exist", tc.Name)
+			continue
+		}
+		if !cluster.DeletionTimestamp.IsZero() {
+			o.renderErrors[tc.Name] = clusterLeavingError(tc.Name)
 			continue
 		}
 		if desired[tc.Name], err = render(ctx, in, r.Interpreter, tc, &cluster); err != nil {
@@ -497,6 +512,16 @@ func mayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace 
 }
 
 // bindingsOfCluster enqueues the bindings that target a cluster.
+// clusterLeaving reports whether Cluster name is being deleted; one that is gone already is not leaving (its Works
+// are left to the scheduler, which moves the binding off it).
+func (r *Reconciler) clusterLeaving(ctx context.Context, name string) (bool, error) {
+	var c clusterv1alpha1.Cluster
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !c.DeletionTimestamp.IsZero(), nil
+}
+
 func (r *Reconciler) bindingsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list workv1alpha1.ResourceBindingList
 	if err := r.Client.List(ctx, &list); err != nil {

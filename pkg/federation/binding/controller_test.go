@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
@@ -309,6 +310,27 @@ func TestBindingController(t *testing.T) {
 		Reason: "Unschedulable", Message: "no cluster fits", ObservedGeneration: lonely.Generation})
 	must(t, h.Status().Update(ctx, lonely))
 	waitCondition(ctx, t, h, lonely, metav1.ConditionFalse, rendering.ReasonNotScheduled, "the binding has no target clusters")
+
+	// A cluster being deleted loses its Work even while the binding still targets it (no other cluster fits), so
+	// that its objects go while its credentials are there: unjoin holds the Cluster with a finalizer for that.
+	leaving := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "leaving"},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: b.Spec.Resource, Replicas: 1,
+			Clusters: []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 1}}},
+	}
+	must(t, h.Create(ctx, leaving))
+	leavingWork := names.Work(leaving.Name, "member2")
+	eventually(t, "Work of member2", func() error { _, _, err := getWork(ctx, h, leavingWork); return err })
+	member2 := &clusterv1alpha1.Cluster{}
+	must(t, h.Get(ctx, client.ObjectKey{Name: "member2"}, member2))
+	controllerutil.AddFinalizer(member2, "test.fedmesh.io/hold")
+	must(t, h.Update(ctx, member2))
+	must(t, h.Delete(ctx, member2))
+	eventually(t, "the Work of member2, being deleted, deleted", func() error { return gone(ctx, h, leavingWork) })
+	waitCondition(ctx, t, h, leaving, metav1.ConditionFalse, rendering.ReasonRenderFailed, "member2: cluster member2 is being deleted; its Work goes")
+	must(t, h.Get(ctx, client.ObjectKey{Name: "member2"}, member2))
+	controllerutil.RemoveFinalizer(member2, "test.fedmesh.io/hold")
+	must(t, h.Update(ctx, member2))
 }
 
 // webDeployment is the Deployment web in namespace ns, of one nginx container.

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"errors"
+	"fmt"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
@@ -12,7 +13,8 @@ import (
 type outcome struct {
 	// templateMissing is set when the template could not be found.
 	templateMissing string
-	// renderErrors are the clusters whose Work could not be rendered; their previous Work, if any, stays.
+	// renderErrors are the clusters whose Work could not be rendered; their previous Work, if any, stays (but for
+	// a cluster being deleted, clusterLeavingError).
 	renderErrors map[string]error
 	// missingDeps are dependencies of the template that do not exist, as "Kind namespace/name".
 	missingDeps []string
@@ -31,7 +33,9 @@ func (o outcome) rendered(b *workv1alpha1.ResourceBinding) rendering.Outcome {
 	for _, tc := range b.Spec.Clusters {
 		if err, failed := o.renderErrors[tc.Name]; failed {
 			var pe *override.PolicyError
-			out.Failed = append(out.Failed, rendering.Failure{Cluster: tc.Name, Message: err.Error(), InvalidPolicy: errors.As(err, &pe) && pe.Invalid})
+			var leaving clusterLeavingError
+			out.Failed = append(out.Failed, rendering.Failure{Cluster: tc.Name, Message: err.Error(),
+				InvalidPolicy: errors.As(err, &pe) && pe.Invalid, Leaving: errors.As(err, &leaving)})
 			continue
 		}
 		if w := o.works[tc.Name]; w != nil {
@@ -39,4 +43,12 @@ func (o outcome) rendered(b *workv1alpha1.ResourceBinding) rendering.Outcome {
 		}
 	}
 	return out
+}
+
+// clusterLeavingError is why a cluster being deleted gets no Work: its previous one goes, with what it applied in
+// the member, while the cluster's credentials are still there.
+type clusterLeavingError string
+
+func (e clusterLeavingError) Error() string {
+	return fmt.Sprintf("cluster %s is being deleted; its Work goes", string(e))
 }

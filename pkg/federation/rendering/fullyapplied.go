@@ -49,6 +49,8 @@ type Failure struct {
 	Message string
 	// InvalidPolicy is true when an override policy is invalid, rather than failing for this template.
 	InvalidPolicy bool
+	// Leaving is true when the cluster is being deleted: it gets no Work, and its previous one goes.
+	Leaving bool
 }
 
 func (o Outcome) equal(p Outcome) bool {
@@ -80,7 +82,11 @@ func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
 		case reason == "":
 			reason = ReasonRenderFailed
 		}
-		problems = append(problems, fmt.Sprintf("%s: %s (its previous Work is kept)", f.Cluster, f.Message))
+		kept := " (its previous Work is kept)"
+		if f.Leaving {
+			kept = ""
+		}
+		problems = append(problems, fmt.Sprintf("%s: %s%s", f.Cluster, f.Message, kept))
 	}
 	if len(o.MissingDeps) > 0 {
 		if reason == "" {
