@@ -31,17 +31,7 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // A client is handed out again without reading the Secret each time, also when only the Cluster's status
 // changed (it does with every probe); a changed spec is read afresh.
 func TestFactoryReusesClientsWithoutRereadingTheSecret(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	c := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "member1"},
-		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
-			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fedmesh-system", Name: "member1"}},
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
-		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
-	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).WithStatusSubresource(c).Build()
+	c, fc := member1(t)
 	secrets := &countingReader{Reader: fc}
 	f := &Factory{Host: fc, Secrets: secrets}
 	ctx := context.Background()
@@ -106,17 +96,7 @@ func (r *forgettingReader) Get(ctx context.Context, key client.ObjectKey, obj cl
 // A client being made when its Cluster is deleted (and its client forgotten) is handed out but not kept: kept,
 // it would stay for the life of the process, as nothing forgets it again.
 func TestFactoryKeepsNoClientForgottenWhileMade(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	c := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "member1"},
-		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
-			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fedmesh-system", Name: "member1"}},
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
-		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
-	fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).Build()
+	_, fc := member1(t)
 	f := &Factory{Host: fc}
 	f.Secrets = &forgettingReader{Reader: fc, f: f, name: "member1"}
 	if mc, err := f.Client(context.Background(), "member1"); err != nil || mc == nil {
@@ -132,4 +112,20 @@ func TestFactoryKeepsNoClientForgottenWhileMade(t *testing.T) {
 	if _, kept := f.clients["member1"]; !kept {
 		t.Error("a client made undisturbed is not kept")
 	}
+}
+
+// member1 is Cluster member1 with its credentials Secret, in a fake host.
+func member1(t *testing.T) (*clusterv1alpha1.Cluster, client.WithWatch) {
+	t.Helper()
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = apis.AddToScheme(s)
+	c := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+		Spec: clusterv1alpha1.ClusterSpec{APIEndpoint: "https://127.0.0.1:6443",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "fedmesh-system", Name: "member1"}},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fedmesh-system", Name: "member1"},
+		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}}
+	return c, fake.NewClientBuilder().WithScheme(s).WithObjects(c, secret).WithStatusSubresource(c).Build()
 }
