@@ -164,6 +164,14 @@ func TestApplyFile(t *testing.T) {
 	if s.Current().OwnershipVersion != v || s.Current().Ownership.Shard != 0 {
 		t.Fatal("a bad file changed the ownership")
 	}
+	// A file edited in place may move ranges at the same epoch: no manager's status can have been lost.
+	swapped := strings.Replace(good, a.String()+"\", \"1\": \""+b.String(), b.String()+"\", \"1\": \""+a.String(), 1)
+	if err := os.WriteFile(path, []byte(swapped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyFile(path); err != nil || !s.Current().Ownership.Owned().Equal(b) {
+		t.Fatalf("a file edited to swap the halves at the same epoch: %v, owning %v", err, s.Current().Ownership.Owned())
+	}
 	// Nor does a file whose ownership is of an older epoch than the current one, its traffic part good.
 	if err := s.Apply(KindOwnership, "e5", []byte(`{"epoch": 5, "shard": 0, "assignment": {"0": "`+a.String()+`", "1": "`+b.String()+`"}}`)); err != nil {
 		t.Fatal(err)

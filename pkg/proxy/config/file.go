@@ -41,10 +41,10 @@ func (s *Store) ApplyFile(path string) error {
 	cur := s.Current()
 	var docs []document
 	if cur.OwnershipVersion != version {
-		docs = append(docs, document{KindOwnership, version, f.Ownership})
+		docs = append(docs, document{kind: KindOwnership, version: version, doc: f.Ownership, edited: true})
 	}
 	if cur.TrafficVersion != version {
-		docs = append(docs, document{KindTraffic, version, f.Traffic})
+		docs = append(docs, document{kind: KindTraffic, version: version, doc: f.Traffic})
 	}
 	if len(docs) == 0 {
 		return nil

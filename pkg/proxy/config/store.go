@@ -102,7 +102,7 @@ func (s *Store) Subscribe(fn func(old, new *Snapshot)) {
 // Apply validates doc (JSON or YAML) as the new document of kind at version. On error nothing changes, and the
 // error says why, for the NACK.
 func (s *Store) Apply(kind Kind, version string, doc []byte) error {
-	return s.apply(document{kind, version, doc})
+	return s.apply(document{kind: kind, version: version, doc: doc})
 }
 
 // document is one document to apply.
@@ -110,6 +110,9 @@ type document struct {
 	kind    Kind
 	version string
 	doc     []byte
+	// edited: the user's own file, edited in place, which may change the assignment without raising the epoch
+	// (there is no manager whose status could have been lost).
+	edited bool
 }
 
 // apply validates docs together against the current snapshot and publishes them as one snapshot: either all
@@ -151,7 +154,7 @@ func decodeInto(next *Snapshot, d document) error {
 			switch {
 			case o.Epoch < old.Epoch:
 				return fmt.Errorf("%w: ownership epoch %d is older than the current epoch %d", ErrEpochConflict, o.Epoch, old.Epoch)
-			case o.Epoch == old.Epoch && !o.Assignment.Equal(old.Assignment):
+			case o.Epoch == old.Epoch && !d.edited && !o.Assignment.Equal(old.Assignment):
 				return fmt.Errorf("%w: ownership epoch %d assigns ranges other than the current epoch %d's; a new assignment needs a new epoch",
 					ErrEpochConflict, o.Epoch, old.Epoch)
 			}
