@@ -30,10 +30,11 @@ func XDSApply(store *config.Store) xds.ApplyFunc {
 		default:
 			return fmt.Errorf("%d %s documents for one proxy, want one", len(docs), kind)
 		}
-		for _, doc := range docs {
+		for name, doc := range docs {
 			err := store.Apply(kind, doc.Version, doc.Data)
 			if errors.Is(err, config.ErrEpochConflict) {
-				return xds.Conflict(err)
+				// What the store enforces, persisted by a proxy before it restarted, is what the manager must go past.
+				return xds.Conflict(err, map[string]string{name: store.Current().OwnershipVersion})
 			}
 			return err
 		}

@@ -31,18 +31,31 @@ type ApplyFunc func(typeURL string, docs map[string]Document) error
 
 // Conflict marks an ApplyFunc's error as a refusal of a valid document that cannot follow the one held (the NACK's
 // code is FailedPrecondition rather than InvalidArgument): the server's state is behind the node's, and sending
-// the same again will not help. The NACK says what the node holds (heldDetails).
-func Conflict(err error) error { return conflictError{err} }
+// the same again will not help. held are the versions of the documents the node enforces, by resource name; the
+// NACK tells them (heldDetails), with those of the documents this client accepted, which a restarted proxy's
+// persisted configuration may be newer than.
+func Conflict(err error, held map[string]string) error { return conflictError{err, held} }
 
-type conflictError struct{ error }
+type conflictError struct {
+	error
+	held map[string]string
+}
 
 func (e conflictError) Unwrap() error { return e.error }
 
-func nackCode(err error) codes.Code {
-	if errors.As(err, new(conflictError)) {
-		return codes.FailedPrecondition
+// nack is the error_detail of a NACK of err, from a client that accepted docs last.
+func nack(err error, docs map[string]Document) *status.Status {
+	held := make(map[string]string, len(docs))
+	for name, doc := range docs {
+		held[name] = doc.Version
 	}
-	return codes.InvalidArgument
+	code := codes.InvalidArgument
+	var conflict conflictError
+	if errors.As(err, &conflict) {
+		code = codes.FailedPrecondition
+		maps.Copy(held, conflict.held)
+	}
+	return &status.Status{Code: int32(code), Message: err.Error(), Details: heldDetails(held)}
 }
 
 // ClientOptions configures a Client.
@@ -263,7 +276,7 @@ func (c *Client) handle(resp *discovery.DiscoveryResponse) *discovery.DiscoveryR
 	}
 	if err != nil {
 		reply.VersionInfo = st.version
-		reply.ErrorDetail = &status.Status{Code: int32(nackCode(err)), Message: err.Error(), Details: heldDetails(st.docs)}
+		reply.ErrorDetail = nack(err, st.docs)
 		return reply
 	}
 	st.version, st.docs, st.applied = resp.GetVersionInfo(), docs, true

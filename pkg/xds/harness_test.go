@@ -175,7 +175,7 @@ func (r *recorder) apply(typeURL string, docs map[string]Document) error {
 			return errors.New("invalid document " + name + " " + d.Version + ": bad range")
 		}
 		if strings.Contains(string(d.Data), "stale") {
-			return Conflict(errors.New("document " + name + " " + d.Version + " is older than the one held"))
+			return Conflict(errors.New("document "+name+" "+d.Version+" is older than the one held"), nil)
 		}
 	}
 	r.mu.Lock()

@@ -70,10 +70,10 @@ func Decode(typeURL string, a *anypb.Any) (string, Document, error) {
 // envelope per document, with its name and version and no payload. A server that never saw the node ACK them (it
 // restarted, or took over from another) learns from it what the node enforces, for instance an ownership epoch
 // newer than the one it offers.
-func heldDetails(docs map[string]Document) []*anypb.Any {
+func heldDetails(held map[string]string) []*anypb.Any {
 	var out []*anypb.Any
-	for name, doc := range docs {
-		a, err := anypb.New(&discovery.Resource{Name: name, Version: doc.Version})
+	for name, version := range held {
+		a, err := anypb.New(&discovery.Resource{Name: name, Version: version})
 		if err == nil {
 			out = append(out, a)
 		}

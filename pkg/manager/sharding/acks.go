@@ -174,24 +174,37 @@ func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now tim
 
 // heldEpoch is the highest epoch of an ownership document of sc's name that a proxy known to the xDS server holds
 // (acknowledged, or said it serves when it refused a document): one of an earlier ShardingConfig of that name, or
-// of a status since lost. behind reports whether a proxy refused a document as conflicting with one it holds of
-// epoch pub.Epoch or later: the status is behind the proxies (lost, or restored from a backup), and the epochs must
-// start again above theirs (see Initial). An epoch no later one can follow (the largest int64) is not believed.
-func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig, pub Published) (held int64, behind bool) {
+// of a status since lost. behind reports whether a member's proxy refused the status's own epoch as conflicting
+// with one it holds of that epoch or later: the status is behind the proxies (lost, or restored from a backup),
+// and the epochs must start again above theirs (see Initial). A refusal of an earlier epoch says nothing against
+// the status (a new leader read a status its predecessor had moved on from), nor does a proxy of no member. An
+// epoch past maxHeldEpoch is not believed: no manager counts that far, and epochs must go on growing after it.
+func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) (held int64, behind bool) {
 	key := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
-	for _, node := range r.Publisher.Acks() {
+	acks := r.Publisher.Acks()
+	for _, node := range acks {
 		if node.Metadata.ShardingConfig != key {
 			continue
 		}
 		for rk, ack := range node.Resources {
-			if rk.TypeURL != xds.OwnershipType {
-				continue
-			}
-			if epoch, ok := epochOf(ack.Acked); ok && epoch < math.MaxInt64 {
+			if epoch, ok := epochOf(ack.Acked); ok && rk.TypeURL == xds.OwnershipType && epoch <= maxHeldEpoch {
 				held = max(held, epoch)
-				behind = behind || ack.Conflict && epoch >= pub.Epoch
 			}
+		}
+	}
+	for _, m := range members {
+		_, node, ok := nodeOf(acks, sc.Namespace, m)
+		if !ok || node.Metadata.ShardingConfig != key {
+			continue
+		}
+		ack := ackOf(sc, node, shard.ShardID(node.Metadata.Shard))
+		refused, _ := epochOf(ack.Nacked)
+		if epoch, ok := epochOf(ack.Acked); ok && ack.Conflict && refused == pub.Epoch && epoch >= pub.Epoch && epoch <= maxHeldEpoch {
+			behind = true
 		}
 	}
 	return held, behind
 }
+
+// maxHeldEpoch bounds the epochs heldEpoch believes.
+const maxHeldEpoch = math.MaxInt64 / 2

@@ -202,8 +202,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&meshv1alpha1.ShardingConfig{}).
 		WatchesRawSource(source.Channel(r.acked, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.configsOfPod)).
-		// Of a Cluster, the proxies' configuration reads the spec (and whether it is being deleted, which bumps
-		// the generation too); its status changes with every probe.
+		// Of a Cluster, the proxies' configuration reads the spec (a Cluster being deleted stays in it until it is
+		// gone); its status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.configsOfCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A member's CA may be rotated in its Secret: watch Secrets' metadata alone (their data is read only
@@ -315,9 +315,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if held, behind := r.heldEpoch(&sc, pub); pub.Epoch == 0 || behind {
+	if held, behind := r.heldEpoch(&sc, pub, members); pub.Epoch == 0 || behind {
 		// No status, or one behind what the proxies enforce (they refuse its epochs): start above theirs.
-		pub = Initial(namespaces, shards, held)
+		pub = Initial(held)
 		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -110,7 +110,7 @@ func TestCountedOut(t *testing.T) {
 // heard from has had only the lease since the election to connect, and is waited for until then.
 func TestUnknownProxyWaitedForSinceElection(t *testing.T) {
 	sc := testConfig(2)
-	pub := Initial([]string{"a", "b"}, ids(2), 0)
+	pub := split([]string{"a", "b"}, 2)
 	members := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	r := &Reconciler{Publisher: &fakePublisher{acks: map[string]xds.NodeState{
 		"ops/op-0": acked(sc, 0, version(sc, pub)),
@@ -153,7 +153,7 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	finished.Status.Phase = corev1.PodSucceeded
 	r := &Reconciler{Client: podClient(t, testPod("op-0", map[string]string{"app": "op", ordinal: "0"}), terminating, finished),
 		Publisher: &fakePublisher{}}
-	members, pods, err := r.members(context.Background(), sc, Initial([]string{"a"}, ids(2), 0))
+	members, pods, err := r.members(context.Background(), sc, split([]string{"a"}, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestTerminatingPodIsAMember(t *testing.T) {
 	r.setDefaults()
 	r.ProxyLease = 30 * time.Second
 	r.serving = time.Now()
-	if got := r.pendingAcks(sc, Initial([]string{"a"}, ids(2), 0), members, time.Now()); !slices.Contains(got, "op-1") {
+	if got := r.pendingAcks(sc, split([]string{"a"}, 2), members, time.Now()); !slices.Contains(got, "op-1") {
 		t.Fatalf("pending = %v: the terminating pod's proxy is not waited for", got)
 	}
 }
@@ -268,18 +268,22 @@ func TestHandoverPhase(t *testing.T) {
 }
 
 // heldEpoch reads the epochs of the documents of sc's name that proxies hold, and of no other; the status is
-// behind when a proxy refused a document as conflicting with one it holds of the status's epoch or later.
+// behind when a member's proxy refused the status's epoch as conflicting with one it holds of that epoch or later.
 func TestHeldEpoch(t *testing.T) {
 	sc := testConfig(2)
 	self := ktypes.NamespacedName{Namespace: "ops", Name: "op"}
-	node := func(id int32, ack xds.AckState) xds.NodeState {
+	node := func(pod string, id int32, ack xds.AckState) xds.NodeState {
 		n := acked(sc, shard.ShardID(id), "")
-		n.Metadata = xds.NodeMetadata{ShardingConfig: self, Shard: id}
+		n.Metadata = xds.NodeMetadata{ShardingConfig: self, Shard: id, Pod: ktypes.NamespacedName{Namespace: "ops", Name: pod}}
 		n.Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: xds.ResourceName(self, id)}] = ack
 		return n
 	}
+	members := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	other := acked(testConfig(2), 0, "e40.g1")
 	other.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "db"}, Shard: 0}
+	refused := func(acked, nacked string) xds.AckState {
+		return xds.AckState{Acked: acked, Nacked: nacked, Error: "epoch conflict", Conflict: true}
+	}
 	for _, tc := range []struct {
 		name       string
 		nodes      map[string]xds.NodeState
@@ -288,22 +292,26 @@ func TestHeldEpoch(t *testing.T) {
 		wantBehind bool
 	}{
 		{"no proxies", nil, 0, 0, false},
-		{"acknowledged", map[string]xds.NodeState{"ops/op-0": node(0, xds.AckState{Acked: "e7.g3.cabc"}),
-			"ops/op-1": node(1, xds.AckState{Acked: "e5.g2"}), "ops/db-0": other}, 7, 7, false},
+		{"acknowledged", map[string]xds.NodeState{"ops/op-0": node("op-0", 0, xds.AckState{Acked: "e7.g3.cabc"}),
+			"ops/op-1": node("op-1", 1, xds.AckState{Acked: "e5.g2"}), "ops/db-0": other}, 7, 7, false},
 		{"an invalid document refused", map[string]xds.NodeState{
-			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e8.g4", Error: "bad"})}, 8, 7, false},
+			"ops/op-0": node("op-0", 0, xds.AckState{Acked: "e7.g3", Nacked: "e8.g4", Error: "bad"})}, 8, 7, false},
 		{"a lost status's epoch refused as older", map[string]xds.NodeState{
-			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e1.g3", Error: "older", Conflict: true})}, 1, 7, true},
+			"ops/op-0": node("op-0", 0, refused("e7.g3", "e1.g3"))}, 1, 7, true},
 		{"a lost status's assignment refused at the same epoch", map[string]xds.NodeState{
-			"ops/op-0": node(0, xds.AckState{Acked: "e1.g1", Nacked: "e1.g2", Error: "another assignment", Conflict: true})}, 1, 1, true},
+			"ops/op-0": node("op-0", 0, refused("e1.g1", "e1.g2"))}, 1, 1, true},
 		{"a refusal from before the restart above it", map[string]xds.NodeState{
-			"ops/op-0": node(0, xds.AckState{Acked: "e7.g3", Nacked: "e1.g3", Error: "older", Conflict: true})}, 8, 7, false},
-		{"an epoch nothing can follow", map[string]xds.NodeState{
-			"ops/op-0": node(0, xds.AckState{Acked: fmt.Sprintf("e%d.g1", int64(math.MaxInt64)), Conflict: true})}, 1, 0, false},
+			"ops/op-0": node("op-0", 0, refused("e7.g3", "e1.g3"))}, 8, 7, false},
+		{"a refusal of a status since moved on (a new leader's stale read)", map[string]xds.NodeState{
+			"ops/op-0": node("op-0", 0, refused("e8.g1", "e7.g1"))}, 8, 8, false},
+		{"a refusal by a proxy of no member", map[string]xds.NodeState{
+			"ops/intruder": node("intruder", 0, refused("e5.g1", "e5.g1"))}, 5, 5, false},
+		{"an epoch past what any manager counts to", map[string]xds.NodeState{
+			"ops/op-0": node("op-0", 0, refused(fmt.Sprintf("e%d.g1", int64(math.MaxInt64-1)), "e1.g1"))}, 1, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Publisher: &fakePublisher{acks: tc.nodes}}
-			held, behind := r.heldEpoch(sc, Published{Epoch: tc.status})
+			held, behind := r.heldEpoch(sc, Published{Epoch: tc.status}, members)
 			if held != tc.held || behind != tc.wantBehind {
 				t.Errorf("heldEpoch = %d, %v; want %d, %v", held, behind, tc.held, tc.wantBehind)
 			}

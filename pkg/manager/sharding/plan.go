@@ -16,17 +16,14 @@ type Published struct {
 	Clusters []config.Cluster
 }
 
-// Initial is the first assignment of a ShardingConfig: the existing namespaces split evenly over the shards. held
-// is the highest epoch that proxies of a ShardingConfig of the same name are known to enforce (0: none), left by
-// one deleted and created again, or whose status was lost: granting the split at once would give namespaces to
-// one shard while another's proxies still enforce what they held. Then the first assignment owns nothing, at the
-// epoch after held (which those proxies take as newer); the usual handover grants the split once they have
-// acknowledged it.
-func Initial(namespaces []string, shards []shard.ShardID, held int64) Published {
-	if held > 0 {
-		return Published{Epoch: held + 1, Assignment: shard.Assignment{}}
-	}
-	return Published{Epoch: 1, Assignment: shard.SplitByNamespaces(namespaces, shards)}
+// Initial is the first assignment of a ShardingConfig, or of one whose status is behind what its proxies enforce:
+// it owns nothing, at the epoch after held, the highest epoch proxies of a ShardingConfig of that name are known to
+// hold (0: none known). Proxies holding an earlier incarnation's ranges (deleted and created again, or a status lost
+// or restored from a backup) take it as newer, and give those ranges up; the usual handover grants the split (see
+// Target) once every proxy acknowledged it. Granting the split at once would give a proxy holding nothing, a new
+// pod's, namespaces that another's proxy still enforces before any of them is heard from.
+func Initial(held int64) Published {
+	return Published{Epoch: held + 1, Assignment: shard.Assignment{}}
 }
 
 // Target is where the shards should end up from pub. A complete assignment over the same shards stays as it is

@@ -9,6 +9,11 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
+// split is a ShardingConfig's namespaces split over n shards at epoch 1.
+func split(namespaces []string, n int) Published {
+	return Published{Epoch: 1, Assignment: shard.SplitByNamespaces(namespaces, ids(n))}
+}
+
 func ids(n int) []shard.ShardID {
 	out := make([]shard.ShardID, n)
 	for i := range out {
@@ -75,7 +80,7 @@ func TestScaleChangesHandOverSafely(t *testing.T) {
 		{2, 3, 2}, {3, 2, 2}, {1, 4, 2}, {4, 1, 2}, {5, 5, 0}, {2, 8, 2},
 	} {
 		t.Run(fmt.Sprintf("%d-to-%d", tc.from, tc.to), func(t *testing.T) {
-			pub, _ := converge(t, Initial(namespaces, ids(tc.from), 0), tc.from, namespaces)
+			pub, _ := converge(t, split(namespaces, tc.from), tc.from, namespaces)
 			final, steps := converge(t, pub, tc.to, namespaces)
 			if steps > tc.maxSteps {
 				t.Errorf("%d steps, want at most %d (revoke, grant)", steps, tc.maxSteps)
@@ -98,7 +103,7 @@ func TestRandomScaleWalkStaysSafe(t *testing.T) {
 	for i := range 50 {
 		namespaces = append(namespaces, fmt.Sprintf("ns-%d", i))
 	}
-	pub := Initial(namespaces, ids(2), 0)
+	pub := split(namespaces, 2)
 	for range 300 {
 		n := 1 + r.IntN(7)
 		next, done := Step(pub, Target(pub, ids(n), namespaces[:r.IntN(len(namespaces))]))
@@ -114,22 +119,24 @@ func TestRandomScaleWalkStaysSafe(t *testing.T) {
 }
 
 func TestStepIsIdempotentAtTarget(t *testing.T) {
-	pub := Initial([]string{"a", "b", "c"}, ids(3), 0)
+	pub := split([]string{"a", "b", "c"}, 3)
 	next, done := Step(pub, Target(pub, ids(3), []string{"a", "b", "c", "d"}))
 	if !done || next.Epoch != pub.Epoch {
 		t.Fatalf("a published target stepped to epoch %d (done %v)", next.Epoch, done)
 	}
 }
 
-// A ShardingConfig whose proxies still enforce an earlier one of its name (deleted and created again) starts by
-// owning nothing, at an epoch after theirs, and is granted its split by the next step; without such proxies it
-// starts with its split at epoch 1.
+// A ShardingConfig starts by owning nothing, at the epoch after the one its proxies hold (an earlier one of its
+// name, deleted and created again, or a status lost), and is granted its split by the next step.
 func TestInitialAfterAnEarlierIncarnation(t *testing.T) {
 	namespaces := []string{"a", "b", "c", "d"}
-	if pub := Initial(namespaces, ids(2), 0); pub.Epoch != 1 || !pub.Assignment.Owned().IsFull() {
-		t.Fatalf("fresh: %+v, want the split at epoch 1", pub)
+	if pub := Initial(0); pub.Epoch != 1 || !pub.Assignment.Owned().Empty() {
+		t.Fatalf("fresh: %+v, want nothing owned at epoch 1", pub)
 	}
-	pub := Initial(namespaces, ids(2), 7)
+	if final, steps := converge(t, Initial(0), 2, namespaces); steps != 1 || !final.Assignment.Owned().IsFull() || final.Epoch != 2 {
+		t.Errorf("fresh, after %d steps: %+v, want the split granted in one step at epoch 2", steps, final)
+	}
+	pub := Initial(7)
 	if pub.Epoch != 8 || !pub.Assignment.Owned().Empty() {
 		t.Fatalf("after proxies holding epoch 7: %+v, want nothing owned at epoch 8", pub)
 	}

@@ -42,7 +42,7 @@ func proxyOf(sc *meshv1alpha1.ShardingConfig, pod string, uid ktypes.UID, id int
 // API while its containers still run. Once it disconnects it is waited for until counted out, then forgotten.
 func TestProxiesOfNoMemberAreWaitedFor(t *testing.T) {
 	sc := testConfig(2)
-	pub := Initial([]string{"a", "b"}, ids(2), 0)
+	pub := split([]string{"a", "b"}, 2)
 	want := version(sc, pub)
 	now := time.Now()
 	relabeled := testPod("op-1", map[string]string{"app": "other", ordinal: "1"})
@@ -103,7 +103,7 @@ func TestProxiesOfNoMemberAreWaitedFor(t *testing.T) {
 // pod's ACK does not stand for the old process, nor the old one's for the new pod.
 func TestSamePodNameOtherUIDWaitedForApart(t *testing.T) {
 	sc := testConfig(2)
-	pub := Initial([]string{"a", "b"}, ids(2), 0)
+	pub := split([]string{"a", "b"}, 2)
 	want := version(sc, pub)
 	now := time.Now()
 	pod := testPod("op-1", map[string]string{"app": "op", ordinal: "1"})
@@ -143,7 +143,7 @@ func TestSamePodNameOtherUIDWaitedForApart(t *testing.T) {
 func TestStablePodWithTheCanaryOrdinal(t *testing.T) {
 	sc := testConfig(2)
 	sc.Spec.Canary = &meshv1alpha1.Canary{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "op-canary"}}}
-	pub := Initial([]string{"a", "b"}, ids(2), 0)
+	pub := split([]string{"a", "b"}, 2)
 	now := time.Now()
 	r := &Reconciler{Client: podClient(t, testPod("op-0", map[string]string{"app": "op", ordinal: "0"}),
 		testPod("op-1", map[string]string{"app": "op", ordinal: "1"}),

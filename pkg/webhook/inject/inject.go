@@ -272,8 +272,8 @@ func tokenVolume(opts Options) corev1.Volume {
 }
 
 // apiTokenVolume is the service-account directory of the chosen containers that have none mounted: apiAccess
-// alone, apart from the proxy's volume, so that they never hold the xDS token (with it they could pose to the
-// manager as the proxy).
+// alone, apart from the proxy's volume, so that they never hold the proxy's xDS token when it has an audience of
+// its own (with it they could pose to the manager as the proxy).
 func apiTokenVolume(opts Options) corev1.Volume {
 	return corev1.Volume{Name: APITokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: apiAccess(opts)}}}
 }
