@@ -463,6 +463,12 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 		t.Errorf("host secret after the refused unjoin: %v", err)
 	}
 
+	// Nor, with a name no longer registered, may it strip the identity of a member joined under another name.
+	_, errOut, code = fedmesh(t, hostKubeconfig, "unjoin", "gone", "--kubeconfig", f.Member("member1").Kubeconfig())
+	if code == 0 || !strings.Contains(errOut, "reaches cluster member1, still joined") {
+		t.Errorf("unjoin of an unregistered name with a joined member's kubeconfig: exit %d, %q", code, errOut)
+	}
+
 	// unjoin removes both sides; the identity's token stops working with its service account.
 	mustFedmesh(t, hostKubeconfig, "unjoin", "joined", "--kubeconfig", fresh.Kubeconfig())
 	if err := f.Host.Get(ctx, client.ObjectKey{Name: "joined"}, &c); !apierrors.IsNotFound(err) {

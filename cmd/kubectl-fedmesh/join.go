@@ -107,6 +107,8 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	var existing clusterv1alpha1.Cluster
 	err = host.Get(ctx, client.ObjectKey{Name: name}, &existing)
 	switch {
+	case err == nil && !existing.DeletionTimestamp.IsZero():
+		return fmt.Errorf("cluster %s is being deleted (an unjoin that has not finished): finish it with unjoin first", name)
 	case err == nil:
 		if other := otherCluster(&existing, id, memberCfg.Host); other != "" {
 			return fmt.Errorf("cluster %s is already registered for another cluster (%s): unjoin it first or pick another name", name, other)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -39,8 +40,9 @@ func TestOtherCluster(t *testing.T) {
 	}
 }
 
-// unjoin holds the deleted Cluster until its Works are gone, then lets it go; Works that stay past --timeout stop
-// it with the Cluster still held, unless --force.
+// unjoin holds the deleted Cluster until its Works, which it deletes, are gone (the execution stage lets them go
+// once their objects are off the member), then lets it go; Works that stay past --timeout stop it with the Cluster
+// still held, unless --force.
 func TestUnjoinDrain(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -57,18 +59,20 @@ func TestUnjoinDrain(t *testing.T) {
 			ctx := context.Background()
 			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
 			work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-m1",
-				Labels: map[string]string{names.ClusterLabel: "m1"}}, Spec: workv1alpha1.WorkSpec{ClusterName: "m1"}}
+				Labels: map[string]string{names.ClusterLabel: "m1"}, Finalizers: []string{names.ExecutionFinalizer}},
+				Spec: workv1alpha1.WorkSpec{ClusterName: "m1"}}
 			other := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-m2",
 				Labels: map[string]string{names.ClusterLabel: "m2"}}, Spec: workv1alpha1.WorkSpec{ClusterName: "m2"}}
 			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(c, work, other).Build()
 			o := &unjoinOptions{timeout: 300 * time.Millisecond, poll: 10 * time.Millisecond, force: tc.force}
 			if tc.worksLeave {
 				go func() {
-					// What the federation does once the Cluster is being deleted, seen from here.
+					// The execution stage, once the Work is deleted: its objects are off the member.
 					for {
-						var cur clusterv1alpha1.Cluster
-						if host.Get(ctx, client.ObjectKey{Name: "m1"}, &cur) == nil && !cur.DeletionTimestamp.IsZero() {
-							_ = host.Delete(ctx, work)
+						var cur workv1alpha1.Work
+						if host.Get(ctx, client.ObjectKeyFromObject(work), &cur) == nil && !cur.DeletionTimestamp.IsZero() {
+							cur.Finalizers = nil
+							_ = host.Update(ctx, &cur)
 							return
 						}
 						time.Sleep(5 * time.Millisecond)
@@ -91,8 +95,14 @@ func TestUnjoinDrain(t *testing.T) {
 			if tc.force && !strings.Contains(out.String(), "warning: leaving the objects of 1 Work") {
 				t.Errorf("output %q, want the warning", out.String())
 			}
-			if err := host.Get(ctx, client.ObjectKeyFromObject(other), &workv1alpha1.Work{}); err != nil {
-				t.Errorf("another cluster's Work: %v", err)
+			var left workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(work), &left); tc.worksLeave != apierrors.IsNotFound(err) ||
+				!tc.worksLeave && left.DeletionTimestamp.IsZero() {
+				t.Errorf("the cluster's Work after drain: %v, deleting since %v", err, left.DeletionTimestamp)
+			}
+			var kept workv1alpha1.Work
+			if err := host.Get(ctx, client.ObjectKeyFromObject(other), &kept); err != nil || !kept.DeletionTimestamp.IsZero() {
+				t.Errorf("another cluster's Work: %v, deleting since %v", err, kept.DeletionTimestamp)
 			}
 		})
 	}

@@ -80,15 +80,19 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 		if err != nil {
 			return fmt.Errorf("member cluster: %w", err)
 		}
+		// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
+		id, err := clusterID(ctx, kube)
+		if err != nil {
+			return err
+		}
 		if registered {
-			// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
-			id, err := clusterID(ctx, kube)
-			if err != nil {
-				return err
-			}
 			if other := otherCluster(c, id, cfg.Host); other != "" {
 				return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
 			}
+		} else if joined, err := registeredAs(ctx, host, id, cfg.Host); err != nil {
+			return err
+		} else if joined != "" {
+			return fmt.Errorf("--kubeconfig reaches cluster %s, still joined; %s is not registered: nothing changed", joined, name)
 		}
 		identity = &memberIdentity{kube: kube}
 	}
@@ -110,9 +114,24 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 	return nil
 }
 
-// drain deletes Cluster c, held by UnjoinFinalizer until the federation has removed the cluster's Works, and their
-// objects from the member with them: the scheduler leaves a cluster being deleted, and the execution stage cleans
-// up with the credentials that go with the Cluster. With --force it lets c go even if Works remain after --timeout.
+// registeredAs is the name of the Cluster registered for the cluster of id at endpoint, or "" if none is.
+func registeredAs(ctx context.Context, host client.Client, id, endpoint string) (string, error) {
+	var clusters clusterv1alpha1.ClusterList
+	if err := host.List(ctx, &clusters); err != nil {
+		return "", fmt.Errorf("host: list clusters: %w", err)
+	}
+	for i := range clusters.Items {
+		if otherCluster(&clusters.Items[i], id, endpoint) == "" {
+			return clusters.Items[i].Name, nil
+		}
+	}
+	return "", nil
+}
+
+// drain deletes Cluster c, held by UnjoinFinalizer until the cluster's Works are gone, and their objects from the
+// member with them: it deletes them (the binding stage makes none for a cluster being deleted, and deletes its
+// Works too), and the execution stage cleans up with the credentials that go with the Cluster. With --force it
+// lets c go even if Works remain after --timeout.
 func (o *unjoinOptions) drain(ctx context.Context, out io.Writer, host client.Client, c *clusterv1alpha1.Cluster) error {
 	if c.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(c, names.UnjoinFinalizer) {
@@ -140,7 +159,9 @@ func (o *unjoinOptions) drain(ctx context.Context, out io.Writer, host client.Cl
 	return o.release(ctx, host, c.Name)
 }
 
-// waitWorksGone polls the host until no Work targets cluster, or --timeout passes; it returns the Works left.
+// waitWorksGone deletes the Works of cluster and polls the host until none is left, or --timeout passes; it returns
+// the Works left. Each poll deletes those not being deleted yet: a Work whose binding is gone, one kept for a
+// graceful eviction, or one a binding made just before it saw the Cluster leave.
 func (o *unjoinOptions) waitWorksGone(ctx context.Context, out io.Writer, host client.Client, cluster string) ([]workv1alpha1.Work, error) {
 	deadline := time.Now().Add(o.timeout)
 	told := -1
@@ -151,8 +172,14 @@ func (o *unjoinOptions) waitWorksGone(ctx context.Context, out io.Writer, host c
 		}
 		var left []workv1alpha1.Work
 		for _, w := range works.Items {
-			if w.Spec.ClusterName == cluster {
-				left = append(left, w)
+			if w.Spec.ClusterName != cluster {
+				continue
+			}
+			left = append(left, w)
+			if w.DeletionTimestamp.IsZero() {
+				if err := client.IgnoreNotFound(host.Delete(ctx, &w)); err != nil {
+					return nil, fmt.Errorf("host: delete Work %s/%s: %w", w.Namespace, w.Name, err)
+				}
 			}
 		}
 		if len(left) == 0 || !time.Now().Before(deadline) {

@@ -170,29 +170,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			continue
 		}
-		leaving, err := r.clusterLeaving(ctx, w.Spec.ClusterName)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if targeted[w.Spec.ClusterName] && !leaving {
+		if targeted[w.Spec.ClusterName] {
 			o.works[w.Spec.ClusterName] = w
 			continue
 		}
-		if evicting[w.Spec.ClusterName] && !leaving {
+		if evicting[w.Spec.ClusterName] {
 			continue
 		}
-		// A cluster being deleted loses its Work even where it is still targeted (no other cluster fits): its
-		// objects are removed from the member while its credentials are still there (kubectl-fedmesh unjoin
-		// holds the Cluster until its Works are gone).
-		why := "is no longer targeted"
-		if leaving {
-			why = "is being deleted"
-		}
-		if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+		if err := r.deleteWork(ctx, &b, w, "is no longer targeted"); err != nil {
 			return ctrl.Result{}, err
 		}
-		logger.Info("deleted Work of a cluster that "+why, "work", w.Name, "cluster", w.Spec.ClusterName)
-		r.event(&b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s %s", w.Name, w.Spec.ClusterName, why)
 	}
 	if len(b.Spec.Clusters) > 0 {
 		if err := r.renderAll(ctx, &b, &o); err != nil {
@@ -249,7 +236,16 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			continue
 		}
 		if !cluster.DeletionTimestamp.IsZero() {
+			// A cluster being deleted loses its Work even while it is targeted (no other cluster fits): its objects
+			// are removed from the member while its credentials are still there (kubectl-fedmesh unjoin holds
+			// the Cluster until its Works are gone).
 			o.renderErrors[tc.Name] = clusterLeavingError(tc.Name)
+			if w := o.works[tc.Name]; w != nil {
+				if err := r.deleteWork(ctx, b, w, "is being deleted"); err != nil {
+					return err
+				}
+				delete(o.works, tc.Name)
+			}
 			continue
 		}
 		if desired[tc.Name], err = render(ctx, in, r.Interpreter, tc, &cluster); err != nil {
@@ -512,14 +508,14 @@ func mayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace 
 }
 
 // bindingsOfCluster enqueues the bindings that target a cluster.
-// clusterLeaving reports whether Cluster name is being deleted; one that is gone already is not leaving (its Works
-// are left to the scheduler, which moves the binding off it).
-func (r *Reconciler) clusterLeaving(ctx context.Context, name string) (bool, error) {
-	var c clusterv1alpha1.Cluster
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c); err != nil {
-		return false, client.IgnoreNotFound(err)
+// deleteWork deletes Work w of binding b, whose cluster `why`.
+func (r *Reconciler) deleteWork(ctx context.Context, b *workv1alpha1.ResourceBinding, w *workv1alpha1.Work, why string) error {
+	if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+		return err
 	}
-	return !c.DeletionTimestamp.IsZero(), nil
+	log.FromContext(ctx).Info("deleted Work of a cluster that "+why, "work", w.Name, "cluster", w.Spec.ClusterName)
+	r.event(b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s %s", w.Name, w.Spec.ClusterName, why)
+	return nil
 }
 
 func (r *Reconciler) bindingsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {

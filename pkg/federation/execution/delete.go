@@ -26,7 +26,9 @@ import (
 
 // finalize removes a deleted Work's objects from its member (or releases them when the Work preserves them) and
 // then lets the Work go. A member that cannot be reached is retried with backoff for as long as its Cluster
-// exists; once the Cluster is deleted (or being deleted) there is nothing left to clean, and the Work goes.
+// exists; once the Cluster is gone, or being deleted with nothing holding it for the cleanup, there is nothing
+// left to clean with, and the Work goes. kubectl-fedmesh unjoin holds it (UnjoinFinalizer) until the Works are gone,
+// or until it gives up.
 func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(work, names.ExecutionFinalizer) {
 		return ctrl.Result{}, nil
@@ -49,14 +51,14 @@ func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctr
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
 }
 
-// clusterGone reports whether the Cluster is deleted or being deleted.
+// clusterGone reports whether the Cluster is deleted, or being deleted and not held for its Works' cleanup.
 func (r *Reconciler) clusterGone(ctx context.Context, name string) (bool, error) {
 	var c clusterv1alpha1.Cluster
 	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
-	return err == nil && !c.DeletionTimestamp.IsZero(), err
+	return err == nil && !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(&c, names.UnjoinFinalizer), err
 }
 
 // removeAll removes every object of the Work, those of its manifests and those its record names.

@@ -125,3 +125,33 @@ func serving(gvks ...schema.GroupVersionKind) meta.RESTMapper {
 type oneMember struct{ mc *member.Client }
 
 func (o oneMember) Client(context.Context, string) (*member.Client, error) { return o.mc, nil }
+
+// A Work's cleanup gives up on its cluster once the Cluster is gone, or being deleted with nothing holding it;
+// while kubectl-fedmesh unjoin holds it (UnjoinFinalizer), the cleanup is retried.
+func TestClusterGone(t *testing.T) {
+	now := metav1.Now()
+	deleting := func(finalizer string) *clusterv1alpha1.Cluster {
+		return &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1", DeletionTimestamp: &now, Finalizers: []string{finalizer}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster *clusterv1alpha1.Cluster
+		want    bool
+	}{
+		{"gone", nil, true},
+		{"there", &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}, false},
+		{"being deleted", deleting("example.com/other"), true},
+		{"being deleted, held by unjoin", deleting(names.UnjoinFinalizer), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(fedtest.Scheme())
+			if tc.cluster != nil {
+				b = b.WithObjects(tc.cluster)
+			}
+			r := &Reconciler{Client: b.Build()}
+			if got, err := r.clusterGone(context.Background(), "member1"); err != nil || got != tc.want {
+				t.Errorf("clusterGone = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
