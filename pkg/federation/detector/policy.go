@@ -89,7 +89,8 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 // however many versions selectors name it in, for a selector selects the kind's objects in every version
 // (Policy.Match). It is the one served version the selectors name, when they name one, so that the binding and
 // status stages too read the templates propagated in it from the informer; otherwise the server's preferred
-// version. A kind the server serves in no version is left out.
+// version, and the templates propagated in another version are read from the API server by each stage, each time
+// (the cost of naming one kind in two versions). A kind the server serves in no version is left out.
 func (r *Reconciler) views(named map[schema.GroupVersionKind]*meta.RESTMapping) (map[schema.GroupKind]*meta.RESTMapping, error) {
 	served := map[schema.GroupKind][]*meta.RESTMapping{}
 	for gvk, m := range named {
