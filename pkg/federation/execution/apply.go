@@ -174,22 +174,11 @@ func (r *Reconciler) retain(ctx context.Context, desired, observed *unstructured
 // kind).
 func resourceFor(mc *member.Client, obj *unstructured.Unstructured, workNamespace string) (dynamic.ResourceInterface, error) {
 	gvk := obj.GroupVersionKind()
-	mapping, err := restMapping(mc, gvk.GroupKind(), gvk.Version)
+	mapping, err := mc.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
 	return resourceOf(mc, mapping, obj, workNamespace), nil
-}
-
-// restMapping maps gk, in one of versions (or in any the member serves, when none is given), to its resource in
-// the member. A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
-func restMapping(mc *member.Client, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	mapping, err := mc.Mapper.RESTMapping(gk, versions...)
-	if meta.IsNoMatchError(err) {
-		mc.Mapper.Reset()
-		mapping, err = mc.Mapper.RESTMapping(gk, versions...)
-	}
-	return mapping, err
 }
 
 // resourceOf is the client of mapping's resource for obj, setting obj's namespace as resourceFor says.
@@ -213,7 +202,7 @@ func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string)
 	obj.SetGroupVersionKind(gvk)
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
-	mapping, err := restMapping(mc, gvk.GroupKind(), gvk.Version)
+	mapping, err := mc.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
 		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind())
 	}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -34,6 +35,17 @@ type Client struct {
 	Kubernetes kubernetes.Interface
 	// Mapper maps kinds to resources in the member; it rediscovers when it meets a kind it does not know.
 	Mapper meta.ResettableRESTMapper
+}
+
+// RESTMapping maps gk, in one of versions (or in any the member serves, when none is given), to its resource in
+// the member. A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
+func (c *Client) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	mapping, err := c.Mapper.RESTMapping(gk, versions...)
+	if meta.IsNoMatchError(err) {
+		c.Mapper.Reset()
+		mapping, err = c.Mapper.RESTMapping(gk, versions...)
+	}
+	return mapping, err
 }
 
 // Factory hands out member clients, cached by the Cluster's spec (generation) and the Secret's resource version.

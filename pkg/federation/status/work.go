@@ -294,11 +294,7 @@ func identify(ordinal int, m workv1alpha1.Manifest, mc *member.Client, workNames
 		return workv1alpha1.ResourceIdentifier{}, err
 	}
 	gvk := obj.GroupVersionKind()
-	mapping, err := mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		mc.Mapper.Reset()
-		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
+	mapping, err := mc.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return workv1alpha1.ResourceIdentifier{}, err
 	}
