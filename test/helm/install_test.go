@@ -191,7 +191,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Error("an upgrade far from expiry replaced the certificates")
 	}
 	// Rotation: an upgrade within renewBeforeDays of expiry makes new certificates.
-	helm("upgrade", "fedmesh", ChartDir(), "--reuse-values", "--set", "certificates.renewBeforeDays=400")
+	helm("upgrade", "fedmesh", ChartDir(), "--reuse-values", "--set", "certificates.renewBeforeDays=400", "--set", "certificates.validityDays=800")
 	if err := c.Get(ctx, client.ObjectKeyFromObject(&certs), &after); err != nil {
 		t.Fatal(err)
 	}

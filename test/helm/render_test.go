@@ -177,6 +177,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"manager.replicas=2,manager.leaderElection=false", "/manager/leaderElection"},
 		{"manager.proxyLease=30", "/manager/proxyLease"},
 		{"federator.pprofPort=8080", "/federator/pprofPort"},
+		{"federator.pprofPort=5443", "/federator/pprofPort"},
 		{"certificates.mode=vault", "/certificates/mode"},
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		{"federator.env=GOMAXPROCS", "/federator/env"},
@@ -193,6 +194,37 @@ func TestSchemaRejects(t *testing.T) {
 	_, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", "default")
 	if err == nil || !strings.Contains(err.Error(), "fedmesh-system") {
 		t.Errorf("install outside fedmesh-system: %v", err)
+	}
+	// What the schema cannot say, the templates refuse.
+	for _, tc := range []struct{ set, want string }{
+		{"manager.pprofPort=18000", "manager.pprofPort must differ from manager.xdsPort"},
+		{"certificates.validityDays=7", "renewBeforeDays must be less than certificates.validityDays"},
+	} {
+		if _, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set); err == nil ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: %v, want an error saying %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// A long release name still makes federator StatefulSets whose pods the StatefulSet controller can label: their
+// controller-revision-hash is the StatefulSet's name, "-" and up to 10 digits, within 63 characters.
+func TestLongReleaseName(t *testing.T) {
+	out, err := Run(t.TempDir(), "template", "fedmesh-prod-europe-west1-clusterset-primary1", ChartDir(), "--namespace", Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := 0
+	for _, obj := range decode(t, out) {
+		if obj.GetKind() == "StatefulSet" {
+			sets++
+			if n := len(obj.GetName()) + 1 + 10; n > 63 {
+				t.Errorf("StatefulSet %s: its pods' controller-revision-hash would be %d characters", obj.GetName(), n)
+			}
+		}
+	}
+	if sets == 0 {
+		t.Fatal("no StatefulSet rendered")
 	}
 }
 

@@ -1,9 +1,11 @@
-{{/* Names: every object is <release>-<component>, trimmed to 63 characters. */}}
+{{/* Names: every object is <release>-<component>. The release part is cut to 39 characters: a federator
+StatefulSet is that and "-federator-rN" (13), and its pods' controller-revision-hash label, the StatefulSet's name
+and "-" and a hash of up to 10 digits, must stay within 63. */}}
 {{- define "fedmesh.fullname" -}}
 {{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 39 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 39 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- define "fedmesh.manager" -}}{{ include "fedmesh.fullname" . }}-manager{{- end -}}
@@ -70,6 +72,9 @@ signs certificates for the manager's Service (webhooks and xDS) and the federato
 {{- end -}}
 {{- end -}}
 {{- if not $certs -}}
+{{- if ge (int .Values.certificates.renewBeforeDays) (int .Values.certificates.validityDays) -}}
+{{- fail "certificates.renewBeforeDays must be less than certificates.validityDays: new certificates would be renewed at every upgrade" -}}
+{{- end -}}
 {{- $days := int .Values.certificates.validityDays -}}
 {{- $ca := genCA (printf "%s-ca" (include "fedmesh.fullname" .)) $days -}}
 {{- $m := include "fedmesh.manager" . -}}
@@ -118,6 +123,12 @@ secret:
 {{- include "fedmesh.selfSigned" . -}}
 checksum/ca: {{ index $.fedmeshCerts "ca.crt" | sha256sum | quote }}
 {{- end -}}
+{{- end -}}
+
+{{/* What the manager injects into each proxy when its pod is made: a change rolls the federator's pods, whose
+proxies would otherwise keep dialling an old xDS port, or keep their ranges for an old, longer lease. */}}
+{{- define "fedmesh.proxyChecksum" -}}
+checksum/proxy: {{ list .Values.manager.xdsPort .Values.manager.proxyLease (include "fedmesh.proxyImage" .) .Values.proxy.resources | toJson | sha256sum | quote }}
 {{- end -}}
 
 {{/* A resource list as the manager's --proxy-requests and --proxy-limits take it: cpu=50m,memory=64Mi. */}}
