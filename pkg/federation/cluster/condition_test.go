@@ -69,11 +69,8 @@ func TestOutageSequence(t *testing.T) {
 		{ProbeResult{Outcome: Unreachable}, metav1.ConditionTrue, nil, false, 0},
 		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, true, 4},
 		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, false, 4},
-		// Answering, but not ok: still unreachable for failover, counted from step 4, until Ready again; and so
-		// when it stops answering again.
-		{ProbeResult{Outcome: Unhealthy}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, false, 4},
-		{ProbeResult{Outcome: Unreachable}, metav1.ConditionFalse, []string{TaintNotReady, TaintUnreachable}, false, 4},
-		{ProbeResult{Outcome: Healthy}, metav1.ConditionTrue, nil, true, 8},
+		{ProbeResult{Outcome: Unhealthy}, metav1.ConditionFalse, []string{TaintNotReady}, true, 4},
+		{ProbeResult{Outcome: Healthy}, metav1.ConditionTrue, nil, true, 7},
 	} {
 		now := metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))
 		if step.probe.Outcome == Healthy {
@@ -120,11 +117,6 @@ func TestDesiredTaints(t *testing.T) {
 	cond := func(s metav1.ConditionStatus, reason string) *metav1.Condition {
 		return &metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: s, Reason: reason}
 	}
-	notReadySince := func(reason string, since metav1.Time) *metav1.Condition {
-		c := cond(metav1.ConditionFalse, reason)
-		c.LastTransitionTime = since
-		return c
-	}
 	notReady := corev1.Taint{Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule}
 	unreachable := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now}
 	unreachableEarlier := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}
@@ -143,12 +135,9 @@ func TestDesiredTaints(t *testing.T) {
 		{"not ready", []corev1.Taint{other}, cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{other, notReady}, true},
 		{"not ready, no client", nil, cond(metav1.ConditionFalse, ReasonConfigInvalid), []corev1.Taint{notReady}, true},
 		{"unreachable", nil, cond(metav1.ConditionFalse, ReasonNotReachable), []corev1.Taint{notReady, unreachable}, true},
-		{"unreachable after being not ready for long", []corev1.Taint{notReady}, notReadySince(ReasonNotReachable, earlier),
-			[]corev1.Taint{notReady, unreachable}, true},
 		{"still unreachable keeps timeAdded", []corev1.Taint{notReady, unreachableEarlier}, cond(metav1.ConditionFalse, ReasonNotReachable),
 			[]corev1.Taint{notReady, unreachableEarlier}, false},
-		{"reachable again but not ready", []corev1.Taint{unreachableEarlier, notReady}, cond(metav1.ConditionFalse, ReasonNotReady),
-			[]corev1.Taint{unreachableEarlier, notReady}, false},
+		{"reachable but not ready", []corev1.Taint{unreachableEarlier, notReady}, cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{notReady}, true},
 		{"own key with an edited effect is restored", []corev1.Taint{{Key: TaintNotReady, Effect: corev1.TaintEffectNoExecute}},
 			cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{notReady}, true},
 	} {

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"slices"
-
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +13,8 @@ const (
 )
 
 // desiredTaints is taints with the controller's own taints set for the Ready condition ready: none when Ready,
-// not-ready when not Ready, and unreachable too from the time the reason is ClusterNotReachable until Ready again.
-// Other taints are kept as they are, and so is the timeAdded of a taint already there. An unknown (or missing) condition changes nothing.
+// not-ready when not Ready, and unreachable too when the reason is ClusterNotReachable. Other taints are kept as
+// they are, and so is the timeAdded of a taint already there. An unknown (or missing) condition changes nothing.
 // changed says whether the result differs from taints.
 func desiredTaints(taints []corev1.Taint, ready *metav1.Condition, now metav1.Time) (out []corev1.Taint, changed bool) {
 	if ready == nil || ready.Status == metav1.ConditionUnknown {
@@ -25,11 +23,7 @@ func desiredTaints(taints []corev1.Taint, ready *metav1.Condition, now metav1.Ti
 	want := map[string]corev1.TaintEffect{}
 	if ready.Status == metav1.ConditionFalse {
 		want[TaintNotReady] = corev1.TaintEffectNoSchedule
-		// Once unreachable, unreachable until Ready again: an outage that swings between no answer and a bad one
-		// keeps the taint, and its timeAdded, rather than restart failover's count each time it stops answering.
-		if ready.Reason == ReasonNotReachable || slices.ContainsFunc(taints, func(t corev1.Taint) bool {
-			return t.Key == TaintUnreachable && t.Effect == corev1.TaintEffectNoExecute
-		}) {
+		if ready.Reason == ReasonNotReachable {
 			want[TaintUnreachable] = corev1.TaintEffectNoExecute
 		}
 	}
