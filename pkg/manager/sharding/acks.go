@@ -174,10 +174,11 @@ func (r *Reconciler) countedOut(node xds.NodeState, known bool, serving, now tim
 
 // heldEpoch is the highest epoch of an ownership document of sc's name that a proxy known to the xDS server holds
 // (acknowledged, or said it serves when it refused a document): one of an earlier ShardingConfig of that name, or
-// of a status since lost. behind reports whether a member's proxy refused the status's own epoch as conflicting
-// with one it holds of that epoch or later: the status is behind the proxies (lost, or restored from a backup),
-// and the epochs must start again above theirs (see Initial). A refusal of an earlier epoch says nothing against
-// the status (a new leader read a status its predecessor had moved on from), nor does a proxy of no member. An
+// of a status since lost. behind reports whether a proxy a handover waits for refused the status's own epoch as
+// conflicting with one it holds of that epoch or later: the status is behind the proxies (lost, or restored from a
+// backup), and the epochs must start again above theirs (see Initial). A refusal of an earlier epoch says nothing
+// against the status (a new leader read a status its predecessor had moved on from), nor does one by a proxy no
+// handover waits for. An
 // epoch past maxHeldEpoch is not believed: no manager counts that far, and epochs must go on growing after it.
 func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig, pub Published, members []member) (held int64, behind bool) {
 	key := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
@@ -192,11 +193,21 @@ func (r *Reconciler) heldEpoch(sc *meshv1alpha1.ShardingConfig, pub Published, m
 			}
 		}
 	}
+	// The proxies a handover waits for: the members', and the strays still waited for (see pendingAcks). A stray's
+	// refusal counts too, or one holding a newer epoch than the members would be waited for for ever.
+	var judged []xds.NodeState
 	for _, m := range members {
-		_, node, ok := nodeOf(acks, sc.Namespace, m)
-		if !ok || node.Metadata.ShardingConfig != key {
-			continue
+		if _, node, ok := nodeOf(acks, sc.Namespace, m); ok && node.Metadata.ShardingConfig == key {
+			judged = append(judged, node)
 		}
+	}
+	serving, now := r.servingSince(), time.Now()
+	for _, s := range r.strays(sc, acks, members) {
+		if r.waitedFor(s, serving, now) {
+			judged = append(judged, s.node)
+		}
+	}
+	for _, node := range judged {
 		ack := ackOf(sc, node, shard.ShardID(node.Metadata.Shard))
 		refused, _ := epochOf(ack.Nacked)
 		if epoch, ok := epochOf(ack.Acked); ok && ack.Conflict && refused == pub.Epoch && epoch >= pub.Epoch && epoch <= maxHeldEpoch {

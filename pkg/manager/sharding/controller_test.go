@@ -281,6 +281,7 @@ func TestHeldEpoch(t *testing.T) {
 	members := []member{{pod: "op-0", shard: 0}, {pod: "op-1", shard: 1}}
 	other := acked(testConfig(2), 0, "e40.g1")
 	other.Metadata = xds.NodeMetadata{ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "db"}, Shard: 0}
+	gone := func(n xds.NodeState) xds.NodeState { n.Connected = false; return n }
 	refused := func(acked, nacked string) xds.AckState {
 		return xds.AckState{Acked: acked, Nacked: nacked, Error: "epoch conflict", Conflict: true}
 	}
@@ -304,8 +305,10 @@ func TestHeldEpoch(t *testing.T) {
 			"ops/op-0": node("op-0", 0, refused("e7.g3", "e1.g3"))}, 8, 7, false},
 		{"a refusal of a status since moved on (a new leader's stale read)", map[string]xds.NodeState{
 			"ops/op-0": node("op-0", 0, refused("e8.g1", "e7.g1"))}, 8, 8, false},
-		{"a refusal by a proxy of no member", map[string]xds.NodeState{
-			"ops/intruder": node("intruder", 0, refused("e5.g1", "e5.g1"))}, 5, 5, false},
+		{"a refusal by a stray still waited for (connected)", map[string]xds.NodeState{
+			"ops/relabeled": node("relabeled", 0, refused("e7.g1", "e5.g1"))}, 5, 7, true},
+		{"a refusal by a stray no handover waits for", map[string]xds.NodeState{
+			"ops/gone": gone(node("gone", 0, refused("e7.g1", "e5.g1")))}, 5, 7, false},
 		{"an epoch past what any manager counts to", map[string]xds.NodeState{
 			"ops/op-0": node("op-0", 0, refused(fmt.Sprintf("e%d.g1", int64(math.MaxInt64-1)), "e1.g1"))}, 1, 0, false},
 	} {
