@@ -238,7 +238,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		if !cluster.DeletionTimestamp.IsZero() {
 			// A cluster being deleted loses its Work even while it is targeted (no other cluster fits): its objects
 			// are removed from the member while its credentials are still there (kubectl-fedmesh unjoin holds
-			// the Cluster until its Works are gone).
+			// the Cluster until its Works are gone, and deletes those this pass does not reach itself).
 			o.renderErrors[tc.Name] = clusterLeavingError(tc.Name)
 			if w := o.works[tc.Name]; w != nil {
 				if err := r.deleteWork(ctx, b, w, "is being deleted"); err != nil {
@@ -507,7 +507,6 @@ func mayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace 
 	return false
 }
 
-// bindingsOfCluster enqueues the bindings that target a cluster.
 // deleteWork deletes Work w of binding b, whose cluster `why`.
 func (r *Reconciler) deleteWork(ctx context.Context, b *workv1alpha1.ResourceBinding, w *workv1alpha1.Work, why string) error {
 	if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
@@ -518,6 +517,7 @@ func (r *Reconciler) deleteWork(ctx context.Context, b *workv1alpha1.ResourceBin
 	return nil
 }
 
+// bindingsOfCluster enqueues the bindings that target a cluster.
 func (r *Reconciler) bindingsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list workv1alpha1.ResourceBindingList
 	if err := r.Client.List(ctx, &list); err != nil {
