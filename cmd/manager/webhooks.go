@@ -43,6 +43,7 @@ type webhookOptions struct {
 	proxyXDS    string
 	proxyXDSCA  string
 	proxyTokenA string
+	proxyConfig string
 	// name=quantity pairs of the proxy's resources; inject fills in what neither sets.
 	proxyRequests, proxyLimits map[string]string
 }
@@ -59,6 +60,7 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
 	fs.StringVar(&o.proxyTokenA, "proxy-xds-audience", "", "Audience of the token injected proxies present (match --xds-token-audiences).")
+	fs.StringVar(&o.proxyConfig, "proxy-config", "", "Name of these proxy settings: a pod annotated fedmesh.io/proxy-config with another is refused (made for other settings; its controller retries). Empty checks nothing.")
 	fs.StringToStringVar(&o.proxyRequests, "proxy-requests", nil, "Resource requests of injected proxies, e.g. cpu=100m,memory=64Mi; a CPU or memory request set neither here nor in --proxy-limits is 50m or 64Mi. The CPU request, rounded up to whole cores, is the proxy's GOMAXPROCS.")
 	fs.StringToStringVar(&o.proxyLimits, "proxy-limits", nil, "Resource limits of injected proxies, e.g. memory=256Mi; empty sets none.")
 }
@@ -198,7 +200,7 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration, recor
 	server.Register(inject.Path, &admission.Webhook{Handler: &currentCAInjection{ca: xdsCA, handler: inject.Handler{
 		Reader: mgr.GetClient(),
 		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
-			OwnershipLease: proxyLease},
+			OwnershipLease: proxyLease, ProxyConfig: o.proxyConfig},
 	}}})
 	caBundle.injection = func(ctx context.Context, ca []byte) error {
 		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, o.clientConfig(inject.Path, ca)))

@@ -125,10 +125,12 @@ checksum/ca: {{ index $.fedmeshCerts "ca.crt" | sha256sum | quote }}
 {{- end -}}
 {{- end -}}
 
-{{/* What the manager injects into each proxy when its pod is made: a change rolls the federator's pods, whose
-proxies would otherwise keep dialling an old xDS port, or keep their ranges for an old, longer lease. */}}
-{{- define "fedmesh.proxyChecksum" -}}
-checksum/proxy: {{ list .Values.manager.xdsPort .Values.manager.proxyLease (include "fedmesh.proxyImage" .) .Values.proxy.resources | toJson | sha256sum | quote }}
+{{/* Names what the manager injects into each proxy when its pod is made (fedmesh.io/proxy-config on the
+federator's pods, --proxy-config of the manager): a change rolls the federator's pods, whose proxies would
+otherwise keep dialling an old xDS port, or keep their ranges for an old, longer lease; and the old manager refuses
+the new pods, so that none gets the old settings in the upgrade. */}}
+{{- define "fedmesh.proxyConfig" -}}
+{{- list .Values.manager.xdsPort .Values.manager.proxyLease (include "fedmesh.proxyImage" .) .Values.proxy.resources | toJson | sha256sum | trunc 16 -}}
 {{- end -}}
 
 {{/* A resource list as the manager's --proxy-requests and --proxy-limits take it: cpu=50m,memory=64Mi. */}}

@@ -61,6 +61,10 @@ func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if want, ok := pod.Annotations[ProxyConfigAnnotation]; ok && opts.ProxyConfig != "" && want != opts.ProxyConfig {
+		return nil, fmt.Errorf("the pod was made for proxy configuration %s (annotation %s), and this manager injects %s: an upgrade is under way; the pod is made again once the new manager serves",
+			want, ProxyConfigAnnotation, opts.ProxyConfig)
+	}
 	sc, err := ShardingConfig(pod)
 	if err != nil {
 		return nil, err

@@ -402,6 +402,35 @@ func TestInjectIdempotentAndSelective(t *testing.T) {
 	}
 }
 
+func withProxyConfig(pod *corev1.Pod, name string) *corev1.Pod {
+	pod.Annotations[ProxyConfigAnnotation] = name
+	return pod
+}
+
+func withSettings(opts Options, name string) Options {
+	opts.ProxyConfig = name
+	return opts
+}
+
+// A pod made for the proxy settings the manager injects, or naming none, or a manager checking none, gets the proxy.
+func TestInjectProxyConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		opts Options
+	}{
+		{"the same settings", withProxyConfig(testPod(sc(""), "manager"), "new"), withSettings(testOptions, "new")},
+		{"a pod naming none", testPod(sc(""), "manager"), withSettings(testOptions, "new")},
+		{"a manager checking none", withProxyConfig(testPod(sc(""), "manager"), "old"), testOptions},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, err := Inject(tc.pod, tc.opts); err != nil || !Injected(got) {
+				t.Errorf("Inject: %v, injected %v", err, err == nil && Injected(got))
+			}
+		})
+	}
+}
+
 func TestInjectErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -416,6 +445,8 @@ func TestInjectErrors(t *testing.T) {
 		{"unknown container", testPod(sc("manager,sidecar"), "manager"), testOptions, `container "sidecar", which the pod does not have (it has manager)`},
 		{"no containers", testPod(sc("")), testOptions, "no containers"},
 		{"no image", testPod(sc(""), "manager"), Options{XDSAddress: "m:1", XDSCA: []byte("ca")}, "proxy image is required"},
+		{"made for other proxy settings", withProxyConfig(testPod(sc(""), "manager"), "old"), withSettings(testOptions, "new"),
+			"the pod was made for proxy configuration old (annotation fedmesh.io/proxy-config), and this manager injects new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,9 @@ const (
 	KubeconfigAnnotation = "fedmesh.io/kubeconfig"
 	// XDSCAAnnotation holds the CA of the manager's xDS server, read by the proxy. Set by Inject.
 	XDSCAAnnotation = "fedmesh.io/xds-ca"
+	// ProxyConfigAnnotation on a pod names the proxy configuration it was made for (the Helm chart's digest of
+	// the manager's proxy settings); a manager injecting another (Options.ProxyConfig) refuses the pod.
+	ProxyConfigAnnotation = "fedmesh.io/proxy-config"
 )
 
 // What Inject adds.
@@ -71,6 +74,11 @@ type Options struct {
 	// counts a silent proxy out after its lease, so a proxy keeping its ranges longer could overlap the next
 	// owner. 0 is no lease (the proxy keeps its ranges without contact; the manager waits for every live pod).
 	OwnershipLease time.Duration
+	// ProxyConfig names these settings (the manager's --proxy-config). A pod whose ProxyConfigAnnotation names
+	// other ones is refused: made for a configuration this manager does not inject (an upgrade of both under way,
+	// this manager the old one), it would keep the proxy it got for good. Its controller makes it again, until
+	// the new manager serves. Empty checks nothing.
+	ProxyConfig string
 }
 
 func (o *Options) setDefaults() {
