@@ -15,6 +15,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
@@ -201,8 +202,7 @@ func appliedCondition(errs []error, generation int64) metav1.Condition {
 // not there: deleted there, or not seen there yet. A Work not applied at its generation is false: it is being
 // applied anyway (a new generation) or retried (a failed apply).
 func missingInMember(work *workv1alpha1.Work) bool {
-	c := meta.FindStatusCondition(work.Status.Conditions, workv1alpha1.WorkApplied)
-	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != work.Generation {
+	if c, current := rendering.AppliedCondition(work); !current || c.Status != metav1.ConditionTrue {
 		return false
 	}
 	for i := range work.Spec.Workload.Manifests {

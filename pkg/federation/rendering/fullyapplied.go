@@ -144,20 +144,34 @@ func FullyApplied(b *workv1alpha1.ResourceBinding, o Outcome, works []workv1alph
 // workApplied reports whether w's Applied condition is True for w's current spec, which is at least at
 // generation rendered, or else why not, and whether that is only because the Work (nil: none yet; being deleted:
 // its successor not made yet) has not been made or applied yet (pending), not because applying it failed.
+// What a cluster's Work has yet to do, as FullyApplied and the aggregated status say it.
+const (
+	NotAppliedYet        = "not applied yet"
+	LatestNotAppliedYet  = "the latest manifests are not applied yet" // the Work changed since its last apply
+	PreviousWorkDeleting = "its previous Work is being deleted; a new one follows once it is gone"
+)
+
+// AppliedCondition is w's Applied condition, and whether it is about w's current manifests: one the applier gave
+// an older generation of w is about manifests w no longer holds (one naming no generation is taken as current).
+func AppliedCondition(w *workv1alpha1.Work) (cond *metav1.Condition, current bool) {
+	cond = meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
+	return cond, cond != nil && (cond.ObservedGeneration == 0 || cond.ObservedGeneration >= w.Generation)
+}
+
 func workApplied(w *workv1alpha1.Work, rendered int64) (why string, ok, pending bool) {
 	if w == nil {
 		return "no Work yet", false, true
 	}
 	if !w.DeletionTimestamp.IsZero() {
-		return "its previous Work is being deleted; a new one follows once it is gone", false, true
+		return PreviousWorkDeleting, false, true
 	}
-	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
+	c, current := AppliedCondition(w)
 	switch {
 	case c == nil:
-		return "not applied yet", false, true
-	case w.Generation < rendered || c.ObservedGeneration != 0 && c.ObservedGeneration < w.Generation:
+		return NotAppliedYet, false, true
+	case w.Generation < rendered || !current:
 		// The first: this copy of the Work is older than the one the binding stage wrote.
-		return "the latest manifests are not applied yet", false, true
+		return LatestNotAppliedYet, false, true
 	case c.Status != metav1.ConditionTrue:
 		msg := c.Message
 		if msg == "" {

@@ -14,6 +14,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
 
 // clusterReady reports whether what fedmesh sees of c can be trusted as current. A Ready condition that is False
@@ -82,16 +83,16 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 			item.AppliedMessage = workDeleting
 			if slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == c }) {
 				// A target whose Work is going (pkg/federation/rendering): not its current Work, whatever it says.
-				item.AppliedMessage = previousWorkDeleting
+				item.AppliedMessage = rendering.PreviousWorkDeleting
 			}
 			items = append(items, item)
 			continue
 		}
-		switch cond, current := appliedCondition(w); {
+		switch cond, current := rendering.AppliedCondition(w); {
 		case cond == nil:
-			item.AppliedMessage = notAppliedYet
+			item.AppliedMessage = rendering.NotAppliedYet
 		case !current:
-			item.AppliedMessage = latestNotAppliedYet
+			item.AppliedMessage = rendering.LatestNotAppliedYet
 		case cond.Status == metav1.ConditionTrue:
 			item.Applied = true
 		default:
@@ -106,14 +107,6 @@ func aggregatedItems(targets []workv1alpha1.TargetCluster, works []workv1alpha1.
 		items = append(items, item)
 	}
 	return items
-}
-
-// appliedCondition is w's Applied condition, and whether it is about w's current manifests: one the applier gave
-// an older generation of w is about manifests w no longer holds (one naming no generation is taken as current), as
-// rendering.FullyApplied judges it.
-func appliedCondition(w *workv1alpha1.Work) (cond *metav1.Condition, current bool) {
-	cond = meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkApplied)
-	return cond, cond != nil && (cond.ObservedGeneration == 0 || cond.ObservedGeneration >= w.Generation)
 }
 
 // awaiting counts the target clusters that are Ready and have yet to report on the binding: a cluster with no
@@ -131,7 +124,7 @@ func awaiting(targets []workv1alpha1.TargetCluster, works []workv1alpha1.Work, r
 			n++
 			continue
 		}
-		cond, current := appliedCondition(&works[i])
+		cond, current := rendering.AppliedCondition(&works[i])
 		if !current || cond.Status == metav1.ConditionTrue && workloadStatus(&works[i]) == nil {
 			n++
 		}
@@ -154,10 +147,7 @@ func placementFailed(old, cur client.Object) bool {
 
 // The messages of an item whose cluster has not acted on the binding yet.
 const (
-	noWorkYet            = "no Work for this cluster yet"
-	notAppliedYet        = "not applied yet"
-	latestNotAppliedYet  = "the latest manifests are not applied yet" // its Work changed since its last apply
-	previousWorkDeleting = "its previous Work is being deleted; a new one follows once it is gone"
+	noWorkYet = "no Work for this cluster yet"
 	// workDeleting is the message of a cluster no longer targeted whose Work is being deleted.
 	workDeleting = "no longer targeted; its Work is being deleted"
 )
@@ -189,7 +179,7 @@ func itemsToWrite(prev, next []workv1alpha1.AggregatedStatusItem) bool {
 	}
 	return slices.ContainsFunc(next, func(it workv1alpha1.AggregatedStatusItem) bool {
 		waiting := !it.Applied && (it.Status == nil || len(it.Status.Raw) == 0) &&
-			(it.AppliedMessage == noWorkYet || it.AppliedMessage == notAppliedYet)
+			(it.AppliedMessage == noWorkYet || it.AppliedMessage == rendering.NotAppliedYet)
 		return !waiting
 	})
 }

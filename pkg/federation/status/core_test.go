@@ -11,6 +11,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
 
 func TestClusterReady(t *testing.T) {
@@ -77,9 +78,9 @@ func TestAggregatedItems(t *testing.T) {
 	items := aggregatedItems(targets, works, func(c string) bool { return c != "down" })
 	want := []string{
 		"a applied=false msg=exists health=Unknown status=",
-		"again applied=false msg=" + previousWorkDeleting + " health=Unknown status=",
+		"again applied=false msg=" + rendering.PreviousWorkDeleting + " health=Unknown status=",
 		`b applied=true msg= health=Healthy status={"readyReplicas":2}`,
-		`changed applied=false msg=` + latestNotAppliedYet + ` health=Healthy status={"readyReplicas":2}`,
+		`changed applied=false msg=` + rendering.LatestNotAppliedYet + ` health=Healthy status={"readyReplicas":2}`,
 		`current applied=true msg= health=Healthy status={"readyReplicas":2}`,
 		"down applied=true msg= health=Unknown status=",
 		"fresh applied=false msg=not applied yet health=Unknown status=",
@@ -149,10 +150,10 @@ func TestSameStatus(t *testing.T) {
 
 func TestItemsToWrite(t *testing.T) {
 	none := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Health: workv1alpha1.ResourceUnknown, AppliedMessage: noWorkYet}
-	fresh := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceUnknown, AppliedMessage: notAppliedYet}
+	fresh := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceUnknown, AppliedMessage: rendering.NotAppliedYet}
 	applied := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Applied: true, Health: workv1alpha1.ResourceUnknown}
 	failed := workv1alpha1.AggregatedStatusItem{ClusterName: "a", Health: workv1alpha1.ResourceUnknown, AppliedMessage: "exists in the member"}
-	observed := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceHealthy, AppliedMessage: notAppliedYet, Status: raw(`{"replicas":1}`)}
+	observed := workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceHealthy, AppliedMessage: rendering.NotAppliedYet, Status: raw(`{"replicas":1}`)}
 	items := func(it ...workv1alpha1.AggregatedStatusItem) []workv1alpha1.AggregatedStatusItem { return it }
 	for _, tc := range []struct {
 		name       string

@@ -114,7 +114,7 @@ func TestBindingStatusWaitsForEveryCluster(t *testing.T) {
 		}
 		items := cur.Status.AggregatedStatus
 		if len(items) != 2 || !items[0].Applied || items[0].Health != workv1alpha1.ResourceHealthy ||
-			items[1].Applied || items[1].AppliedMessage != notAppliedYet {
+			items[1].Applied || items[1].AppliedMessage != rendering.NotAppliedYet {
 			return fmt.Errorf("aggregatedStatus %+v", items)
 		}
 		return nil
