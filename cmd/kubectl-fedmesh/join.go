@@ -83,23 +83,15 @@ func validateClusterName(name string) error {
 
 func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	ctx := cmd.Context()
-	memberCfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
+	memberCfg, kube, id, err := o.member.reach(ctx)
 	if err != nil {
-		return fmt.Errorf("member cluster: %w", err)
+		return err
 	}
 	caBundle, err := caBundle(memberCfg)
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(memberCfg)
-	if err != nil {
-		return fmt.Errorf("member cluster: %w", err)
-	}
 	host, err := o.host.client()
-	if err != nil {
-		return err
-	}
-	id, err := clusterID(ctx, kube)
 	if err != nil {
 		return err
 	}
@@ -149,6 +141,23 @@ func caBundle(cfg *rest.Config) ([]byte, error) {
 		return data, nil
 	}
 	return nil, nil
+}
+
+// reach connects to the member the flags name: its config, a client, and its ID (see clusterID).
+func (f memberFlags) reach(ctx context.Context) (*rest.Config, kubernetes.Interface, string, error) {
+	cfg, err := loadKubeconfig(f.kubeconfig, f.context)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
+	}
+	id, err := clusterID(ctx, kube)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cfg, kube, id, nil
 }
 
 // otherCluster says how registered Cluster c differs from the cluster of id (see clusterID) at endpoint, or "" when

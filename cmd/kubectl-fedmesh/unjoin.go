@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -72,16 +71,8 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 	}
 	var identity *memberIdentity
 	if o.member.kubeconfig != "" { // reach the member first, so a bad kubeconfig changes nothing
-		cfg, err := loadKubeconfig(o.member.kubeconfig, o.member.context)
-		if err != nil {
-			return fmt.Errorf("member cluster: %w", err)
-		}
-		kube, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("member cluster: %w", err)
-		}
 		// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
-		id, err := clusterID(ctx, kube)
+		cfg, kube, id, err := o.member.reach(ctx)
 		if err != nil {
 			return err
 		}
