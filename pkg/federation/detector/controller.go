@@ -133,7 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	r.queue = &templateQueue{}
+	r.queue = &templateQueue{canonical: r.Templates.Canonical}
 	r.Templates.OnChange(r.queue.add)
 	r.log = mgr.GetLogger().WithValues("controller", templatesControllerName)
 	if r.ClusterScoped != nil {
@@ -166,7 +166,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return builder.TypedControllerManagedBy[templates.Key](mgr).Named(templatesControllerName).
 		WatchesRawSource(r.queue).
-		Watches(&workv1alpha1.ResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(bindingTemplate), onlyDeletes).
+		Watches(&workv1alpha1.ResourceBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.bindingTemplateKeys), onlyDeletes).
 		WithLogConstructor(func(k *templates.Key) logr.Logger {
 			if k == nil {
 				return r.log
@@ -212,11 +212,9 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped).
 		return reconcile.Result{}, nil
 	}
-	if watched, ok := r.Templates.Watched(key.GVK.GroupKind()); ok {
-		// One view of the template, whatever version the key names (a binding's, or that of an informer since
-		// restarted in another): every key of it then comes to the same, and reads hit the informer.
-		key.GVK = watched
-	}
+	// Keys are made canonical when queued; again here, for an informer since restarted in another version, so that
+	// reads hit the informer.
+	key = r.Templates.Canonical(key)
 	obj, err := r.Templates.Template(ctx, key)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -341,6 +339,9 @@ func (r *Reconciler) candidates(ctx context.Context, namespace string) ([]Policy
 // templateQueue is the template controller's source: informers and the policy controller add template keys to
 // it, and it hands them to the controller's queue once that starts.
 type templateQueue struct {
+	// canonical names each key's kind in the version its informer reads it in (templates.Cache.Canonical).
+	canonical func(templates.Key) templates.Key
+
 	mu      sync.Mutex
 	queue   workqueue.TypedRateLimitingInterface[templates.Key]
 	pending []templates.Key
@@ -359,6 +360,7 @@ func (t *templateQueue) Start(_ context.Context, queue workqueue.TypedRateLimiti
 }
 
 func (t *templateQueue) add(k templates.Key) {
+	k = t.canonical(k)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.queue == nil {
@@ -370,7 +372,16 @@ func (t *templateQueue) add(k templates.Key) {
 
 func (t *templateQueue) String() string { return "detector templates" }
 
-// bindingTemplate is the template a binding was made for.
+// bindingTemplateKeys is the canonical key of the template a binding was made for, for the controller's queue.
+func (r *Reconciler) bindingTemplateKeys(ctx context.Context, obj client.Object) []templates.Key {
+	keys := bindingTemplate(ctx, obj)
+	for i := range keys {
+		keys[i] = r.Templates.Canonical(keys[i])
+	}
+	return keys
+}
+
+// bindingTemplate is the template a binding was made for, in the version it propagates.
 func bindingTemplate(_ context.Context, obj client.Object) []templates.Key {
 	b, ok := obj.(*workv1alpha1.ResourceBinding)
 	if !ok {

@@ -119,6 +119,16 @@ func (c *Cache) Watched(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
 	return schema.GroupVersionKind{}, false
 }
 
+// Canonical is key naming its kind in the version an informer reads it in, when one runs for it: keys of one
+// template that name it in other versions (a binding's propagated version) then come to one, and a queue holds it
+// once instead of handing it to two workers at the same time.
+func (c *Cache) Canonical(key Key) Key {
+	if watched, ok := c.Watched(key.GVK.GroupKind()); ok {
+		key.GVK = watched
+	}
+	return key
+}
+
 func (c *Cache) start(m *meta.RESTMapping) *kindInformer {
 	gvk := m.GroupVersionKind
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, m.Resource, "", 0, cache.Indexers{}, nil).Informer()

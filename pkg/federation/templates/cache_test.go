@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -74,6 +75,10 @@ func TestOneVersionPerKind(t *testing.T) {
 	if kinds := c.Kinds(); len(kinds) != 1 || kinds[0] != v2 {
 		t.Errorf("kinds %v, want only %v", kinds, v2)
 	}
+	in1 := Key{GVK: v1, NamespacedName: types.NamespacedName{Namespace: "a", Name: "web"}}
+	if got := c.Canonical(in1); got.GVK != v2 || got.NamespacedName != in1.NamespacedName {
+		t.Errorf("canonical key of %v is %v, want it in %v", in1, got, v2)
+	}
 	key := client.ObjectKeyFromObject(web)
 	for deadline := time.Now().Add(10 * time.Second); c.cached(v2, key) == nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -94,6 +99,9 @@ func TestOneVersionPerKind(t *testing.T) {
 		t.Errorf("a read in another version was answered by the informer of %s", v2)
 	}
 	c.Sync(nil)
+	if got := c.Canonical(in1); got != in1 {
+		t.Errorf("with no informer, the canonical key of %v is %v, want it unchanged", in1, got)
+	}
 	if _, ok := c.Watched(gk); ok || len(c.Kinds()) != 0 {
 		t.Errorf("the informer of a kind no longer wanted runs on: %v", c.Kinds())
 	}
