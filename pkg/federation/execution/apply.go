@@ -195,7 +195,8 @@ func resourceOf(mc *member.Client, mapping *meta.RESTMapping, obj *unstructured.
 
 // resourceForRef is resourceFor for an object to remove, in any version the member serves of its kind: the object
 // is the one in each, and the version named may be one the member no longer serves (a CRD's old version dropped).
-// A NoMatch error then means the member serves the kind in no version, even after looking again.
+// A NoMatch error then means the member serves the kind in no version (member.Client.RESTMapping says when that is
+// not known: its discovery of the kind's group failed).
 func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string) (dynamic.ResourceInterface, error) {
 	obj := &unstructured.Unstructured{}
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
@@ -204,7 +205,7 @@ func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string)
 	obj.SetName(ref.Name)
 	mapping, err := mc.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		mapping, err = mc.Mapper.RESTMapping(gvk.GroupKind())
+		mapping, err = mc.RESTMapping(gvk.GroupKind())
 	}
 	if err != nil {
 		return nil, err

@@ -90,7 +90,9 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 // removeObject deletes ref from the member, or with preserve releases it (drops fedmesh's labels and field
 // ownership). Only an object that carries this Work's labels is touched, and none that another live Work of the
 // same cluster and namespace still has (a dependency two templates share). A kind the member does not serve has
-// no object there: there is nothing to remove, and a Work that waited for it would never go.
+// no object there: there is nothing to remove, and a Work that waited for it would never go. One whose API the
+// member's discovery failed to read is not that (member.DiscoveryFailedError): its objects may be there, and the
+// removal is retried.
 func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref workrecord.Ref, preserve bool) error {
 	ri, err := resourceForRef(mc, ref, work.Namespace)
 	if meta.IsNoMatchError(err) {

@@ -14,6 +14,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
@@ -141,10 +142,11 @@ func checkConflict(observed *unstructured.Unstructured, cluster string, resoluti
 }
 
 // reason classifies an error of applying or deleting a manifest. Errors that are not API answers mean the member
-// was not reached.
+// was not reached, and so does a kind the member's discovery failed to read: its API does not answer.
 func reason(err error) string {
 	var conflict *conflictError
 	var unreached *unreachableError
+	var undiscovered *member.DiscoveryFailedError
 	var invalid *invalidManifestError
 	var status interface{ Status() metav1.Status }
 	switch {
@@ -152,7 +154,7 @@ func reason(err error) string {
 		return ReasonApplied
 	case errors.As(err, &conflict):
 		return ReasonConflictAbort
-	case errors.As(err, &unreached):
+	case errors.As(err, &unreached), errors.As(err, &undiscovered):
 		return ReasonClusterUnreachable
 	case errors.As(err, &invalid):
 		return ReasonInvalidManifest

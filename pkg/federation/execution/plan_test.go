@@ -19,6 +19,7 @@ import (
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
@@ -169,6 +170,11 @@ func TestReason(t *testing.T) {
 		{fmt.Errorf("reading x: %w", &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: errors.New("connection refused")}), ReasonClusterUnreachable, true},
 		{unreachable(apierrors.NewNotFound(gr, "member3")), ReasonClusterUnreachable, true},
 		{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "x.io", Kind: "Thing"}}, ReasonUnknownKind, true},
+		// The member's discovery of the kind's API failed (a 503 of an unavailable aggregated API): it does not
+		// answer for that API, which says nothing of whether it serves the kind.
+		{fmt.Errorf("Thing t: %w", &member.DiscoveryFailedError{Cluster: "member1", Kind: schema.GroupKind{Group: "x.io", Kind: "Thing"},
+			GroupVersion: schema.GroupVersion{Group: "x.io", Version: "v1"}, Err: apierrors.NewServiceUnavailable("service unavailable")}),
+			ReasonClusterUnreachable, true},
 		{&invalidManifestError{err: errors.New("bad")}, ReasonInvalidManifest, false},
 	} {
 		if got := reason(tc.err); got != tc.reason || retryable(tc.err) != tc.retryable {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,18 +36,69 @@ type Client struct {
 	Kubernetes kubernetes.Interface
 	// Mapper maps kinds to resources in the member; it rediscovers when it meets a kind it does not know.
 	Mapper meta.ResettableRESTMapper
+	// Discovery is the cached discovery Mapper maps from; nil when Mapper is built on none, and then a kind
+	// Mapper does not find is taken as not served.
+	Discovery discovery.CachedDiscoveryInterface
 }
 
 // RESTMapping maps gk, in one of versions (or in any the member serves, when none is given), to its resource in
 // the member. A kind the member's cached discovery does not know is looked up again once: it may be a new CRD.
+// Its NoMatch then means the member does not serve it only when the member's discovery of gk's group (in
+// versions, when named) did not fail: discovery leaves out a group version it failed to read (an aggregated API
+// whose APIService is unavailable), whose kinds would read as not served while their objects are still there.
+// That is a *DiscoveryFailedError instead, which is no NoMatch.
 func (c *Client) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	mapping, err := c.Mapper.RESTMapping(gk, versions...)
 	if meta.IsNoMatchError(err) {
 		c.Mapper.Reset()
 		mapping, err = c.Mapper.RESTMapping(gk, versions...)
 	}
+	if meta.IsNoMatchError(err) {
+		if failed := c.discoveryFailed(gk, versions); failed != nil {
+			return nil, failed
+		}
+	}
 	return mapping, err
 }
+
+// discoveryFailed is the failure of the member's discovery of a version of gk's group (one of versions, when any
+// are named), as the discovery Mapper has just read tells it; nil when there is none. The cached discovery answers
+// from what Mapper read (a server without aggregated discovery is asked once more for a group version it failed
+// to answer with a server error).
+func (c *Client) discoveryFailed(gk schema.GroupKind, versions []string) error {
+	if c.Discovery == nil {
+		return nil
+	}
+	_, _, err := c.Discovery.ServerGroupsAndResources()
+	failed, _ := discovery.GroupDiscoveryFailedErrorGroups(err)
+	var gvs []schema.GroupVersion
+	for gv := range failed {
+		if gv.Group == gk.Group && (len(versions) == 0 || slices.Contains(versions, gv.Version)) {
+			gvs = append(gvs, gv)
+		}
+	}
+	if len(gvs) == 0 {
+		return nil
+	}
+	gv := slices.MinFunc(gvs, func(a, b schema.GroupVersion) int { return strings.Compare(a.Version, b.Version) })
+	return &DiscoveryFailedError{Cluster: c.Name, Kind: gk, GroupVersion: gv, Err: failed[gv]}
+}
+
+// DiscoveryFailedError is a kind a member's discovery did not find while its discovery of the kind's group
+// version failed: whether the member serves the kind is not known, and its objects there may well be.
+type DiscoveryFailedError struct {
+	Cluster      string
+	Kind         schema.GroupKind
+	GroupVersion schema.GroupVersion
+	Err          error
+}
+
+func (e *DiscoveryFailedError) Error() string {
+	return fmt.Sprintf("whether cluster %s serves %s is not known: its discovery of %s failed: %v",
+		e.Cluster, e.Kind, e.GroupVersion, e.Err)
+}
+
+func (e *DiscoveryFailedError) Unwrap() error { return e.Err }
 
 // Factory hands out member clients, cached by the Cluster's spec (generation) and the Secret's resource version.
 type Factory struct {
@@ -209,6 +261,7 @@ func newClient(name string, cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	return &Client{Name: name, Config: cfg, Dynamic: dyn, Kubernetes: kc, Mapper: mapper}, nil
+	cachedDiscovery := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cachedDiscovery)
+	return &Client{Name: name, Config: cfg, Dynamic: dyn, Kubernetes: kc, Mapper: mapper, Discovery: cachedDiscovery}, nil
 }
