@@ -251,6 +251,20 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		if desired[tc.Name], err = render(ctx, in, r.Interpreter, tc, &cluster); err != nil {
 			o.renderErrors[tc.Name] = err
 			delete(desired, tc.Name)
+			continue
+		}
+		if o.works[tc.Name] == nil {
+			// A new Work: its plain name may be another binding's or cluster's Work's.
+			name, err := workName(b.Name, tc.Name, r.workNamed(ctx, b.Namespace))
+			if errors.Is(err, errNamesHeld) {
+				o.renderErrors[tc.Name] = err
+				delete(desired, tc.Name)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			desired[tc.Name].Name = name
 		}
 	}
 	turns, err := pace(b, template, current.GetGeneration(), desired, o.works)
@@ -269,9 +283,9 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		}
 		isNew := o.works[tc.Name] == nil
 		w, changed, err := r.write(ctx, b, o.works[tc.Name], desired[tc.Name])
-		if isNew && apierrors.IsAlreadyExists(err) && r.unseen(ctx, desired[tc.Name]) {
-			// An earlier pass made it and the cache has not shown it yet: not a failure, and not this pass's to
-			// compare with what it should be.
+		if isNew && apierrors.IsAlreadyExists(err) {
+			// An earlier pass made it and the cache has not shown it yet, or another binding's Work took the name
+			// since this pass picked it: not a failure, and the next pass, with the cache caught up, knows which.
 			o.unseen = append(o.unseen, tc.Name)
 			continue
 		}
@@ -314,10 +328,15 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	return nil
 }
 
-// unseen reports whether the cache does not hold w at all (it lags), rather than holding a Work of that name
-// that is not the binding's (which is a conflict to report).
-func (r *Reconciler) unseen(ctx context.Context, w *workv1alpha1.Work) bool {
-	return apierrors.IsNotFound(r.Client.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}))
+// workNamed reads the Work of a name in namespace for workName: nil when there is none.
+func (r *Reconciler) workNamed(ctx context.Context, namespace string) func(name string) (*workv1alpha1.Work, error) {
+	return func(name string) (*workv1alpha1.Work, error) {
+		var w workv1alpha1.Work
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &w); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &w, nil
+	}
 }
 
 // write creates desired, or updates existing to it when something differs. It returns the Work as written (or
@@ -388,15 +407,18 @@ func (r *Reconciler) finalize(ctx context.Context, b *workv1alpha1.ResourceBindi
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, b))
 }
 
-// works lists the binding's Works (from the API server when its rollout is paced: see Reader).
+// works lists the binding's Works (from the API server when its rollout is paced: see Reader): those labelled as
+// its that no other binding controls (ownedBy), whatever their names.
 func (r *Reconciler) works(ctx context.Context, b *workv1alpha1.ResourceBinding) ([]workv1alpha1.Work, error) {
 	var list workv1alpha1.WorkList
 	reader := client.Reader(r.Client)
 	if b.Spec.RolloutScope == policyv1alpha1.FederationRolloutScope {
 		reader = r.Reader
 	}
-	err := reader.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(b.Name)})
-	return list.Items, err
+	if err := reader.List(ctx, &list, client.InNamespace(b.Namespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(b.Name)}); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(w workv1alpha1.Work) bool { return !ownedBy(&w, b.Name) }), nil
 }
 
 // template reads the binding's template, as the API server has it. A template replaced by another of the same

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -489,7 +490,13 @@ func (c countingClient) Update(ctx context.Context, obj client.Object, opts ...c
 // as the execution stage would.
 func startStages(t *testing.T, f *fedtest.Federation, configure func(r *Reconciler, mgr ctrl.Manager)) {
 	t.Helper()
-	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+	startStagesOn(t, f.Federation.Host.Config(), configure)
+}
+
+// startStagesOn is startStages against the host API server cfg reaches.
+func startStagesOn(t *testing.T, cfg *rest.Config, configure func(r *Reconciler, mgr ctrl.Manager)) {
+	t.Helper()
+	fedtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		renderings := &rendering.Store{}
 		r := &Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings}
@@ -501,5 +508,5 @@ func startStages(t *testing.T, f *fedtest.Federation, configure func(r *Reconcil
 		}
 		return (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr)
 	})
-	fedtest.StartManager(t, f.Federation.Host.Config(), fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
+	fedtest.StartManager(t, cfg, fedtest.ReleaseFinalizer(&workv1alpha1.Work{}, names.ExecutionFinalizer))
 }

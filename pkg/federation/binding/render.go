@@ -47,7 +47,8 @@ type renderInput struct {
 
 // render builds the Work of in.binding for target: the template revised to the cluster's replicas and given the
 // labels of state a failover preserved (scheduler.PreservedLabels), then every manifest overridden for the
-// cluster. The Work has no owner reference yet.
+// cluster. The Work has no owner reference yet, and its plain name (names.Work): a new Work whose plain name another
+// binding's or cluster's Work holds is named otherwise (workName).
 func render(ctx context.Context, in renderInput, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
 	b := in.binding
 	workload := in.template

@@ -2,7 +2,6 @@ package binding
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,7 @@ import (
 
 // TestWorkTheCacheHasNotShown: a pass whose cache lags behind a Work an earlier pass created meets AlreadyExists;
 // that is no failure, and the pass looks again later. A Work of that name the cache does hold, but that is not
-// the binding's, is still reported.
+// the binding's, is left alone: the binding's Work takes another name.
 func TestWorkTheCacheHasNotShown(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 2})
 	ctx := context.Background()
@@ -64,16 +63,27 @@ func TestWorkTheCacheHasNotShown(t *testing.T) {
 		t.Errorf("requeued after %s, want %s (to look again should no event come)", res.RequeueAfter, cachewait.StaleRecheck)
 	}
 
-	// A Work of the name member1's would have, not labelled as the binding's: the cache holds it, so it is a conflict.
+	// A Work of the name member1's would have, not labelled as the binding's: the cache holds it, so the binding's
+	// Work for member1 takes another name, and the Work in the way is left as it is.
 	other := bind(names.Binding("Deployment", "other"))
-	must(t, h.Create(ctx, &workv1alpha1.Work{
+	foreign := &workv1alpha1.Work{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "lag", Name: names.Work(other.Name, "member1")},
 		Spec: workv1alpha1.WorkSpec{ClusterName: "member1", Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{
 			RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"lag","name":"theirs"}}`)},
 		}}}},
-	}))
-	if _, err := reconcile(h, other); err == nil || !strings.Contains(err.Error(), "already exists") {
-		t.Errorf("a foreign Work in the way: error %v, want already exists", err)
+	}
+	must(t, h.Create(ctx, foreign))
+	if _, err := reconcile(h, other); err != nil {
+		t.Fatalf("a foreign Work in the way failed the pass: %v", err)
+	}
+	var w workv1alpha1.Work
+	must(t, h.Get(ctx, client.ObjectKey{Namespace: "lag", Name: names.DistinctWork(other.Name, "member1")}, &w))
+	if w.Spec.ClusterName != "member1" || w.Labels[names.BindingLabel] != other.Name {
+		t.Errorf("the binding's Work for member1: cluster %q, labels %v", w.Spec.ClusterName, w.Labels)
+	}
+	must(t, h.Get(ctx, client.ObjectKeyFromObject(foreign), &w))
+	if w.ResourceVersion != foreign.ResourceVersion {
+		t.Errorf("the foreign Work was written: labels %v, owners %v", w.Labels, w.OwnerReferences)
 	}
 }
 

@@ -133,9 +133,18 @@ func BindingNamespace(namespace string) string {
 	return namespace
 }
 
-// Work is the name of the Work of binding for cluster (in the binding's namespace).
+// Work is the plain name of the Work of binding for cluster (in the binding's namespace). Two pairs may share it
+// ("web-a" for "b" and "web" for "a-b"): a Work whose plain name a Work of another pair holds is named
+// DistinctWork instead, and a binding finds its Works by their labels and spec.clusterName, never by name.
 func Work(binding, cluster string) string {
 	return join(binding, cluster)
+}
+
+// DistinctWork is the name of the Work of binding for cluster when a Work of another pair holds its plain name
+// (Work): the binding, a hash of the pair and the cluster. The pair is hashed with a separator no name has, so the
+// pairs that share a plain name get different hashes.
+func DistinctWork(binding, cluster string) string {
+	return hashed(binding, cluster, fnv32(binding+"/"+cluster))
 }
 
 // join names a-b, or a shortened a, a hash and b when that is longer than a name may be: two different pairs never
@@ -145,14 +154,23 @@ func join(a, b string) string {
 	if len(n) <= validation.DNS1123SubdomainMaxLength {
 		return n
 	}
-	h := fnv.New32a()
-	h.Write([]byte(n))
-	suffix := fmt.Sprintf("-%08x-%s", h.Sum32(), b)
+	return hashed(a, b, fnv32(n))
+}
+
+// hashed names a-sum-b, with a shortened to fit a name, and b left out when it would take more than half of it.
+func hashed(a, b string, sum uint32) string {
+	suffix := fmt.Sprintf("-%08x-%s", sum, b)
 	if len(suffix) > validation.DNS1123SubdomainMaxLength/2 {
-		suffix = fmt.Sprintf("-%08x", h.Sum32())
+		suffix = fmt.Sprintf("-%08x", sum)
 	}
 	// a may be short when b is long (a Cluster's name has room for 253 characters): it is then kept whole.
 	return strings.TrimRight(a[:min(len(a), validation.DNS1123SubdomainMaxLength-len(suffix))], "-.") + suffix
+}
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 // Taints on Clusters, put by the cluster controller and read by the scheduler.
@@ -170,9 +188,7 @@ func LabelValue(name string) string {
 	if len(name) <= validation.LabelValueMaxLength {
 		return name
 	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	suffix := fmt.Sprintf("-%08x", fnv32(name))
 	return strings.TrimRight(name[:validation.LabelValueMaxLength-len(suffix)], "-_.") + suffix
 }
 

@@ -40,6 +40,38 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// TestDistinctWork: the pairs that share a plain Work name get distinct names of their own, valid, readable and
+// the same every time, at every length.
+func TestDistinctWork(t *testing.T) {
+	long := strings.Repeat("b", 240)
+	for _, tc := range []struct{ a, b [2]string }{
+		{[2]string{"deployment-web", "us-east"}, [2]string{"deployment-web-us", "east"}},
+		{[2]string{long, "us-east"}, [2]string{long + "-us", "east"}},
+		{[2]string{"web", "x-" + strings.Repeat("c", 240)}, [2]string{"web-x", strings.Repeat("c", 240)}},
+	} {
+		if Work(tc.a[0], tc.a[1]) != Work(tc.b[0], tc.b[1]) {
+			t.Fatalf("%v and %v do not share a plain name", tc.a, tc.b)
+		}
+		da, db := DistinctWork(tc.a[0], tc.a[1]), DistinctWork(tc.b[0], tc.b[1])
+		plain := Work(tc.a[0], tc.a[1])
+		if da == db || da == plain || db == plain {
+			t.Errorf("%v and %v: distinct names %q and %q, plain %q", tc.a, tc.b, da, db, plain)
+		}
+		for _, n := range []string{da, db} {
+			if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+				t.Errorf("%q: %v", n, errs)
+			}
+		}
+		if da != DistinctWork(tc.a[0], tc.a[1]) {
+			t.Errorf("%v: not the same name twice", tc.a)
+		}
+	}
+	if got := DistinctWork("deployment-web", "us-east"); !strings.HasPrefix(got, "deployment-web-") || !strings.HasSuffix(got, "-us-east") ||
+		len(got) != len("deployment-web-us-east")+9 {
+		t.Errorf("unreadable distinct name %q", got)
+	}
+}
+
 func TestLabelValue(t *testing.T) {
 	if got := LabelValue("web-deployment"); got != "web-deployment" {
 		t.Errorf("short name changed: %q", got)
