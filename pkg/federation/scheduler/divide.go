@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 
@@ -96,6 +97,42 @@ func equalWeights(clusters []Cluster, previous map[string]int32) []share {
 	return shares
 }
 
+// weighted apportions replicas among clusters by the weights weigh gives them (never none). A closed cluster that
+// this gives more than it had keeps what it had, and the rest is apportioned again among the others, until none
+// is given more.
+func weighted(clusters []Cluster, closed map[string]string, replicas int32, previous map[string]int32,
+	weigh func([]Cluster) []share) (map[string]int32, error) {
+	out := map[string]int32{}
+	for {
+		if len(clusters) == 0 {
+			return nil, fmt.Errorf("no cluster takes the %d new replicas", replicas)
+		}
+		got := apportion(replicas, weigh(clusters))
+		var rest []Cluster
+		for _, c := range clusters {
+			if _, shut := closed[c.Name]; shut && got[c.Name] > previous[c.Name] {
+				out[c.Name] = previous[c.Name]
+				replicas -= previous[c.Name]
+				continue
+			}
+			rest = append(rest, c)
+		}
+		if len(rest) == len(clusters) {
+			maps.Copy(out, got)
+			return out, nil
+		}
+		clusters = rest
+	}
+}
+
+// open is clusters less the closed ones.
+func open(clusters []Cluster, closed map[string]string) []Cluster {
+	return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool {
+		_, shut := closed[c.Name]
+		return shut
+	})
+}
+
 // kept is the previous result restricted to clusters, and its total.
 func kept(clusters []Cluster, previous map[string]int32) (map[string]int32, int32) {
 	out := map[string]int32{}
@@ -110,15 +147,17 @@ func kept(clusters []Cluster, previous map[string]int32) (map[string]int32, int3
 }
 
 // dynamic divides replicas by the clusters' room, moving as little as it can: replicas that stay on their
-// clusters stay; new ones (a scale-up, or those of clusters that left) go out in proportion to each cluster's
-// room; a scale-down takes from every cluster in proportion to what it has. When any cluster's room is unknown,
-// rooms cannot be compared and the clusters weigh equally, but for those known to be full.
-func dynamic(clusters []Cluster, replicas int32, previous map[string]int32) (map[string]int32, error) {
+// clusters stay; new ones (a scale-up, or those of clusters that left) go out to the clusters not closed in
+// proportion to each one's room; a scale-down takes from every cluster in proportion to what it has. When any
+// open cluster's room is unknown, rooms cannot be compared and the clusters weigh equally, but for those known to
+// be full.
+func dynamic(clusters []Cluster, closed map[string]string, replicas int32, previous map[string]int32) (map[string]int32, error) {
 	have, sum := kept(clusters, previous)
 	if replicas <= sum {
 		return scaleDown(have, sum-replicas), nil
 	}
 	extra := replicas - sum
+	clusters = open(clusters, closed)
 	var shares []share
 	var free int64
 	unknown := false
@@ -131,13 +170,13 @@ func dynamic(clusters []Cluster, replicas int32, previous map[string]int32) (map
 	}
 	if unknown {
 		// Rooms cannot be compared, but a cluster known to be full still takes nothing.
-		var open []Cluster
+		var notFull []Cluster
 		for _, c := range clusters {
 			if !c.AvailableKnown || c.Available > 0 {
-				open = append(open, c)
+				notFull = append(notFull, c)
 			}
 		}
-		shares = equalWeights(open, have)
+		shares = equalWeights(notFull, have)
 	} else if free < int64(extra) {
 		return nil, fmt.Errorf("the clusters have room for %d more replicas, %d are needed", free, extra)
 	}
@@ -162,9 +201,9 @@ func scaleDown(have map[string]int32, excess int32) map[string]int32 {
 }
 
 // aggregated packs replicas into as few clusters as have room for them, moving as little as it can: a scale-up
-// fills the clusters that have replicas first, then the roomiest others; a scale-down empties the clusters with
-// the fewest replicas first. clusters are in preference order.
-func aggregated(clusters []Cluster, replicas int32, previous map[string]int32) (map[string]int32, error) {
+// fills the clusters that have replicas first, then the roomiest others, none of them closed; a scale-down empties
+// the clusters with the fewest replicas first. clusters are in preference order.
+func aggregated(clusters []Cluster, closed map[string]string, replicas int32, previous map[string]int32) (map[string]int32, error) {
 	have, sum := kept(clusters, previous)
 	out := map[string]int32{}
 	for name, r := range have {
@@ -190,7 +229,7 @@ func aggregated(clusters []Cluster, replicas int32, previous map[string]int32) (
 		return out, nil
 	}
 	left := int64(replicas - sum)
-	for _, c := range clusters {
+	for _, c := range open(clusters, closed) {
 		if left == 0 {
 			break
 		}

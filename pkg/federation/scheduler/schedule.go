@@ -23,7 +23,9 @@ type Input struct {
 	Clusters []Cluster
 	// Previous is the binding's current result. Its clusters keep their replicas as far as the placement allows,
 	// and stay even while not ready or newly tainted NoSchedule (failover, not scheduling, moves work off a failed
-	// cluster), but not once being deleted. Leave it empty for a fresh start.
+	// cluster), but not once being deleted. Such a cluster takes no new replicas, though: a scale-up, or the
+	// replicas of a cluster left, go to the clusters that pass the filters; a scale-down may take from it. Leave it
+	// empty for a fresh start.
 	Previous []workv1alpha1.TargetCluster
 	// PreviousAffinity is the clusterAffinities term Previous came from; scheduling tries it first, then the terms
 	// after it. Empty starts at the first term.
@@ -189,8 +191,20 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 		}
 		return sortTargets(out), nil
 	}
-	replicas, err := divide(rs, candidates, in.Replicas, previous)
+	// Clusters of the previous result that would not be taken now keep what they have, but get no more.
+	closed := map[string]string{}
+	for i := range candidates {
+		if _, placed := previous[candidates[i].Name]; placed {
+			if why := closedToNew(&candidates[i], in, p, false); why != "" {
+				closed[candidates[i].Name] = why
+			}
+		}
+	}
+	replicas, err := divide(rs, candidates, closed, in.Replicas, previous)
 	if err != nil {
+		for name, why := range closed {
+			filtered[name] = fmt.Sprintf("%s, keeps its %d replicas", why, previous[name])
+		}
 		return nil, &TermFailure{Filtered: filtered, Reason: err.Error()}
 	}
 	var out []workv1alpha1.TargetCluster
@@ -204,7 +218,8 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
 // affinity and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
-// taint or a blip; a cluster being deleted is left at once, as it would be once it is gone.
+// taint or a blip (though it takes no new replicas: closedToNew); a cluster being deleted is left at once, as it
+// would be once it is gone.
 func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32, duplicated bool) string {
 	if slices.Contains(in.Evicted, c.Name) {
@@ -219,6 +234,12 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 	if _, placed := previous[c.Name]; placed {
 		return ""
 	}
+	return closedToNew(c, in, p, duplicated)
+}
+
+// closedToNew says why c takes no new work (not ready, a taint not tolerated, no room for a duplicated copy), or ""
+// when it does.
+func closedToNew(c *Cluster, in Input, p *policyv1alpha1.Placement, duplicated bool) string {
 	if !c.ready() {
 		return "not ready"
 	}
@@ -231,25 +252,30 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 	return ""
 }
 
-// divide shares replicas out among clusters (in preference order) as rs says.
-func divide(rs *policyv1alpha1.ReplicaSchedulingStrategy, clusters []Cluster, replicas int32,
+// divide shares replicas out among clusters (in preference order) as rs says. The closed clusters (of the previous
+// result, but closed to new work) get at most what they had.
+func divide(rs *policyv1alpha1.ReplicaSchedulingStrategy, clusters []Cluster, closed map[string]string, replicas int32,
 	previous map[string]int32) (map[string]int32, error) {
 	if rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionPreferenceAggregated {
-		return aggregated(clusters, replicas, previous)
+		return aggregated(clusters, closed, replicas, previous)
 	}
 	wp := rs.WeightPreference
 	switch {
 	case wp != nil && wp.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas:
-		return dynamic(clusters, replicas, previous)
+		return dynamic(clusters, closed, replicas, previous)
 	case wp != nil && len(wp.StaticWeightList) > 0:
-		shares := staticWeights(clusters, wp.StaticWeightList, previous)
-		if len(shares) == 0 {
-			// As Karmada: with no fitting cluster in the list, every fitting cluster weighs the same.
-			shares = equalWeights(clusters, previous)
-		}
-		return apportion(replicas, shares), nil
+		return weighted(clusters, closed, replicas, previous, func(clusters []Cluster) []share {
+			shares := staticWeights(clusters, wp.StaticWeightList, previous)
+			if len(shares) == 0 {
+				// As Karmada: with no fitting cluster in the list, every fitting cluster weighs the same.
+				shares = equalWeights(clusters, previous)
+			}
+			return shares
+		})
 	}
-	return apportion(replicas, equalWeights(clusters, previous)), nil
+	return weighted(clusters, closed, replicas, previous, func(clusters []Cluster) []share {
+		return equalWeights(clusters, previous)
+	})
 }
 
 func sortTargets(targets []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {

@@ -76,15 +76,18 @@ var (
 	aggregate = divided(policyv1alpha1.ReplicaDivisionPreferenceAggregated, nil)
 )
 
+// scheduleCase is one case of a Schedule table: the result wanted, or substrings of the error.
+type scheduleCase struct {
+	name      string
+	in        Input
+	want      []workv1alpha1.TargetCluster
+	affinity  string
+	wantError []string
+}
+
 func TestSchedule(t *testing.T) {
 	abc := []Cluster{cluster("a"), cluster("b"), cluster("c")}
-	tests := []struct {
-		name      string
-		in        Input
-		want      []workv1alpha1.TargetCluster
-		affinity  string
-		wantError []string // substrings of the error
-	}{
+	tests := []scheduleCase{
 		{
 			name: "no placement: every ready cluster, all replicas",
 			in:   Input{Replicas: 3, Clusters: []Cluster{cluster("a"), cluster("b"), cluster("c", notReady)}},
@@ -481,6 +484,12 @@ func TestSchedule(t *testing.T) {
 			wantError: []string{"no cluster fits (a: not ready, b: evicted by failover, c: taint k=v:NoSchedule not tolerated, d: being deleted)"},
 		},
 	}
+	runSchedule(t, tests)
+}
+
+// runSchedule runs each case, and checks that scheduling again from a result changes nothing.
+func runSchedule(t *testing.T, tests []scheduleCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Schedule(tt.in)

@@ -125,6 +125,7 @@ func TestScheduling(t *testing.T) {
 	t.Run("cluster failover carries the state recorded", func(t *testing.T) { testClusterStatePreservation(t, c) })
 	t.Run("unschedulable, then placed", func(t *testing.T) { testUnschedulable(t, c) })
 	t.Run("no room, then room", func(t *testing.T) { testRoomFreed(t, c) })
+	t.Run("not ready: keeps its replicas, takes no new ones", func(t *testing.T) { testNotReadyKeepsNoMore(t, c) })
 	t.Run("higher schedule priority first", func(t *testing.T) { testSchedulePriority(t, c, host) })
 }
 
