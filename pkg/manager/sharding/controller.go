@@ -283,6 +283,10 @@ func (r *Reconciler) wrote(sc *meshv1alpha1.ShardingConfig) {
 	r.written[client.ObjectKeyFromObject(sc)] = rv
 }
 
+// staleRetry is how soon a reconcile that read an outdated ShardingConfig tries again: the cache catches up within
+// milliseconds.
+const staleRetry = 50 * time.Millisecond
+
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	logger := log.FromContext(ctx)
 	var sc meshv1alpha1.ShardingConfig
@@ -297,8 +301,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.stale(&sc) {
-		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
+	defer func() {
+		// The status changed since sc was read (see writeStatus): nothing was done after the failed write, and the
+		// newer object decides again. Expected, not an error.
+		if apierrors.IsConflict(err) {
+			logger.V(1).Info("status changed since it was read; reconciling again", "resourceVersion", sc.ResourceVersion)
+			res, err = reconcile.Result{RequeueAfter: staleRetry}, nil
+		}
+	}()
 	shards := make([]shard.ShardID, sc.Spec.Shards)
 	for i := range shards {
 		shards[i] = shard.ShardID(i)

@@ -27,7 +27,7 @@ func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
 }
 
 // writeStatus records pub, the shards' namespaces, the proxies' acknowledgements, the conditions and the canary's
-// progress.
+// progress, provided the stored object is still sc's resourceVersion: else it fails with a conflict.
 func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, ready bool, canaryStatus *meshv1alpha1.CanaryStatus) error {
 	orig := sc.DeepCopy()
 	st := &sc.Status
@@ -122,7 +122,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	meta.SetStatusCondition(&st.Conditions, progressing)
-	if err := r.Client.Status().Patch(ctx, sc, client.MergeFrom(orig)); err != nil {
+	// Only over the status it was computed from: one read from a lagging cache, or by a second manager before the
+	// election settles, would move the epoch or the canary back. A conflict is reconciled again (Reconcile).
+	if err := r.Client.Status().Patch(ctx, sc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	r.wrote(sc)
