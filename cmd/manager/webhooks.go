@@ -44,6 +44,7 @@ type webhookOptions struct {
 	proxyXDSCA  string
 	proxyTokenA string
 	proxyConfig string
+	labelOwner  string // the ClusterRole that owns label mode's registration
 	// name=quantity pairs of the proxy's resources; inject fills in what neither sets.
 	proxyRequests, proxyLimits map[string]string
 }
@@ -56,6 +57,7 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.service, "webhook-service", "", "namespace/name of the Service in front of the webhook server.")
 	fs.StringVar(&o.caFile, "webhook-ca-file", "", "CA bundle the API server verifies the webhook server with.")
 	fs.DurationVar(&o.caResync, "webhook-ca-resync", 5*time.Second, "How often --webhook-ca-file is read again; a changed CA is written to the webhook registrations, beside the one before it for 5 minutes.")
+	fs.StringVar(&o.labelOwner, "label-webhook-owner", "", "ClusterRole (the manager's own) that owns label mode's webhook registration, which the manager makes at run time: deleting it (helm uninstall) deletes the registration. Empty sets no owner.")
 	fs.StringVar(&o.proxyImage, "proxy-image", "", "Image of the injected proxy sidecar; empty turns injection off.")
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
@@ -181,8 +183,9 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration, recor
 	labelsConfig := func() (admissionregistrationv1.WebhookClientConfig, error) {
 		return o.clientConfig(labels.Path, caBundle.bundle()), nil
 	}
-	err = (&labelmode.Reconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Discovery: disco,
-		ClientConfig: labelsConfig, Resync: caBundle.labelMode, Backfill: backfill, Recorder: recorder}).SetupWithManager(mgr)
+	err = (&labelmode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Owner: o.labelOwner,
+		Mapper: mgr.GetRESTMapper(), Discovery: disco, ClientConfig: labelsConfig, Resync: caBundle.labelMode,
+		Backfill: backfill, Recorder: recorder}).SetupWithManager(mgr)
 	if err != nil {
 		return err
 	}

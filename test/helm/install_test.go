@@ -16,11 +16,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/manager/labelmode"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedrun"
 	"github.com/fedmesh/fedmesh/test/fedtest"
@@ -203,6 +205,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	verifyCert(t, mutating.Webhooks[0].ClientConfig.CABundle, after.Data["manager.crt"], "fedmesh-manager.fedmesh-system.svc")
 
+	// A ShardingConfig in label mode: the manager registers the label webhook, which is no object of the release.
+	labelMode := labelModeRegistered(t, c)
+
 	// Uninstall removes every object of the release; CRDs stay (Helm never deletes them: that would delete every
 	// user object of those kinds).
 	manifest = helm("get", "manifest", "fedmesh")
@@ -212,10 +217,37 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		left := kubectlGet(t, host, manifest)
 		return len(left) == 0, strings.Join(left, ", ")
 	})
+	// Its registration goes too (the garbage collector deletes it with its owner, the manager's ClusterRole):
+	// left behind, it would send every create of its resources to a Service that is gone.
+	poll(t, "label-mode webhook registration gone", func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(labelMode), labelMode)
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v; owners %+v", err, labelMode.OwnerReferences)
+	})
 	var crdsAfter apiextensionsv1.CustomResourceDefinitionList
 	if err := c.List(ctx, &crdsAfter); err != nil || len(crdsAfter.Items) != len(crds.Items) {
 		t.Errorf("CRDs after uninstall: %d, want %d kept (%v)", len(crdsAfter.Items), len(crds.Items), err)
 	}
+}
+
+// labelModeRegistered creates a ShardingConfig in label mode and waits until the manager has registered the label
+// webhook for it.
+func labelModeRegistered(t *testing.T, c client.Client) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	sc := &meshv1alpha1.ShardingConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "labelled"},
+		Spec: meshv1alpha1.ShardingConfigSpec{Shards: 1, FilterMode: meshv1alpha1.FilterModeLabel,
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "labelled"}},
+			Resources: []meshv1alpha1.GroupResource{{Resource: "podtemplates"}}},
+	}
+	if err := c.Create(t.Context(), sc); err != nil {
+		t.Fatal(err)
+	}
+	reg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: labelmode.ConfigurationName}}
+	poll(t, "label-mode webhook registered", func() (bool, string) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(reg), reg)
+		return err == nil, fmt.Sprint(err)
+	})
+	return reg
 }
 
 // propagateConfigMap has the federator (running as the chart's service account) put a ConfigMap on member.

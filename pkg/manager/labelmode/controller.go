@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -39,7 +41,12 @@ const RetryUnresolved = 30 * time.Second
 // that does not resolve holds back none of the others: they are backfilled, it is reported on the configs that name
 // it and tried again every RetryUnresolved.
 type Reconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads Owner straight from the API server (caching ClusterRoles would mean listing them all); Client
+	// when nil.
+	APIReader client.Reader
+	// Owner names the ClusterRole that owns the registration (owner.go); empty sets no owner.
+	Owner     string
 	Mapper    meta.RESTMapper
 	Discovery discovery.DiscoveryInterface
 	// ClientConfig says how the API server reaches the manager's webhook server (URL or Service, and CA bundle),
@@ -54,6 +61,8 @@ type Reconciler struct {
 	mu sync.Mutex
 	// reported is what was last reported unresolved on each config, so that a retry does not report it again.
 	reported map[types.UID]string
+	// ownerMissing is whether the owner was last found missing (or unreadable), so that is logged once.
+	ownerMissing bool
 }
 
 // Backfill labels the objects of the resources it is given; *labels.Backfill is the one the manager runs.
@@ -70,7 +79,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ConfigurationName}}}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("labelmode").
-		Watches(&meshv1alpha1.ShardingConfig{}, all)
+		Watches(&meshv1alpha1.ShardingConfig{}, all).
+		// Its own registration too: deleted with an owner that was created again (a new UID), it is registered again.
+		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, all, builder.WithPredicates(
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == ConfigurationName })))
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, all))
 	}
@@ -83,7 +95,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	rules := labels.WebhookRules(list.Items)
-	if err := r.applyRegistration(ctx, rules); err != nil {
+	findOwner, err := r.applyRegistration(ctx, rules)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	resources, all := labels.LabelModeResources(list.Items)
@@ -106,33 +119,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		log.FromContext(ctx).Info("some API groups could not be discovered; backfilling the resources of the others",
 			"error", found.incomplete.Error(), "retryAfter", RetryUnresolved)
 	}
-	if len(found.unresolved) > 0 || found.incomplete != nil {
+	if len(found.unresolved) > 0 || found.incomplete != nil || findOwner {
 		return reconcile.Result{RequeueAfter: RetryUnresolved}, nil
 	}
 	return reconcile.Result{}, nil
 }
 
-// applyRegistration creates, updates or (with no rules) deletes the webhook registration.
-func (r *Reconciler) applyRegistration(ctx context.Context, rules []admissionregistrationv1.RuleWithOperations) error {
+// applyRegistration creates, updates or (with no rules) deletes the webhook registration, owned by Owner. retry
+// says to look for the owner again later.
+func (r *Reconciler) applyRegistration(ctx context.Context, rules []admissionregistrationv1.RuleWithOperations) (retry bool, err error) {
 	cc, err := r.ClientConfig()
 	if err != nil {
-		return fmt.Errorf("webhook client config: %w", err)
+		return false, fmt.Errorf("webhook client config: %w", err)
 	}
 	want := labels.MutatingWebhookConfiguration(ConfigurationName, cc, rules)
 	var have admissionregistrationv1.MutatingWebhookConfiguration
 	err = r.Client.Get(ctx, client.ObjectKey{Name: ConfigurationName}, &have)
 	switch {
 	case apierrors.IsNotFound(err) && len(rules) == 0:
-		return nil
+		return false, nil
 	case apierrors.IsNotFound(err):
-		return r.Client.Create(ctx, want)
+		want.OwnerReferences, retry = r.ownerReferences(ctx, nil)
+		return retry, r.Client.Create(ctx, want)
 	case err != nil:
-		return err
+		return false, err
 	case len(rules) == 0:
-		return client.IgnoreNotFound(r.Client.Delete(ctx, &have))
+		return false, client.IgnoreNotFound(r.Client.Delete(ctx, &have))
 	}
+	// A registration of a manager that set no owner, or another, gets this one's.
+	have.OwnerReferences, retry = r.ownerReferences(ctx, have.OwnerReferences)
 	have.Webhooks = want.Webhooks
-	return r.Client.Update(ctx, &have)
+	return retry, r.Client.Update(ctx, &have)
 }
 
 // resolved is what versions found.
