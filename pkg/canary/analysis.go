@@ -26,3 +26,13 @@ func analyse(a Analysis, o Observation, pauseOver bool) string {
 	}
 	return ""
 }
+
+// unmeasured is why the analysis cannot pass the step yet, or "": with an error-rate or breaker-trip bound, a canary
+// pod whose proxy metrics were not read would pass on counts that are unknown, not zero.
+func unmeasured(a Analysis, o Observation) string {
+	if o.Unmeasured == 0 || a.MaxErrorRatePercent == NoLimit && a.MaxBreakerTrips == NoLimit {
+		return ""
+	}
+	return fmt.Sprintf("the proxy metrics of %d of %d canary pods could not be read (see the manager's log), so the error-rate and breaker-trip bounds cannot be checked",
+		o.Unmeasured, o.Total)
+}

@@ -45,3 +45,29 @@ func TestAnalyse(t *testing.T) {
 		})
 	}
 }
+
+func TestUnmeasured(t *testing.T) {
+	oneUnread := Observation{Ready: 2, Total: 2, Unmeasured: 1}
+	for _, tc := range []struct {
+		name string
+		a    Analysis
+		o    Observation
+		want string // "" lets the step pass, else a substring of why it holds
+	}{
+		{"every pod read", Analysis{0, 0, NoLimit}, Observation{Ready: 2, Total: 2}, ""},
+		{"error-rate bound", Analysis{5, NoLimit, NoLimit}, oneUnread,
+			"the proxy metrics of 1 of 2 canary pods could not be read"},
+		{"breaker-trip bound", Analysis{NoLimit, 0, NoLimit}, oneUnread, "could not be read"},
+		{"zero data is not zero errors", Analysis{0, NoLimit, NoLimit},
+			Observation{Ready: 1, Total: 1, Unmeasured: 1}, "1 of 1 canary pods"},
+		{"only restarts bounded: they come from the pod status", Analysis{NoLimit, NoLimit, 0}, oneUnread, ""},
+		{"no bounds", Analysis{NoLimit, NoLimit, NoLimit}, oneUnread, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := unmeasured(tc.a, tc.o)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("unmeasured = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

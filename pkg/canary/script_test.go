@@ -21,7 +21,8 @@ import (
 //
 //	plan [namespaces=a,b] [steps=10/5m,30,...] [max-error-rate=N] [max-trips=N] [max-restarts=N] [auto-promote]
 //	                 FromSpec of that spec (percent/pause per step), and a fresh rollout; prints ok or the error
-//	observe [requests=N] [errors=N] [trips=N] [restarts=N] [ready=R/T]   sets those metrics of the Observation
+//	observe [requests=N] [errors=N] [trips=N] [restarts=N] [ready=R/T] [unmeasured=N]
+//	                 sets those metrics of the Observation
 //	action A         the user's action (Continue, Pause, Promote, Rollback)
 //	handover         every proxy acknowledged the last Result: Owned becomes the State's Canary set
 //	rolled-out       the stable shards run the canary's version
@@ -79,7 +80,7 @@ func (s *script) run(file string, line int, cmd string) []string {
 				continue
 			}
 			ptr := map[string]*int{"requests": &s.obs.Requests, "errors": &s.obs.Errors,
-				"trips": &s.obs.BreakerTrips, "restarts": &s.obs.Restarts}[k]
+				"trips": &s.obs.BreakerTrips, "restarts": &s.obs.Restarts, "unmeasured": &s.obs.Unmeasured}[k]
 			if ptr == nil {
 				return fail("unknown metric %q", k)
 			}

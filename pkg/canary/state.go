@@ -60,6 +60,9 @@ type Observation struct {
 	Restarts int
 	// Ready and Total count the canary pods.
 	Ready, Total int
+	// Unmeasured counts the canary pods whose proxy metrics could not be read in the step's window (no address, a
+	// failed scrape, or only a baseline so far): their requests, errors and trips are unknown, not zero.
+	Unmeasured int
 	// Action is the user's spec.canary.action; empty means Continue.
 	Action v1alpha1.CanaryAction
 	// StableRolledOut reports that, after a promotion, every stable shard runs the canary's version.

@@ -20,6 +20,8 @@ import (
 //   - Once a step's handover is done, the analysis runs on every call: an error rate, breaker trips or restarts
 //     over their bounds, or canary pods not all ready once the pause is over, fail the rollout (phase Failed) and
 //     return every namespace to the stable shards. This holds while Paused and while waiting to be promoted.
+//     With an error-rate or breaker-trip bound, canary pods whose metrics could not be read (Unmeasured) hold the
+//     rollout at its step once the pause is over, with a warning, until they can be: it never moves on unmeasured.
 //   - Action Pause holds the rollout at its step (before the first step it stays Pending). Continue resumes it, with
 //     a fresh pause once the handover is done.
 //   - A step hands over, then waits its pause; then the next step starts. After the last step the rollout waits,
@@ -97,6 +99,14 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 	case Analyzing:
 		if now.Sub(s.StepStart) < p.pause(s.Step) {
 			return s, Event{}, false
+		}
+		if why := unmeasured(p.Analysis, o); why != "" {
+			held := p.describe(s.Step) + ": " + why + "; the rollout holds"
+			if s.Message == held {
+				return s, Event{}, false
+			}
+			s.Message = held
+			return s, Event{EventWarning, "AnalysisIncomplete", s.Message}, true
 		}
 		if s.Step+1 < len(p.Steps) {
 			return startStep(p, s, s.Step+1)

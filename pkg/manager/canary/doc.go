@@ -6,10 +6,12 @@
 //   - API requests and errors (HTTP 5xx and 429, as spec.canary.analysis.maxErrorRatePercent defines them) from the
 //     pod's proxy's fedmesh_proxy_requests_total, and breaker trips: transitions to open counted by its
 //     fedmesh_proxy_breaker_trips_total (a breaker that opens and closes between two scrapes still counts).
-//     The proxy's /metrics is found through the pod annotation fedmesh.io/proxy-metrics: "host:port" (the
-//     proxy's --probe-address, which must then listen where the manager can reach it, e.g. the pod IP; the
-//     default is loopback). A pod without the annotation contributes no metrics. Tests, whose pods have no IP and
-//     whose proxies run on the test's host, put 127.0.0.1:<port> there.
+//     The proxy's /metrics is at the pod's IP and the injected proxy container's port fedmesh-probes (where the
+//     injected proxy's --probe-address listens, on every interface); the pod annotation fedmesh.io/proxy-metrics:
+//     "host:port" overrides that. Tests, whose pods have no IP and whose proxies run on the test's host, put
+//     127.0.0.1:<port> there. A pod whose metrics were not read in the step (no address, a failed scrape, or
+//     only a baseline so far) is counted as Unmeasured, which holds the rollout when an error-rate or
+//     breaker-trip bound is set: zero errors read is not zero errors.
 //   - container restarts (status.containerStatuses[].restartCount, init containers included) and readiness (the
 //     pod's Ready condition), from the pod's status.
 //

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 )
 
-// MetricsAnnotation on a canary pod is the "host:port" of its proxy's /metrics (the proxy's --probe-address).
+// MetricsAnnotation on a canary pod overrides where its proxy's /metrics is: "host:port". Without it, MetricsAddress
+// finds it from the pod itself.
 const MetricsAnnotation = "fedmesh.io/proxy-metrics"
 
 // Measurement is what the canary pods did since the step began: the counters of pkg/canary's Observation.
@@ -28,6 +33,36 @@ type Measurement struct {
 	Restarts int
 	// Ready and Total count the canary pods (now, not since the step began).
 	Ready, Total int
+	// Unmeasured counts the canary pods whose proxy metrics this step has not read: no address, a failed scrape,
+	// or only a baseline so far. Their requests, errors and trips are unknown, not zero.
+	Unmeasured int
+}
+
+// MetricsAddress is the "host:port" of the injected proxy's /metrics on pod: MetricsAnnotation if set, else the
+// pod's IP and the proxy container's probe port (inject.ProbePortName), where the proxy listens on every interface.
+func MetricsAddress(p *corev1.Pod) (string, error) {
+	if addr := p.Annotations[MetricsAnnotation]; addr != "" {
+		return addr, nil
+	}
+	var port int32
+	for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+		if c.Name != inject.ProxyContainerName {
+			continue
+		}
+		for _, cp := range c.Ports {
+			if cp.Name == inject.ProbePortName {
+				port = cp.ContainerPort
+			}
+		}
+	}
+	if port == 0 {
+		return "", fmt.Errorf("no container %s with port %s (not injected?) and no annotation %s",
+			inject.ProxyContainerName, inject.ProbePortName, MetricsAnnotation)
+	}
+	if p.Status.PodIP == "" {
+		return "", fmt.Errorf("no pod IP yet")
+	}
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))), nil
 }
 
 // Observer measures canary pods. The zero Observer is ready to use; it is safe for concurrent use.
@@ -70,8 +105,8 @@ func (c *counter) observe(v float64, fromZero bool) {
 
 // Observe measures pods, the canary pods of the ShardingConfig key, for the step that began at stepStart. A zero
 // stepStart (a step still handing over) measures readiness only and forgets the baselines. A new stepStart starts
-// new baselines. Proxies whose metrics cannot be read are skipped (and reported in the error, which is
-// informational: the Measurement is still usable).
+// new baselines. Proxies whose metrics cannot be read are skipped, counted in Measurement.Unmeasured and reported in
+// the error, which is informational: the Measurement is still usable.
 func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time, pods []corev1.Pod) (Measurement, error) {
 	var m Measurement
 	for _, p := range pods {
@@ -90,10 +125,12 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 	}
 	metrics := make(map[ktypes.UID]scraped, len(pods))
 	for _, p := range pods {
-		if addr := p.Annotations[MetricsAnnotation]; addr != "" {
-			s, err := o.scrape(ctx, addr)
-			metrics[p.UID] = scraped{s, err}
+		addr, err := MetricsAddress(&p)
+		var s []sample
+		if err == nil {
+			s, err = o.scrape(ctx, addr)
 		}
+		metrics[p.UID] = scraped{s, err}
 	}
 
 	o.mu.Lock()
@@ -115,13 +152,14 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 		}
 		bornInStep := p.CreationTimestamp.After(stepStart)
 		pc.restarts.observe(float64(restarts(&p)), bornInStep)
-		s, ok := metrics[p.UID]
-		if !ok {
-			continue
-		}
+		s := metrics[p.UID]
 		if s.err != nil {
+			m.Unmeasured++
 			errs = append(errs, fmt.Sprintf("pod %s: %v", p.Name, s.err))
 			continue
+		}
+		if !pc.requests.seen && !bornInStep {
+			m.Unmeasured++ // this reading is the baseline: nothing is compared yet
 		}
 		var requests, failed, trips float64
 		for _, smp := range s.samples {

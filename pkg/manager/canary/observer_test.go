@@ -12,6 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedmesh/fedmesh/pkg/webhook/inject"
 )
 
 func TestParseMetrics(t *testing.T) {
@@ -66,7 +69,7 @@ func TestObserverCountsFromTheStepStart(t *testing.T) {
 	ctx := context.Background()
 	fp.set(100, 10, 1) // trips before the step do not count
 	m, err := o.Observe(ctx, "ops/op", start, []corev1.Pod{pod})
-	if err != nil || m != (Measurement{Ready: 1, Total: 1}) {
+	if err != nil || m != (Measurement{Ready: 1, Total: 1, Unmeasured: 1}) { // a baseline measures nothing yet
 		t.Fatalf("baseline: %+v, %v", m, err)
 	}
 	fp.set(110, 12, 3) // each breaker opened twice more, whatever its state now
@@ -88,6 +91,80 @@ func TestObserverCountsFromTheStepStart(t *testing.T) {
 	born.Annotations = nil
 	if m, _ = o.Observe(ctx, "ops/op", start.Add(time.Minute), []corev1.Pod{pod, born}); m.Restarts != 5 || m.Total != 2 {
 		t.Fatalf("a pod born in the step: %+v", m)
+	}
+}
+
+func TestMetricsAddress(t *testing.T) {
+	proxy := func(ports ...corev1.ContainerPort) corev1.Container {
+		return corev1.Container{Name: inject.ProxyContainerName, Ports: ports}
+	}
+	probes := corev1.ContainerPort{Name: inject.ProbePortName, ContainerPort: 5444}
+	for _, tc := range []struct {
+		name    string
+		pod     corev1.Pod
+		want    string
+		wantErr string
+	}{
+		{"injected: pod IP and probe port",
+			corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{proxy(probes)}},
+				Status: corev1.PodStatus{PodIP: "10.0.0.7"}}, "10.0.0.7:5444", ""},
+		{"IPv6", corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{proxy(probes)}},
+			Status: corev1.PodStatus{PodIP: "fd00::7"}}, "[fd00::7]:5444", ""},
+		{"proxy as a plain container", corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op"}, proxy(probes)}},
+			Status: corev1.PodStatus{PodIP: "10.0.0.7"}}, "10.0.0.7:5444", ""},
+		{"the annotation overrides", corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{MetricsAnnotation: "127.0.0.1:9"}},
+			Spec:       corev1.PodSpec{InitContainers: []corev1.Container{proxy(probes)}},
+			Status:     corev1.PodStatus{PodIP: "10.0.0.7"}}, "127.0.0.1:9", ""},
+		{"no IP yet", corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{proxy(probes)}}}, "", "no pod IP"},
+		{"not injected", corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op"}}},
+			Status: corev1.PodStatus{PodIP: "10.0.0.7"}}, "", "no container fedmesh-proxy with port fedmesh-probes"},
+		{"proxy without the probe port", corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{
+			proxy(corev1.ContainerPort{Name: "other", ContainerPort: 1})}}, Status: corev1.PodStatus{PodIP: "10.0.0.7"}},
+			"", "no container fedmesh-proxy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MetricsAddress(&tc.pod)
+			if got != tc.want || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("MetricsAddress = %q, %v; want %q, error %q", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestObserverCountsUnreadPods: a canary pod whose metrics were not read in the step (no address, a failed scrape,
+// only a baseline) is Unmeasured, and named in the error.
+func TestObserverCountsUnreadPods(t *testing.T) {
+	fp := &fakeProxy{}
+	up := httptest.NewServer(fp)
+	defer up.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	start := time.Now()
+	pod := func(name, addr string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: ktypes.UID(name), CreationTimestamp: metav1.NewTime(start.Add(-time.Hour))}}
+		if addr != "" {
+			p.Annotations = map[string]string{MetricsAnnotation: strings.TrimPrefix(addr, "http://")}
+		}
+		return p
+	}
+	pods := []corev1.Pod{pod("read", up.URL), pod("broken", broken.URL), pod("noaddr", "")}
+	var o Observer
+	ctx := context.Background()
+	m, err := o.Observe(ctx, "ops/op", start, pods)
+	if m.Unmeasured != 3 || err == nil {
+		t.Fatalf("first observation (baselines): %+v, %v; want 3 unmeasured", m, err)
+	}
+	m, err = o.Observe(ctx, "ops/op", start, pods)
+	if m.Unmeasured != 2 || err == nil || !strings.Contains(err.Error(), "pod broken: GET") ||
+		!strings.Contains(err.Error(), "pod noaddr: no container fedmesh-proxy") {
+		t.Fatalf("second observation: %+v, %v; want broken and noaddr unmeasured", m, err)
+	}
+	// A zero step start measures readiness only: there is no window to have missed.
+	if m, err = o.Observe(ctx, "ops/op", time.Time{}, pods); m.Unmeasured != 0 || err != nil {
+		t.Fatalf("no window: %+v, %v", m, err)
 	}
 }
 

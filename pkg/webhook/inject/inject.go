@@ -219,7 +219,7 @@ func proxyContainer(sc types.NamespacedName, opts Options, pod *corev1.PodSecuri
 			{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
 				Resource: "requests.cpu", Divisor: resource.MustParse("1")}}},
 		},
-		Ports: []corev1.ContainerPort{{Name: "fedmesh-probes", ContainerPort: opts.ProbePort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: ProbePortName, ContainerPort: opts.ProbePort, Protocol: corev1.ProtocolTCP}},
 		// The operator's containers start once the proxy serves; it is ready once it has a shard configuration.
 		StartupProbe:   probe("/healthz", 60),
 		LivenessProbe:  probe("/healthz", 3),

@@ -30,6 +30,9 @@ const (
 // What Inject adds.
 const (
 	ProxyContainerName = "fedmesh-proxy"
+	// ProbePortName names the proxy container's port that serves /healthz, /readyz and /metrics
+	// (Options.ProbePort); the manager's canary analysis scrapes it at the pod's IP.
+	ProbePortName = "fedmesh-probes"
 	// ConfigVolumeName is the downwardAPI volume with the kubeconfig and the xDS CA, mounted at ConfigDir.
 	ConfigVolumeName = "fedmesh-config"
 	// TokenVolumeName is the proxy's own projected service-account volume (token, CA, namespace, xDS token).
