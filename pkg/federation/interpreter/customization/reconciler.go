@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,31 +36,27 @@ const (
 // interact (two may not define the same operation for one kind).
 var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "resourceinterpretercustomizations"}}
 
-// Reconciler rebuilds Layer's set from every ResourceInterpreterCustomization of the host when one changes.
-// Customizations are cluster-scoped and every shard needs all of them, so its manager must watch them unsharded.
+// Reconciler rebuilds Layer's set from every ResourceInterpreterCustomization of the host when one changes, and
+// writes each one's verdict to its status, the last accepted version included: that copy is what every federator
+// serves while a later version is refused. Customizations are cluster-scoped and every shard needs all of them, so
+// its manager must watch them unsharded; every shard writes the statuses too, each only over the version it read.
 type Reconciler struct {
-	// Client lists the customizations.
-	Client client.Reader
+	// Client lists the customizations and writes their statuses.
+	Client client.Client
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the customizations; required.
+	// Recorder records each change of a customization's standing on it; required.
 	Recorder record.EventRecorder
 	// Timeout and MemoryLimit bound one call of a script; declarative's defaults when zero.
 	Timeout     time.Duration
 	MemoryLimit uint64
 
-	mu       sync.Mutex
-	lastGood map[string]configv1alpha1.ResourceInterpreterCustomization
-	reported map[string]report // what the last Event said, by name
+	// mu makes one Reconcile at a time: two could hand the layer an older set last.
+	mu sync.Mutex
 }
 
-// report is what an Event said about a customization: a generation serves, or is refused and why. The same
-// generation can go from serving to refused (an older customization is edited to claim its operation) and back,
-// so the generation alone does not tell whether there is news.
-type report struct {
-	generation int64
-	refusal    string // empty when the generation serves
-}
+// staleRetry is how soon a status written over by another federator since it was read is decided again.
+const staleRetry = 200 * time.Millisecond
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -72,9 +72,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile builds the set from the customizations in the host and hands it to the layer. Each customization's
-// standing (its current version serves, or is refused and why) is reported when it changes: a refusal with a
-// Warning Event and a log line, serving with a Normal Event.
+// Reconcile builds the set from the customizations in the host, hands it to the layer, and writes each verdict to
+// its customization's status. The federator whose write changes a customization's standing reports it: a refusal
+// with a Warning Event and a log line, serving with a Normal Event; so each change is reported once, whatever the
+// number of shards.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	var list configv1alpha1.ResourceInterpreterCustomizationList
@@ -84,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	serve, refused := Select(list.Items, r.lastGood)
+	serve, verdicts := Select(list.Items)
 	in, err := declarative.New(serve)
 	if err != nil {
 		// Select only keeps customizations that validate together, so this is a defect; keep the current set.
@@ -97,63 +98,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		in.WithMemoryLimit(r.MemoryLimit)
 	}
 	r.Layer.Set(in)
+	logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "customizations", len(verdicts))
 
 	byName := map[string]*configv1alpha1.ResourceInterpreterCustomization{}
 	for i := range list.Items {
 		byName[list.Items[i].Name] = &list.Items[i]
 	}
-	r.remember(serve, byName)
-	for _, ref := range refused {
-		msg := ref.Err.Error()
-		if ref.Fallback {
-			msg += "; its previous version keeps serving"
+	// Refusals first: they are what needs a user's attention.
+	sort.SliceStable(verdicts, func(i, j int) bool { return !verdicts[i].Accepted() && verdicts[j].Accepted() })
+	stale := false
+	for i := range verdicts {
+		v := &verdicts[i]
+		switch changed, err := r.record(ctx, byName[v.Name], v); {
+		case apierrors.IsConflict(err):
+			// Another federator wrote it since it was read: the newer object decides again.
+			logger.V(1).Info("customization status changed since it was read; deciding again", "customization", v.Name)
+			stale = true
+		case apierrors.IsNotFound(err):
+			// Deleted since the list (its deletion reconciles again), or a CRD from before the status subresource.
+			logger.Info("could not write the status of a resource interpreter customization: deleted since, or its CRD "+
+				"has no status subresource (apply the chart's CRDs)", "customization", v.Name, "error", err.Error())
+		case err != nil:
+			return reconcile.Result{}, fmt.Errorf("status of customization %s: %w", v.Name, err)
+		case changed:
+			r.report(ctx, byName[v.Name], v)
 		}
-		if !r.news(ref.Name, report{generation: ref.Generation, refusal: msg}) {
-			continue
-		}
-		logger.Error(ref.Err, "refused a resource interpreter customization", "customization", ref.Name,
-			"generation", ref.Generation, "previousVersionServes", ref.Fallback)
-		r.Recorder.Eventf(byName[ref.Name], corev1.EventTypeWarning, ReasonRefused, "%s", msg)
 	}
-	for _, c := range serve {
-		cur := byName[c.Name]
-		// A last good version serving in place of a refused current one was reported with the refusal.
-		if cur.Generation == c.Generation && r.news(c.Name, report{generation: c.Generation}) {
-			r.Recorder.Eventf(cur, corev1.EventTypeNormal, ReasonServing, "serving %d scripts for %s, %s",
-				len(declarative.Operations(&c)), c.Spec.Target.APIVersion, c.Spec.Target.Kind)
-		}
+	if stale {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
-	logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "refused", len(refused))
 	return reconcile.Result{}, nil
 }
 
-// remember records the served versions as the last good ones and forgets deleted customizations, including
-// those that never served.
-func (r *Reconciler) remember(serve []configv1alpha1.ResourceInterpreterCustomization, current map[string]*configv1alpha1.ResourceInterpreterCustomization) {
-	if r.lastGood == nil {
-		r.lastGood = map[string]configv1alpha1.ResourceInterpreterCustomization{}
-		r.reported = map[string]report{}
+// record writes v to c's status when it says something new, only over the version of c it was decided from, and
+// tells whether the standing (the Accepted condition) changed.
+func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) (standingChanged bool, err error) {
+	want := c.DeepCopy()
+	want.Status.ObservedGeneration = v.Generation
+	want.Status.ServedGeneration = v.ServedGeneration
+	want.Status.LastAccepted = v.LastAccepted.DeepCopy()
+	cond := v.Condition()
+	prev := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
+	standingChanged = prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason ||
+		prev.Message != cond.Message || prev.ObservedGeneration != cond.ObservedGeneration
+	meta.SetStatusCondition(&want.Status.Conditions, cond)
+	if equality.Semantic.DeepEqual(c.Status, want.Status) {
+		return false, nil
 	}
-	for _, c := range serve {
-		r.lastGood[c.Name] = c
+	// An update carries the resourceVersion read: a federator with an older view (a lagging cache) cannot write
+	// over a newer verdict.
+	if err := r.Client.Status().Update(ctx, want); err != nil {
+		return false, err
 	}
-	for name := range r.lastGood {
-		if _, ok := current[name]; !ok {
-			delete(r.lastGood, name)
-		}
-	}
-	for name := range r.reported {
-		if _, ok := current[name]; !ok {
-			delete(r.reported, name)
-		}
-	}
+	return standingChanged, nil
 }
 
-// news records rep as what is said about name and tells whether it differs from what was said last.
-func (r *Reconciler) news(name string, rep report) bool {
-	if prev, ok := r.reported[name]; ok && prev == rep {
-		return false
+// report tells of c's new standing, v.
+func (r *Reconciler) report(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) {
+	if v.Accepted() {
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "%s", v.Message)
+		return
 	}
-	r.reported[name] = rep
-	return true
+	log.FromContext(ctx).Error(v.Err, "refused a resource interpreter customization", "customization", v.Name,
+		"generation", v.Generation, "servedGeneration", v.ServedGeneration)
+	r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", v.Message)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,13 +93,19 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 	eventually(t, "the new customization serves", health)
 	eventually(t, "a serving Event", events("widget-health", ReasonServing, "serving 1 scripts for example.io/v1, Widget"))
 
-	// A broken update is refused with its line, and the previous version keeps serving.
-	good.Spec.Customizations.HealthInterpretation.LuaScript = "function InterpretHealth(o)\n  if o return false end\nend"
-	if err := c.Update(ctx, &good); err != nil {
+	// A broken update is refused with its line, and the previous version keeps serving. (The federator wrote the
+	// status since the create: the edit is of the object as it is now.)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&good), &good); err != nil {
+			return err
+		}
+		good.Spec.Customizations.HealthInterpretation.LuaScript = "function InterpretHealth(o)\n  if o return false end\nend"
+		return c.Update(ctx, &good)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a refusal Event", events("widget-health", ReasonRefused,
-		"widget-health:healthInterpretation line:2(column:13) near 'return': syntax error; its previous version keeps serving"))
+		"widget-health:healthInterpretation line:2(column:13) near 'return': syntax error; its last accepted version (generation 1) keeps serving"))
 	if ok, msg := health(); !ok {
 		t.Fatalf("after the broken update: %s", msg)
 	}

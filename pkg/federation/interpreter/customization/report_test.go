@@ -20,7 +20,8 @@ func TestReconcilerReportsEachChange(t *testing.T) {
 	ctx := context.Background()
 	a := onKind(ric("a", 1, 1, good), "Gadget")
 	b := ric("b", 1, 2, good)
-	c := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(&a, &b).Build()
+	c := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(&a, &b).
+		WithStatusSubresource(&configv1alpha1.ResourceInterpreterCustomization{}).Build()
 	events := &fedtest.Events{}
 	r := &Reconciler{Client: c, Layer: NewLayer(), Recorder: events}
 

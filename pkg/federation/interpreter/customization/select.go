@@ -3,29 +3,63 @@ package customization
 import (
 	"fmt"
 	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 )
 
-// Refusal is a customization whose current version is not served, and why.
-type Refusal struct {
+// Verdict is what Select decided about one customization: whether its current spec is accepted, which generation
+// serves, and which version to keep as its last accepted one. It is what the customization's status says.
+type Verdict struct {
 	// Name of the customization.
 	Name string
-	// Generation of the refused version.
+	// Generation of its current spec.
 	Generation int64
-	// Err says why: the Lua error with its line, or the conflict.
+	// Reason is the Accepted condition's reason (configv1alpha1.CustomizationReason*).
+	Reason string
+	// Err says why the current spec is refused: the Lua error with its line, or the conflict; nil when accepted.
 	Err error
-	// Fallback is true when the last good version of the customization serves instead.
-	Fallback bool
+	// Message is the Accepted condition's message: what serves, or Err and what serves instead, if anything.
+	Message string
+	// ServedGeneration is the generation that serves; zero when none does.
+	ServedGeneration int64
+	// LastAccepted is the version to keep: the spec when it is accepted, else the one the status has.
+	LastAccepted *configv1alpha1.AcceptedVersion
 }
 
-// Select chooses the customizations to serve from current, those in the host, and lastGood, the last version of
-// each (by name) that was served. A customization whose current version does not validate is refused, and its last
-// good version serves instead if it has one. Customizations are taken oldest first, so when two define the same
-// operation for the same kind the older one keeps it (the one already serving, when both were created in the same
-// second) and the newer is refused (or falls back likewise). Select does no I/O; it compiles the scripts.
-func Select(current []configv1alpha1.ResourceInterpreterCustomization, lastGood map[string]configv1alpha1.ResourceInterpreterCustomization) (serve []configv1alpha1.ResourceInterpreterCustomization, refused []Refusal) {
+// Accepted reports whether the current spec serves.
+func (v *Verdict) Accepted() bool { return v.Err == nil }
+
+// maxMessage is the longest condition message the API server takes.
+const maxMessage = 32768
+
+// Condition is the Accepted condition that says v.
+func (v *Verdict) Condition() metav1.Condition {
+	status := metav1.ConditionTrue
+	if !v.Accepted() {
+		status = metav1.ConditionFalse
+	}
+	msg := v.Message
+	if len(msg) > maxMessage {
+		// Many long Lua errors at once: a status the API server refuses would say nothing at all.
+		msg = strings.ToValidUTF8(msg[:maxMessage-len(" ...")], "") + " ..."
+	}
+	return metav1.Condition{Type: configv1alpha1.CustomizationConditionAccepted, Status: status,
+		ObservedGeneration: v.Generation, Reason: v.Reason, Message: msg}
+}
+
+// Select chooses the versions to serve from current, the customizations in the host with their statuses. A
+// customization whose spec loads and defines no operation an older one defines is accepted and serves; otherwise
+// it is refused, and the last accepted version its status keeps serves instead if it loads and conflicts with
+// nothing. Since that version is in the status, every federator (each shard, and one just restarted) decides the
+// same. A status never written (an installation from before statuses) keeps nothing: the spec, if accepted, is the
+// first version kept. Customizations are taken oldest first, so when two define the same operation for the same
+// kind the older one keeps it (the one already serving, when both were created in the same second). Select does no
+// I/O; it compiles the scripts. The served versions come in the order taken, each with the generation it had.
+func Select(current []configv1alpha1.ResourceInterpreterCustomization) (serve []configv1alpha1.ResourceInterpreterCustomization, verdicts []Verdict) {
 	ordered := append([]configv1alpha1.ResourceInterpreterCustomization(nil), current...)
 	sort.SliceStable(ordered, func(i, j int) bool {
 		a, b := &ordered[i], &ordered[j]
@@ -33,32 +67,56 @@ func Select(current []configv1alpha1.ResourceInterpreterCustomization, lastGood 
 			return a.CreationTimestamp.Before(&b.CreationTimestamp)
 		}
 		// Timestamps have whole seconds: of two created in the same second, the one already serving stays.
-		if _, aServes := lastGood[a.Name]; aServes != hasKey(lastGood, b.Name) {
+		if aServes, bServes := a.Status.ServedGeneration != 0, b.Status.ServedGeneration != 0; aServes != bServes {
 			return aServes
 		}
 		return a.Name < b.Name
 	})
 	for i := range ordered {
 		c := &ordered[i]
-		err := declarative.Validate(c)
-		if err == nil {
-			if err = declarative.Conflicts(c, serve); err == nil {
-				serve = append(serve, *c)
-				continue
-			}
-			err = fmt.Errorf("conflicts with an older customization: %w", err)
+		v := Verdict{Name: c.Name, Generation: c.Generation, Reason: configv1alpha1.CustomizationReasonAccepted,
+			LastAccepted: c.Status.LastAccepted}
+		if v.Err = declarative.Validate(c); v.Err != nil {
+			v.Reason = configv1alpha1.CustomizationReasonInvalidScript
+		} else if err := declarative.Conflicts(c, serve); err != nil {
+			v.Reason, v.Err = configv1alpha1.CustomizationReasonConflict, fmt.Errorf("conflicts with an older customization: %w", err)
 		}
-		r := Refusal{Name: c.Name, Generation: c.Generation, Err: err}
-		if prev, ok := lastGood[c.Name]; ok && prev.Generation != c.Generation && declarative.Conflicts(&prev, serve) == nil {
-			serve = append(serve, prev)
-			r.Fallback = true
+		if v.Accepted() {
+			serve = append(serve, *c)
+			v.ServedGeneration = c.Generation
+			v.LastAccepted = &configv1alpha1.AcceptedVersion{Generation: c.Generation, Spec: *c.Spec.DeepCopy()}
+			v.Message = fmt.Sprintf("serving %d scripts for %s, %s", len(declarative.Operations(c)),
+				c.Spec.Target.APIVersion, c.Spec.Target.Kind)
+			verdicts = append(verdicts, v)
+			continue
 		}
-		refused = append(refused, r)
+		prev, instead := fallback(c, serve)
+		if prev != nil {
+			serve = append(serve, *prev)
+			v.ServedGeneration = prev.Generation
+		}
+		v.Message = v.Err.Error() + "; " + instead
+		verdicts = append(verdicts, v)
 	}
-	return serve, refused
+	return serve, verdicts
 }
 
-func hasKey(m map[string]configv1alpha1.ResourceInterpreterCustomization, k string) bool {
-	_, ok := m[k]
-	return ok
+// fallback is the last accepted version of c, refused, when it can serve beside serve, and says so; otherwise nil
+// and why not.
+func fallback(c *configv1alpha1.ResourceInterpreterCustomization, serve []configv1alpha1.ResourceInterpreterCustomization) (*configv1alpha1.ResourceInterpreterCustomization, string) {
+	last := c.Status.LastAccepted
+	// The last accepted version may be the spec itself, displaced since by an older customization's edit.
+	if last == nil || last.Generation == c.Generation {
+		return nil, "no earlier accepted version is kept, so none serves"
+	}
+	prev := &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Generation: last.Generation},
+		Spec: last.Spec}
+	if err := declarative.Validate(prev); err != nil {
+		// Written by a federator that loaded it: one that cannot (another version of fedmesh) ignores it.
+		return nil, fmt.Sprintf("its last accepted version (generation %d) does not load here either, so it is ignored: %v", last.Generation, err)
+	}
+	if err := declarative.Conflicts(prev, serve); err != nil {
+		return nil, fmt.Sprintf("its last accepted version (generation %d) conflicts with an older customization too: %v", last.Generation, err)
+	}
+	return prev, fmt.Sprintf("its last accepted version (generation %d) keeps serving", last.Generation)
 }
