@@ -365,14 +365,17 @@ func TestCanaryPromotes(t *testing.T) {
 	if p := sc.Status.Canary.Promotion; p.Image != "operator:v2" || p.Batches != 2 || p.BatchesDone != 2 {
 		t.Errorf("promotion status %+v, want image operator:v2 and 2 of 2 batches", p)
 	}
-	// The StatefulSet runs the new image, updated OnDelete, and its pods were replaced shard by shard, the second
-	// only after the first was ready and its pause was over.
+	// The StatefulSet runs the new image, its pods were replaced shard by shard (OnDelete meanwhile), the second
+	// only after the first was ready and its pause was over, and its own update strategy is back.
 	sts, err := c.Clientset().AppsV1().StatefulSets(meshNamespace).Get(ctx, "op", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "operator:v2" || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-		t.Errorf("StatefulSet template image %s, strategy %s; want operator:v2, OnDelete", img, sts.Spec.UpdateStrategy.Type)
+	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "operator:v2" || sts.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+		t.Errorf("StatefulSet template image %s, strategy %s; want operator:v2, RollingUpdate given back", img, sts.Spec.UpdateStrategy.Type)
+	}
+	if saved, ok := sts.Annotations["mesh.fedmesh.io/update-strategy-before-promotion"]; ok {
+		t.Errorf("the promotion is done but the StatefulSet still keeps the strategy it replaced: %s", saved)
 	}
 	pods, err := c.Clientset().CoreV1().Pods(meshNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=op"})
 	if err != nil {

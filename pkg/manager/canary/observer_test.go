@@ -168,7 +168,7 @@ func TestObserverCountsUnreadPods(t *testing.T) {
 	}
 }
 
-func TestRolledOut(t *testing.T) {
+func TestRunImages(t *testing.T) {
 	pod := func(images ...string) corev1.Pod {
 		var p corev1.Pod
 		for i, img := range images {
@@ -176,14 +176,17 @@ func TestRolledOut(t *testing.T) {
 		}
 		return p
 	}
-	canary := []corev1.Pod{pod("op:v2", "proxy:v1")}
-	if RolledOut([]corev1.Pod{pod("op:v2", "proxy:v1"), pod("op:v1", "proxy:v1")}, canary) {
+	canary := CommonImages([]corev1.Pod{pod("op:v2", "proxy:v1")})
+	if RunImages([]corev1.Pod{pod("op:v2", "proxy:v1"), pod("op:v1", "proxy:v1")}, canary) {
 		t.Error("one stable pod still runs v1")
 	}
-	if !RolledOut([]corev1.Pod{pod("op:v2", "proxy:v1"), pod("op:v2", "proxy:v1")}, canary) {
+	if !RunImages([]corev1.Pod{pod("op:v2", "proxy:v1"), pod("op:v2", "proxy:v1")}, canary) {
 		t.Error("every stable pod runs v2")
 	}
-	if RolledOut(nil, canary) || RolledOut(canary, nil) {
-		t.Error("no pods: not rolled out")
+	if RunImages(nil, canary) || RunImages([]corev1.Pod{pod("op:v2", "proxy:v1")}, nil) {
+		t.Error("no pods or no images: not rolled out")
+	}
+	if CommonImages([]corev1.Pod{pod("op:v2"), pod("op:v1")}) != nil || CommonImages(nil) != nil {
+		t.Error("pods that differ, or none, have no common images")
 	}
 }

@@ -6,22 +6,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// RolledOut reports whether the stable pods run the canary's version: every canary pod has the same images (by
-// container name), and every stable pod has exactly those. Whoever rolls the stable shards (the user, or the
-// operator's workload controller) changes their pod templates; the manager only watches the result. With no
-// stable or no canary pod it is false.
-func RolledOut(stable, canary []corev1.Pod) bool {
-	if len(stable) == 0 || len(canary) == 0 {
-		return false
+// Whoever rolls the stable shards after a promotion (the user, or the operator's workload controller) changes
+// their pod templates; the manager only watches the result: whether every stable pod runs the canary's images.
+
+// CommonImages are the images every one of pods runs, by container; nil when there is no pod or they differ.
+func CommonImages(pods []corev1.Pod) map[string]string {
+	if len(pods) == 0 {
+		return nil
 	}
-	want := Images(&canary[0])
-	for i := range canary {
-		if !maps.Equal(Images(&canary[i]), want) {
-			return false
+	want := Images(&pods[0])
+	for i := range pods {
+		if !maps.Equal(Images(&pods[i]), want) {
+			return nil
 		}
 	}
-	for i := range stable {
-		if !maps.Equal(Images(&stable[i]), want) {
+	return want
+}
+
+// RunImages reports whether there are pods and each runs exactly images (by container), which are known.
+func RunImages(pods []corev1.Pod, images map[string]string) bool {
+	if len(pods) == 0 || len(images) == 0 {
+		return false
+	}
+	for i := range pods {
+		if !maps.Equal(Images(&pods[i]), images) {
 			return false
 		}
 	}

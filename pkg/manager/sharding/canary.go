@@ -34,7 +34,8 @@ import (
 //   - Changing spec.shards during a rollout changes the canary's shard ID; finish or roll back the canary first.
 //   - On Promote, with spec.canary.promotion the manager rolls the stable StatefulSet (promote.go) and the stable
 //     shards count as rolled out when status.canary.promotion.done; without it, when every stable pod runs the
-//     canary pods' images, whoever changed them.
+//     images the canary pods ran when it was promoted (status.canary.images), whoever changed them, whether or not
+//     a canary pod is left.
 
 // observer is the Reconciler's Observer, made on first use.
 func (r *Reconciler) observer() *mcanary.Observer {
@@ -104,11 +105,24 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		// canary shard.
 		r.observer().Forget(key)
 		st := sc.Status.Canary.DeepCopy()
-		if st == nil || acked && pub.Assignment[canaryShard].Empty() {
+		if st == nil {
+			return rolloutResult{target: stable}
+		}
+		var requeue time.Duration
+		if st.Promotion != nil && !st.Promotion.Done {
+			// The record of the roll stays until the StatefulSet has its strategy back.
+			if err := r.abandonRoll(ctx, sc.Namespace, pods.stable); err != nil {
+				logger.Error(err, "the promotion stopped")
+				requeue = promotionPoll
+			} else {
+				st.Promotion = nil
+			}
+		}
+		if requeue == 0 && acked && pub.Assignment[canaryShard].Empty() {
 			return rolloutResult{target: stable}
 		}
 		st.Ranges, st.StableAssignment = nil, shard.StatusAssignment(stable)
-		return rolloutResult{target: stable, status: st}
+		return rolloutResult{target: stable, status: st, requeue: requeue}
 	}
 
 	prev := sc.Status.Canary
@@ -147,17 +161,34 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	if err != nil {
 		logger.Info("canary observation incomplete", "error", err.Error())
 	}
+	// The canary's version as promoted, kept in the status: by the time the stable pods run it the canary's pods may
+	// be gone, and its namespaces must not wait for them.
+	promoted := mcanary.CommonImages(pods.canary)
+	if prev != nil && len(prev.Images) > 0 {
+		promoted = prev.Images
+	}
 	obs := canary.Observation{
 		Owned: owned, Requests: m.Requests, Errors: m.Errors, BreakerTrips: m.BreakerTrips, Restarts: m.Restarts,
 		Ready: m.Ready, Total: m.Total, Action: sc.Spec.Canary.Action,
 		// Every shard with a pod too: one whose old pod is going and whose new one is not there yet has not
 		// rolled out, and the canary's namespaces must not go back to it yet.
-		StableRolledOut: mcanary.RolledOut(pods.stable, pods.canary) && pods.everyShard(int(sc.Spec.Shards)),
+		StableRolledOut: mcanary.RunImages(pods.stable, promoted) && pods.everyShard(int(sc.Spec.Shards)),
+		Unmeasured:      m.Unmeasured,
 	}
 	promotion := sc.Spec.Canary.Promotion
 	var promo *meshv1alpha1.CanaryPromotionStatus
 	if prev != nil {
 		promo = prev.Promotion
+	}
+	var abandonErr error
+	if promotion == nil && promo != nil && !promo.Done {
+		// spec.canary.promotion went mid-roll: the StatefulSet gets its strategy back, and whoever rolls it now
+		// decides when the stable shards are rolled out.
+		if abandonErr = r.abandonRoll(ctx, sc.Namespace, pods.stable); abandonErr != nil {
+			logger.Error(abandonErr, "the promotion stopped")
+		} else {
+			promo = nil
+		}
 	}
 	if promotion != nil {
 		// The manager rolls the stable shards itself: they are rolled out when its roll says so.
@@ -165,6 +196,10 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	}
 	now := time.Now()
 	next, res := canary.Step(plan, state, obs, now)
+	if abandonErr != nil {
+		res.Events = append(res.Events, canary.Event{Type: canary.EventWarning, Reason: "RollFailed", Message: abandonErr.Error()})
+		res.RequeueAfter = minRequeue(res.RequeueAfter, promotionPoll)
+	}
 	var deletePods map[string]ktypes.UID
 	if res.Promote && promotion != nil {
 		var roll canary.RollResult
@@ -209,7 +244,7 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	st.Ranges = shard.StatusRanges(next.Canary)
 	st.StableAssignment = shard.StatusAssignment(stable)
 	if next.Phase == canary.Promoted {
-		st.Promotion = promo
+		st.Promotion, st.Images = promo, promoted
 	}
 	for _, ns := range namespaces {
 		if pub.Assignment[canaryShard].ContainsNamespace(ns) {

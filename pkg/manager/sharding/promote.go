@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,6 +28,16 @@ import (
 // itself), then deletes the pods canary.Roll names, batch by batch; the StatefulSet recreates each from the new
 // template. The roll's state is status.canary.promotion, written before the pods it names are deleted, so that a
 // restarted manager carries on where it was.
+//
+// The StatefulSet's own updateStrategy is kept in its annotation savedStrategyAnnotation when OnDelete replaces it,
+// and put back when the roll is done (every pod then runs the new template, so nothing rolls) or abandoned
+// (spec.canary or its promotion removed mid-roll): left on OnDelete, the next change of its template (an upgrade of
+// the operator) would replace no pod. A strategy the user sets during the roll is the one kept: the manager saves
+// it when it sets OnDelete again. One that is not OnDelete when the roll ends was set by someone after the manager's
+// last write and stays; only the annotation goes.
+
+// savedStrategyAnnotation holds, as JSON, the StatefulSet's updateStrategy from before the promotion set OnDelete.
+const savedStrategyAnnotation = meshv1alpha1.GroupName + "/update-strategy-before-promotion"
 
 // promotionPoll is how often a roll waiting for pods to come back is looked at again.
 const promotionPoll = time.Second
@@ -71,6 +82,12 @@ func (r *Reconciler) rollStable(ctx context.Context, sc *meshv1alpha1.ShardingCo
 	}
 	// The status keeps times to the second: decide with the same time the next reconcile reads back.
 	next, res := canary.Roll(state, stablePods, pause, promotionPoll, time.Now().Truncate(time.Second))
+	if next.Done {
+		// Done only once the StatefulSet has its own strategy back: a done roll is not looked at again.
+		if err := r.restoreUpdateStrategy(ctx, client.ObjectKeyFromObject(sts)); err != nil {
+			return st, canary.RollResult{RequeueAfter: promotionPoll}, err
+		}
+	}
 	st.Rolling, st.BatchesDone, st.Batches, st.Done = next.Rolling, int32(next.BatchesDone), int32(res.Batches), next.Done
 	st.BatchFinishedTime = nil
 	if !next.BatchFinished.IsZero() {
@@ -79,7 +96,8 @@ func (r *Reconciler) rollStable(ctx context.Context, sc *meshv1alpha1.ShardingCo
 	return st, res, nil
 }
 
-// setTemplateImage makes the StatefulSet's pod template run image in the container, with updateStrategy OnDelete.
+// setTemplateImage makes the StatefulSet's pod template run image in the container, with updateStrategy OnDelete;
+// the strategy it replaces is saved in savedStrategyAnnotation.
 func (r *Reconciler) setTemplateImage(ctx context.Context, namespace string, spec *meshv1alpha1.CanaryPromotion, image string) (*appsv1.StatefulSet, error) {
 	key := ktypes.NamespacedName{Namespace: namespace, Name: spec.StatefulSet}
 	var sts appsv1.StatefulSet
@@ -99,6 +117,11 @@ func (r *Reconciler) setTemplateImage(ctx context.Context, namespace string, spe
 			return fmt.Errorf("statefulset %s has no container %q", key, spec.Container)
 		}
 		if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			saved, err := json.Marshal(sts.Spec.UpdateStrategy)
+			if err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&sts.ObjectMeta, savedStrategyAnnotation, string(saved))
 			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 			changed = true
 		}
@@ -109,6 +132,51 @@ func (r *Reconciler) setTemplateImage(ctx context.Context, namespace string, spe
 		return r.Client.Update(ctx, &sts)
 	})
 	return &sts, err
+}
+
+// restoreUpdateStrategy gives the StatefulSet back the updateStrategy saved in savedStrategyAnnotation, if it is
+// still on OnDelete, and removes the annotation. Without the annotation it changes nothing.
+func (r *Reconciler) restoreUpdateStrategy(ctx context.Context, key ktypes.NamespacedName) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sts appsv1.StatefulSet
+		if err := r.reader().Get(ctx, key, &sts); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		saved, ok := sts.Annotations[savedStrategyAnnotation]
+		if !ok {
+			return nil
+		}
+		delete(sts.Annotations, savedStrategyAnnotation)
+		logger := log.FromContext(ctx).WithValues("statefulset", key)
+		if sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+			var strategy appsv1.StatefulSetUpdateStrategy
+			if err := json.Unmarshal([]byte(saved), &strategy); err != nil {
+				// Edited by hand: OnDelete stays, as the StatefulSet controller reads it best.
+				logger.Error(err, "the saved update strategy is unreadable; keeping OnDelete", "annotation", savedStrategyAnnotation)
+			} else {
+				sts.Spec.UpdateStrategy = strategy
+			}
+		}
+		logger.Info("the promotion's roll is over; restoring the StatefulSet's update strategy", "updateStrategy", sts.Spec.UpdateStrategy.Type)
+		return r.Client.Update(ctx, &sts)
+	})
+}
+
+// abandonRoll restores the update strategy of the stable pods' StatefulSets after a roll that stopped before it was
+// done (spec.canary or its promotion removed). The spec no longer names the StatefulSet: the pods' owners do.
+func (r *Reconciler) abandonRoll(ctx context.Context, namespace string, stable []corev1.Pod) error {
+	seen := map[string]bool{}
+	for i := range stable {
+		owner := metav1.GetControllerOf(&stable[i])
+		if owner == nil || owner.Kind != "StatefulSet" || owner.APIVersion != appsv1.SchemeGroupVersion.String() || seen[owner.Name] {
+			continue
+		}
+		seen[owner.Name] = true
+		if err := r.restoreUpdateStrategy(ctx, ktypes.NamespacedName{Namespace: namespace, Name: owner.Name}); err != nil {
+			return fmt.Errorf("restoring the update strategy of statefulset %s after the promotion stopped: %w", owner.Name, err)
+		}
+	}
+	return nil
 }
 
 // stablePods are the StatefulSet's pods (<name>-0 .. <name>-<replicas-1>) as the roll sees them: which run image,

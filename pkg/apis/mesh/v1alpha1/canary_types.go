@@ -51,7 +51,8 @@ type Canary struct {
 // image in the StatefulSet's pod template with updateStrategy OnDelete, then deletes the stable pods itself, one
 // shard at a time, the pods that do not hold their shard's leader Lease before the one that does, waiting for each
 // batch to be Ready on the new image and then for the pause. OnDelete rather than a partition: a partition rolls by
-// descending ordinal only, and cannot keep each shard's leader for last.
+// descending ordinal only, and cannot keep each shard's leader for last. The StatefulSet's own updateStrategy is put
+// back when the roll is done or stopped (spec.canary or its promotion removed).
 type CanaryPromotion struct {
 	// StatefulSet is the name of the stable shards' StatefulSet in this object's namespace; its pods must be those
 	// of spec.selector.
@@ -157,6 +158,11 @@ type CanaryStatus struct {
 	// Promotion is the progress of rolling the stable shards to the canary's version (spec.canary.promotion).
 	// +optional
 	Promotion *CanaryPromotionStatus `json:"promotion,omitempty"`
+	// Images are the canary pods' images by container when it was promoted: the version every stable pod must run
+	// before the canary's namespaces return to the stable shards, even once no canary pod is left.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Images map[string]string `json:"images,omitempty"`
 }
 
 // CanaryPromotionStatus is the progress of rolling the stable shards.
