@@ -40,3 +40,29 @@ func TestFence(t *testing.T) {
 		}
 	}
 }
+
+// Reviews are creates that store nothing: reads, whichever shard sends them. Other creates stay writes.
+func TestWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    Request
+		writes bool
+	}{
+		{"a token review", req(request.RequestInfo{Verb: "create", APIGroup: "authentication.k8s.io", Resource: "tokenreviews"}), false},
+		{"a self subject review", req(request.RequestInfo{Verb: "create", APIGroup: "authentication.k8s.io", Resource: "selfsubjectreviews"}), false},
+		{"a subject access review", req(request.RequestInfo{Verb: "create", APIGroup: "authorization.k8s.io", Resource: "subjectaccessreviews"}), false},
+		{"a self subject access review", req(request.RequestInfo{Verb: "create", APIGroup: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}), false},
+		{"a self subject rules review", req(request.RequestInfo{Verb: "create", APIGroup: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}), false},
+		{"a local subject access review", req(request.RequestInfo{Verb: "create", APIGroup: "authorization.k8s.io", Resource: "localsubjectaccessreviews", Namespace: "team-a"}), false},
+		{"a pod's binding, only ever created", req(request.RequestInfo{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "team-a"}), true},
+		{"a binding", req(request.RequestInfo{Verb: "create", Resource: "bindings", Namespace: "team-a"}), true},
+		{"a review resource of another group", req(request.RequestInfo{Verb: "create", APIGroup: "example.com", Resource: "tokenreviews"}), true},
+		{"a configmap's create", req(request.RequestInfo{Verb: "create", Resource: "configmaps", Namespace: "team-a"}), true},
+		{"an exec, a GET", req(request.RequestInfo{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "team-a"}), true},
+		{"a get", req(request.RequestInfo{Verb: "get", Resource: "configmaps", Namespace: "team-a"}), false},
+	} {
+		if got := writes(&tc.req); got != tc.writes {
+			t.Errorf("%s: writes %v, want %v", tc.name, got, tc.writes)
+		}
+	}
+}

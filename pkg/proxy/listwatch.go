@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
@@ -26,27 +27,67 @@ const nothingSelector = "metadata.name=fedmesh/owns-nothing"
 
 // listWatch narrows a list or watch to what the shard owns. A watch is relayed until an ownership change shows
 // its resource differently (viewOf), then ended so that its client lists again; a list answered after such a
-// change is refused for the same end (listedUnder).
+// change is refused for the same end (listedUnder); a watch or a list's next page resuming from a resourceVersion
+// served under another view is refused too (servedViews).
 func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, namespaced bool) {
 	count := func(how string) {
 		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
 	}
 	v := viewOf(own, req, namespaced)
-	unchanged := func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) }
+	query := r.URL.Query()
+	key := servedKeyOf(req, query)
+	if resumes(req, query) && !p.served.resumable(key, v, time.Now()) {
+		count("expired")
+		p.expire(w, r, req, u)
+		return
+	}
+	if req.Verb == "watch" {
+		p.served.watchStarted(key, time.Now())
+		defer func() { p.served.watchEnded(key, time.Now()) }()
+	}
+	a := answering{
+		unchanged: func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) },
+		served:    func() { p.served.served(key, v, time.Now()) },
+	}
 	switch v.shows {
 	case showsNothing:
 		count("nothing")
-		p.askForNothing(w, r, req, u, unchanged)
+		p.askForNothing(w, r, req, u, a)
 	case showsAll:
 		count("none")
-		forward(u, w, r, req, p.listedUnder(req, unchanged, p.watchResponse(req, nil, unchanged)))
+		forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, a)))
 	default:
-		p.filtered(w, r, req, u, own, count, unchanged)
+		p.filtered(w, r, req, u, own, count, a)
 	}
 }
 
+// answering is how a list or watch is answered under its view: unchanged says whether an ownership leaves that view
+// as it was, served records that the proxy answered under it (servedViews).
+type answering struct {
+	unchanged func(*config.Ownership) bool
+	served    func()
+}
+
+// staleView answers as if the view had changed already: a watch is ended at once, a list refused.
+var staleView = answering{unchanged: func(*config.Ownership) bool { return false }, served: func() {}}
+
+// expire answers a request resuming from a resourceVersion served under another view with 410 Expired, as the API
+// server answers one it no longer serves, so that its client lists again: a list's next page with a Status, a
+// watch with an ERROR event (a client-go reflector relists on either). The watch is asked upstream for nothing, so
+// that the event is in the encoding the caller asked for, after the caller's RBAC was checked.
+func (p *Proxy) expire(w http.ResponseWriter, r *http.Request, req *Request, u *upstream) {
+	if req.Verb == "list" {
+		refuse(w, http.StatusGone, string(metav1.StatusReasonExpired), "%v", errServedUnderOther)
+		return
+	}
+	p.askForNothing(w, r, req, u, staleView)
+}
+
+// errServedUnderOther is a request resuming from a resourceVersion served under another view.
+var errServedUnderOther = errors.New("the shard's namespaces changed since this resourceVersion was served; list again")
+
 // filtered sends a list or watch of a sharded resource across namespaces with the shard's filter.
-func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, count func(string), unchanged func(*config.Ownership) bool) {
+func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, count func(string), a answering) {
 	owned := own.Owned()
 	key := filter.ProbeKey{Cluster: req.Cluster, GroupResource: req.groupResource()}
 	mode := filter.Mode(own.FilterMode)
@@ -61,7 +102,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 	switch {
 	case errors.Is(err, filter.ErrOwnsNothing):
 		count("nothing")
-		p.askForNothing(w, r, req, u, unchanged)
+		p.askForNothing(w, r, req, u, a)
 		return
 	case errors.Is(err, filter.ErrBadSelector):
 		refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
@@ -81,14 +122,14 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		if !plan.ClientFilter {
 			keep = nil
 		}
-		forward(u, w, r, req, p.watchResponse(req, keep, unchanged))
+		forward(u, w, r, req, p.watchResponse(req, keep, a))
 		return
 	}
 	if plan.ClientFilter || plan.VerifyShardInfo {
 		// The proxy reads this body, or at least its start: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
-	forward(u, w, r, req, p.listedUnder(req, unchanged, p.listResponse(req, key, plan, keep)))
+	forward(u, w, r, req, p.listedUnder(req, a, p.listResponse(req, key, plan, keep)))
 }
 
 // listResponse checks a list response as plan says: that the server filtered it (metadata.shardInfo), else
@@ -182,7 +223,7 @@ func (p *Proxy) probe(r *http.Request, req *Request, u *upstream, owned shard.Se
 // watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all), and ends it
 // with a 410 Expired ERROR event once an ownership is no longer one under which the watch is unchanged, so the
 // client relists.
-func (p *Proxy) watchResponse(req *Request, keep func(string) bool, unchanged func(*config.Ownership) bool) func(*http.Response) error {
+func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering) func(*http.Response) error {
 	if req.Verb != "watch" {
 		return nil
 	}
@@ -225,9 +266,11 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, unchanged fu
 			}
 			return event, err
 		}
-		body := p.watches.track(resp.Body, next, expired, unchanged)
+		body := p.watches.track(resp.Body, next, expired, a.unchanged)
 		// The ownership may have changed while the request was upstream, after the last look at the watches.
-		if !unchanged(p.ownership()) {
+		if a.unchanged(p.ownership()) {
+			a.served()
+		} else {
 			body.end()
 		}
 		resp.Body = body
@@ -236,7 +279,7 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, unchanged fu
 }
 
 // askForNothing sends the request upstream with a field selector no object matches.
-func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, unchanged func(*config.Ownership) bool) {
+func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, a answering) {
 	r = r.Clone(r.Context())
 	q := r.URL.Query()
 	if fs := q.Get("fieldSelector"); fs != "" {
@@ -245,7 +288,7 @@ func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Reque
 		q.Set("fieldSelector", nothingSelector)
 	}
 	r.URL.RawQuery = q.Encode()
-	forward(u, w, r, req, p.listedUnder(req, unchanged, p.watchResponse(req, nil, unchanged)))
+	forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, a)))
 }
 
 // errListedUnderOther is a list answered after the ownership it was asked under changed.
@@ -255,7 +298,8 @@ var errListedUnderOther = errors.New("the shard's namespaces changed while the l
 // the list no longer shows what the shard owns: its client would keep objects of namespaces the shard gave up, or
 // miss those it got, and the watch it starts next, narrowed to the new ownership, would never tell it. The refusal
 // is 410 Expired, on which a client-go reflector lists again. A watch is ended instead (watchResponse, settle).
-func (p *Proxy) listedUnder(req *Request, unchanged func(*config.Ownership) bool, next func(*http.Response) error) func(*http.Response) error {
+// A list not refused is served under its view, which the watch from its resourceVersion is checked against.
+func (p *Proxy) listedUnder(req *Request, a answering, next func(*http.Response) error) func(*http.Response) error {
 	if req.Verb != "list" {
 		return next
 	}
@@ -265,10 +309,14 @@ func (p *Proxy) listedUnder(req *Request, unchanged func(*config.Ownership) bool
 				return err
 			}
 		}
-		if resp.StatusCode == http.StatusOK && !unchanged(p.ownership()) {
+		if resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		if !a.unchanged(p.ownership()) {
 			resp.Body.Close()
 			return errListedUnderOther
 		}
+		a.served()
 		return nil
 	}
 }

@@ -44,7 +44,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: durationBuckets,
 		}, []string{"verb", "cluster"}),
 		listWatches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fedmesh_proxy_list_watch_total", Help: "Lists and watches of sharded resources, by the filter that narrowed them (server, label, client, none).",
+			Name: "fedmesh_proxy_list_watch_total", Help: "Lists and watches, by the filter that narrowed them (server, label, client, none), nothing when the shard sees none of what they ask, " +
+				"expired when refused with 410 for resuming from a resourceVersion served under another view of the shard's namespaces.",
 		}, []string{"verb", "resource", "filter", "cluster"}),
 		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fedmesh_proxy_fenced_writes_total", Help: "Writes refused because another shard owns the namespace.",

@@ -47,6 +47,7 @@ type Proxy struct {
 	scopes  *scopes
 	prober  *filter.Prober
 	watches *watches
+	served  *servedViews
 	engine  *breaker.Engine
 	metrics *metrics
 	log     logr.Logger
@@ -77,6 +78,7 @@ func New(opts Options) (*Proxy, error) {
 		scopes:  newScopes(),
 		prober:  &filter.Prober{},
 		watches: newWatches(),
+		served:  newServedViews(),
 		metrics: newMetrics(reg),
 		log:     opts.Log,
 		members: map[string]*upstream{},

@@ -30,7 +30,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		forward(u, w, r, req, nil) // discovery, OpenAPI, /version, health: the same for every shard
 		return
 	}
-	write := isWrite(req.Verb) || req.connects()
+	write := writes(req)
 	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
 	// pod or service proxy requests are fenced like writes but change no object, and their connections may stay
@@ -108,6 +108,31 @@ func (req *Request) connects() bool {
 		return req.Subresource == "exec" || req.Subresource == "attach" || req.Subresource == "portforward" || req.Subresource == "proxy"
 	case "services":
 		return req.Subresource == "proxy"
+	}
+	return false
+}
+
+// writes reports whether req is fenced as a write: it changes objects (reviews aside, which store nothing), or
+// acts in a namespace (connects).
+func writes(req *Request) bool {
+	return (isWrite(req.Verb) && !reviews(req)) || req.connects()
+}
+
+// reviews reports whether req asks the API server to review a token or an access: a create that is answered and
+// stored nowhere, so a read, on every shard (controller-runtime's authenticated metrics endpoint sends them on every
+// scrape). Named one by one: a resource that is only ever created is not a read for that (a pod's binding).
+func reviews(req *Request) bool {
+	if req.Verb != "create" || req.Subresource != "" {
+		return false
+	}
+	switch req.APIGroup {
+	case "authentication.k8s.io":
+		return req.Resource == "tokenreviews" || req.Resource == "selfsubjectreviews"
+	case "authorization.k8s.io":
+		switch req.Resource {
+		case "subjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews", "localsubjectaccessreviews":
+			return true
+		}
 	}
 	return false
 }

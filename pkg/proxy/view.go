@@ -37,14 +37,14 @@ func viewOf(own *config.Ownership, req *Request, namespaced bool) view {
 			return view{shows: showsAll}
 		}
 		return view{shows: showsNothing}
+	case !own.Sharded(req.groupResource()):
+		return view{shows: showsAll} // in one namespace as across them; its writes stay fenced
 	case req.Namespace != "":
 		// One namespace: all of it or nothing.
 		if own.Owned().ContainsNamespace(req.Namespace) {
 			return view{shows: showsAll}
 		}
 		return view{shows: showsNothing}
-	case !own.Sharded(req.groupResource()):
-		return view{shows: showsAll}
 	}
 	return view{shows: showsOwned, owned: own.Owned(), mode: string(own.FilterMode)}
 }

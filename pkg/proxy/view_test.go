@@ -42,6 +42,11 @@ func TestViewChanges(t *testing.T) {
 	pods := req(request.RequestInfo{Verb: "watch", Resource: "pods"})
 	podsInTeamA := req(request.RequestInfo{Verb: "watch", Resource: "pods", Namespace: ns})
 	configMaps := req(request.RequestInfo{Verb: "watch", Resource: "configmaps"})
+	configMapsInTeamA := req(request.RequestInfo{Verb: "watch", Resource: "configmaps", Namespace: ns})
+	podsOnlyLostTeamA := with(func(o *config.Ownership) {
+		o.Assignment = lostTeamA.Assignment
+		o.Resources = podsOnly.Resources
+	})
 	nodes := req(request.RequestInfo{Verb: "watch", Resource: "nodes"})
 	for _, tc := range []struct {
 		name       string
@@ -63,6 +68,8 @@ func TestViewChanges(t *testing.T) {
 			*o = *moved
 			o.Resources = []schema.GroupResource{{Resource: "pods"}}
 		}), true},
+		{"the namespace moved away: a resource not sharded", configMapsInTeamA, true, podsOnly, podsOnlyLostTeamA, true},
+		{"the namespace moved away: a resource no longer sharded", configMapsInTeamA, true, lostTeamA, podsOnlyLostTeamA, false},
 		{"the filter mode changed", pods, true, base, labelMode, false},
 		{"the lease lapsed", podsInTeamA, true, base, nil, false},
 		{"the lease lapsed: nothing shown stays nothing", nodes, false, lostClusterScoped, nil, true},
@@ -74,5 +81,33 @@ func TestViewChanges(t *testing.T) {
 				t.Errorf("unchanged = %v, want %v", got, tc.unchanged)
 			}
 		})
+	}
+}
+
+// What a list or watch shows: a resource not sharded is shown whole, in a namespace of another shard too.
+func TestViewOf(t *testing.T) {
+	ns := "team-a"
+	h := shard.NamespaceHash(ns)
+	teamA := shard.NewSet(shard.Range{First: h, Last: h})
+	own := &config.Ownership{Shard: 1, ClusterScopedShard: 0, Assignment: shard.Assignment{0: teamA.Complement(), 1: teamA},
+		Resources: []schema.GroupResource{{Resource: "secrets"}}}
+	for _, tc := range []struct {
+		name       string
+		own        *config.Ownership
+		req        Request
+		namespaced bool
+		shows      showing
+	}{
+		{"a sharded resource across namespaces", own, req(request.RequestInfo{Verb: "list", Resource: "secrets"}), true, showsOwned},
+		{"a sharded resource in an owned namespace", own, req(request.RequestInfo{Verb: "list", Resource: "secrets", Namespace: ns}), true, showsAll},
+		{"a sharded resource in another shard's namespace", own, req(request.RequestInfo{Verb: "list", Resource: "secrets", Namespace: "other"}), true, showsNothing},
+		{"a resource not sharded across namespaces", own, req(request.RequestInfo{Verb: "list", Resource: "configmaps"}), true, showsAll},
+		{"a resource not sharded in another shard's namespace", own, req(request.RequestInfo{Verb: "watch", Resource: "configmaps", Namespace: "other"}), true, showsAll},
+		{"a resource not sharded without an ownership", nil, req(request.RequestInfo{Verb: "list", Resource: "configmaps", Namespace: "other"}), true, showsNothing},
+		{"cluster-scoped objects of another shard", own, req(request.RequestInfo{Verb: "list", Resource: "nodes"}), false, showsNothing},
+	} {
+		if got := viewOf(tc.own, &tc.req, tc.namespaced).shows; got != tc.shows {
+			t.Errorf("%s: shows %d, want %d", tc.name, got, tc.shows)
+		}
 	}
 }
