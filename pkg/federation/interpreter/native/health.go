@@ -57,11 +57,24 @@ func deploymentHealthy(d *appsv1.Deployment) bool {
 		s.AvailableReplicas >= want
 }
 
-// statefulSetHealthy: the controller has seen the latest spec and every wanted replica is updated and available.
+// statefulSetHealthy: the controller has seen the latest spec, every wanted replica is available, and as many are
+// updated as the update strategy asks for. As kubectl rollout status and Argo CD judge, a rolling update held at a
+// partition keeps the ordinals below it on the old revision on purpose (a canary), and OnDelete updates a pod only
+// when someone deletes it: neither is a failure, and judged one, application failover would evict the workload.
 func statefulSetHealthy(s *appsv1.StatefulSet) bool {
 	want := replicas(s.Spec.Replicas)
-	return s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == want &&
-		s.Status.AvailableReplicas >= want
+	if s.Status.ObservedGeneration < s.Generation || s.Status.AvailableReplicas < want {
+		return false
+	}
+	strategy := s.Spec.UpdateStrategy
+	if strategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return true
+	}
+	var partition int32
+	if strategy.RollingUpdate != nil && strategy.RollingUpdate.Partition != nil {
+		partition = min(max(*strategy.RollingUpdate.Partition, 0), want)
+	}
+	return s.Status.UpdatedReplicas >= want-partition
 }
 
 // replicaSetHealthy: the controller has seen the latest spec and every wanted replica is available.
@@ -69,12 +82,15 @@ func replicaSetHealthy(r *appsv1.ReplicaSet) bool {
 	return r.Status.ObservedGeneration >= r.Generation && r.Status.AvailableReplicas >= replicas(r.Spec.Replicas)
 }
 
-// daemonSetHealthy: the controller has seen the latest spec and every node that should run a pod runs an updated,
-// available one.
+// daemonSetHealthy: the controller has seen the latest spec and every node that should run a pod runs an
+// available one, updated unless the DaemonSet updates OnDelete (a pod only when someone deletes it).
 func daemonSetHealthy(d *appsv1.DaemonSet) bool {
 	s := d.Status
-	return s.ObservedGeneration >= d.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
-		s.NumberAvailable == s.DesiredNumberScheduled
+	if s.ObservedGeneration < d.Generation || s.NumberAvailable != s.DesiredNumberScheduled {
+		return false
+	}
+	return d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType ||
+		s.UpdatedNumberScheduled == s.DesiredNumberScheduled
 }
 
 // serviceHealthy: a LoadBalancer Service has an ingress point; other Services are healthy once they exist.
