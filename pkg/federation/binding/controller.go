@@ -211,7 +211,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 		return err
 	}
 	template := stripServerFields(current)
-	in := renderInput{binding: b, template: template}
+	in := renderInput{binding: b, template: template, generation: current.GetGeneration()}
 	if b.Spec.PropagateDeps {
 		if in.deps, o.missingDeps, err = r.dependencies(ctx, client.ObjectKeyFromObject(b), template); err != nil {
 			return err
@@ -267,7 +267,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			desired[tc.Name].Name = name
 		}
 	}
-	turns, err := pace(b, template, current.GetGeneration(), desired, o.works)
+	turns, err := pace(b, template, desired, o.works)
 	if err != nil {
 		// Written unpaced, the Works would roll every cluster at once: they wait for the cause to be fixed.
 		r.event(b, corev1.EventTypeWarning, "RolloutPaceFailed", "no Work written: %v", err)

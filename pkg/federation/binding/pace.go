@@ -27,9 +27,9 @@ type pacing struct {
 
 // pace gives each cluster of desired (the Works just rendered, by cluster) its turn in the template's rollout,
 // when the binding paces it across clusters (rolloutScope Federation) and the template can be paced: every
-// workload gets the template generation it comes from, and each cluster not Idle its grant (package rollout).
+// workload gets its pod template's hash, and each cluster not Idle its grant (package rollout).
 // existing are the clusters' Works as they are. It returns nil when the rollout is not paced.
-func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, generation int64, desired, existing map[string]*workv1alpha1.Work) (*pacing, error) {
+func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, desired, existing map[string]*workv1alpha1.Work) (*pacing, error) {
 	if b.Spec.RolloutScope != policyv1alpha1.FederationRolloutScope || !rollout.Paced(template) || len(desired) == 0 {
 		return nil, nil
 	}
@@ -89,7 +89,7 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 			shown = rollout.Rolling // its turn starts with this write
 		}
 		p.phases[m.Name] = shown
-		if err := rollout.Amend(workloads[m.Name], generation, m.Phase, p.grants[m.Name]); err != nil {
+		if err := rollout.Amend(workloads[m.Name], m.Phase, p.grants[m.Name]); err != nil {
 			return nil, fmt.Errorf("the rollout in %s: %w", m.Name, err)
 		}
 		raw, err := json.Marshal(workloads[m.Name].Object)

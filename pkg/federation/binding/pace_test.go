@@ -84,7 +84,7 @@ func TestPacedRollout(t *testing.T) {
 	// their pods still on the old image. Resumed, the clusters take turns again.
 	touch(ctx, t, h, b, editTemplate(ctx, t, h, withImage("nginx:1.29"), func(d *appsv1.Deployment) { d.Spec.Paused = true }))
 	for _, w := range []string{work1, work2} {
-		waitTurn(ctx, t, h, w, "nginx:1.29", turn{paused: true, unavailable: "25%"})
+		waitTurn(ctx, t, h, w, "nginx:1.29", turn{generation: 3, paused: true, unavailable: "25%"})
 		report(ctx, t, h, w, 2, 0, 2, 3)
 	}
 	touch(ctx, t, h, b, editTemplate(ctx, t, h, func(d *appsv1.Deployment) { d.Spec.Paused = false }))
@@ -107,7 +107,7 @@ func TestPacedRollout(t *testing.T) {
 		return h.Update(ctx, b)
 	}))
 	for _, w := range []string{work1, work2} {
-		waitTurn(ctx, t, h, w, "nginx:1.30", turn{unavailable: "25%"})
+		waitTurn(ctx, t, h, w, "nginx:1.30", turn{generation: 5, unavailable: "25%"})
 	}
 	waitPacedEvent(ctx, t, h, b, "RolloutUnpaced", "the rollout is no longer paced across clusters (rolloutScope is no longer Federation): each cluster rolls on its own")
 }
@@ -135,7 +135,7 @@ func editTemplate(ctx context.Context, t *testing.T, h client.Client, edits ...f
 
 // turn is what a cluster's Work should show of its rollout.
 type turn struct {
-	// generation is the template generation stamped on the workload; 0: none.
+	// generation is the template generation stamped on the workload (every one, paced or not).
 	generation int64
 	// phase is the Work's rollout phase annotation; "" for none.
 	phase string
@@ -177,7 +177,7 @@ func report(ctx context.Context, t *testing.T, h client.Client, name string, rep
 	must(t, err)
 	st := map[string]any{"replicas": replicas, "updatedReplicas": updated, "availableReplicas": available,
 		"unavailableReplicas": replicas - available, "readyReplicas": available,
-		"generation": w.Generation, "observedGeneration": w.Generation, "templateGeneration": tg}
+		"generation": w.Generation, "observedGeneration": w.Generation, "resourceTemplateGeneration": tg}
 	if hash, ok := ms[0].GetAnnotations()[names.PodTemplateHashAnnotation]; ok {
 		st["podTemplateHash"] = hash
 	}

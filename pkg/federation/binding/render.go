@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +44,15 @@ type renderInput struct {
 	template *unstructured.Unstructured
 	deps     []*unstructured.Unstructured
 	policies override.Policies
+	// generation is the template's metadata.generation, which stripping removed.
+	generation int64
 }
 
 // render builds the Work of in.binding for target: the template revised to the cluster's replicas and given the
 // labels of state a failover preserved (scheduler.PreservedLabels), then every manifest overridden for the
-// cluster. The Work has no owner reference yet, and its plain name (names.Work): a new Work whose plain name another
-// binding's or cluster's Work holds is named otherwise (workName).
+// cluster, and the workload stamped with the template's generation (stampGeneration). The Work has no owner
+// reference yet, and its plain name (names.Work): a new Work whose plain name another binding's or cluster's Work
+// holds is named otherwise (workName).
 func render(ctx context.Context, in renderInput, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
 	b := in.binding
 	workload := in.template
@@ -71,7 +75,7 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 	}
 	var manifests []workv1alpha1.Manifest
 	var applied []string
-	for _, obj := range append([]*unstructured.Unstructured{workload}, in.deps...) {
+	for i, obj := range append([]*unstructured.Unstructured{workload}, in.deps...) {
 		out, used, err := override.Apply(obj, cluster, in.policies)
 		if err != nil {
 			return nil, err
@@ -80,6 +84,9 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 			if !slices.Contains(applied, u) {
 				applied = append(applied, u)
 			}
+		}
+		if i == 0 && in.generation > 0 { // the workload; each dependency has a template of its own
+			stampGeneration(out, in.generation)
 		}
 		raw, err := json.Marshal(out.Object)
 		if err != nil {
@@ -104,6 +111,19 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 		w.Annotations = map[string]string{AppliedOverridesAnnotation: strings.Join(applied, ",")}
 	}
 	return w, nil
+}
+
+// stampGeneration writes into the workload the generation of the template it was rendered from
+// (interpreter.TemplateGenerationAnnotation), after the overrides, which must not change it: the member's status
+// then tells which template generation it has. It changes only with the template's spec, so a Work is not
+// rewritten when only the template's metadata or status changes.
+func stampGeneration(workload *unstructured.Unstructured, generation int64) {
+	annotations := workload.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[interpreter.TemplateGenerationAnnotation] = strconv.FormatInt(generation, 10)
+	workload.SetAnnotations(annotations)
 }
 
 // suspended is the Work's suspendDispatching: true when the binding suspends dispatching everywhere or to cluster.

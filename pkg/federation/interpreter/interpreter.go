@@ -39,9 +39,10 @@ const (
 	// the member's HPA) instead of the scheduler's share.
 	RetainReplicasLabel = "work.fedmesh.io/retain-replicas"
 
-	// TemplateGenerationAnnotation on a member's object is the template generation it was last applied from. When
-	// present, status aggregation only reports the template's generation as observed once every member has it.
-	TemplateGenerationAnnotation = "work.fedmesh.io/template-generation"
+	// TemplateGenerationAnnotation on the workload of a Work, and so on the member's object, is the generation of
+	// the template it was rendered from: status aggregation reports the template's generation as observed only once
+	// every member has caught up with it. Karmada's key, which Karmada's status scripts read.
+	TemplateGenerationAnnotation = "resourcetemplate.karmada.io/generation"
 )
 
 // ReplicaInterpreter finds the replica count of a template and what each replica needs.

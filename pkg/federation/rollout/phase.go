@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
@@ -145,15 +144,15 @@ func workloadStatus(w *workv1alpha1.Work) *memberStatus {
 	return nil
 }
 
-// Amend writes into workload, a cluster's rendered Deployment, the template generation it comes from and the hash
-// of its pod template (which its reported status then carries) and, for a cluster in phase Rolling or Waiting, its grant: its share of the budget,
-// or paused and marked held.
-func Amend(workload *unstructured.Unstructured, generation int64, phase Phase, g Grant) error {
+// Amend writes into workload, a cluster's rendered Deployment (which rendering stamped with the template generation
+// it comes from, interpreter.TemplateGenerationAnnotation), the hash of its pod template (which its reported status
+// then carries) and, for a cluster in phase Rolling or Waiting, its grant: its share of the budget, or paused and
+// marked held.
+func Amend(workload *unstructured.Unstructured, phase Phase, g Grant) error {
 	annotations := workload.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[interpreter.TemplateGenerationAnnotation] = strconv.FormatInt(generation, 10)
 	hash, err := PodTemplateHash(workload)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
@@ -27,7 +26,7 @@ func paced(t *testing.T, image string, held bool) *unstructured.Unstructured {
 	t.Helper()
 	u := deploy(image)
 	g := Grant{Hold: held, MaxUnavailable: 1}
-	if err := Amend(u, 7, Waiting, g); err != nil {
+	if err := Amend(u, Waiting, g); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -154,20 +153,20 @@ func TestClassify(t *testing.T) {
 func TestAmend(t *testing.T) {
 	t.Run("held: paused and marked", func(t *testing.T) {
 		u := deploy("v2")
-		if err := Amend(u, 7, Waiting, Grant{Hold: true}); err != nil {
+		if err := Amend(u, Waiting, Grant{Hold: true}); err != nil {
 			t.Fatal(err)
 		}
 		paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
 		a := u.GetAnnotations()
 		want, _ := PodTemplateHash(deploy("v2"))
-		if !paused || a[names.RolloutHeldAnnotation] != "true" || a[interpreter.TemplateGenerationAnnotation] != "7" || a[names.PodTemplateHashAnnotation] != want {
+		if !paused || a[names.RolloutHeldAnnotation] != "true" || a[names.PodTemplateHashAnnotation] != want {
 			t.Errorf("paused %v, annotations %v", paused, a)
 		}
 	})
 	t.Run("a turn: the grant as the strategy, not paused", func(t *testing.T) {
 		u := deploy("v2")
 		u.SetAnnotations(map[string]string{names.RolloutHeldAnnotation: "true", "kept": "yes"})
-		if err := Amend(u, 7, Waiting, Grant{MaxUnavailable: 1, MaxSurge: 2}); err != nil {
+		if err := Amend(u, Waiting, Grant{MaxUnavailable: 1, MaxSurge: 2}); err != nil {
 			t.Fatal(err)
 		}
 		ru, _, _ := unstructured.NestedMap(u.Object, "spec", "strategy", "rollingUpdate")
@@ -177,13 +176,14 @@ func TestAmend(t *testing.T) {
 			t.Errorf("rollingUpdate %v, paused %v, annotations %v", ru, paused, a)
 		}
 	})
-	t.Run("idle: only the generation", func(t *testing.T) {
+	t.Run("idle: only the pod template's hash", func(t *testing.T) {
 		u := deploy("v2")
-		if err := Amend(u, 7, Idle, Grant{}); err != nil {
+		if err := Amend(u, Idle, Grant{}); err != nil {
 			t.Fatal(err)
 		}
 		_, has, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "strategy")
-		if has || u.GetAnnotations()[interpreter.TemplateGenerationAnnotation] != "7" {
+		want, _ := PodTemplateHash(deploy("v2"))
+		if has || u.GetAnnotations()[names.PodTemplateHashAnnotation] != want {
 			t.Errorf("strategy set %v, annotations %v", has, u.GetAnnotations())
 		}
 	})
@@ -214,7 +214,7 @@ func TestPaced(t *testing.T) {
 
 func TestGranted(t *testing.T) {
 	rolled := deploy("app:2")
-	if err := Amend(rolled, 3, Rolling, Grant{MaxUnavailable: 2, MaxSurge: 1}); err != nil {
+	if err := Amend(rolled, Rolling, Grant{MaxUnavailable: 2, MaxSurge: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := Granted(inTurn(work(t, rolled, nil))); got != (Grant{MaxUnavailable: 2, MaxSurge: 1}) {

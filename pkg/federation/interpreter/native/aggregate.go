@@ -54,8 +54,9 @@ func status(obj *unstructured.Unstructured) map[string]any {
 }
 
 // aggregateCounts sums the kind's counters over the clusters. observedGeneration becomes the template's generation
-// once every cluster reports a status in which the member has observed its own generation and, when the member
-// says which template generation it was applied from, that is the template's; until then it stays as it was.
+// once every cluster has applied its latest Work and reports a status of the copy rendered from that template
+// generation (memberCaughtUp); until then it stays as it was, so that kubectl rollout status, helm --wait or
+// Argo CD do not take the members' old copies for the new spec rolled out.
 func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) error {
 	kind := countedKinds[obj.GroupVersionKind()]
 	sums := make(map[string]int64, len(kind.fields))
@@ -83,8 +84,8 @@ func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.Aggreg
 				disrupted[name] = t
 			}
 		}
-		if kind.generation && !memberCaughtUp(s, obj.GetGeneration()) {
-			caughtUp = false
+		if kind.generation && (!items[i].Applied || !memberCaughtUp(s, obj.GetGeneration())) {
+			caughtUp = false // its status is of a copy older than the Work: the latest manifests are not applied yet
 		}
 	}
 	st := status(obj)
@@ -103,14 +104,14 @@ func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.Aggreg
 	return nil
 }
 
+// memberCaughtUp reports whether s, a member's reflected status, is of the copy rendered from templateGeneration
+// and the member's controller has observed that copy's spec. The member's own generations alone cannot tell: a
+// status read before the new copy reached the member shows the old copy, settled.
 func memberCaughtUp(s map[string]any, templateGeneration int64) bool {
 	og, _, _ := nestedInt(s, "observedGeneration")
 	gen, _, _ := nestedInt(s, generationKey)
-	if og < gen {
-		return false
-	}
-	tg, ok, _ := nestedInt(s, templateGenerationKey)
-	return !ok || tg == templateGeneration
+	tg, _, _ := nestedInt(s, templateGenerationKey)
+	return og >= gen && tg == templateGeneration
 }
 
 // aggregateLoadBalancer lists every cluster's load-balancer ingress points, each once, in cluster order. A Service

@@ -59,8 +59,9 @@ var countedKinds = map[schema.GroupVersionKind]counted{
 const (
 	// generationKey is the member object's metadata.generation.
 	generationKey = "generation"
-	// templateGenerationKey is the member object's interpreter.TemplateGenerationAnnotation.
-	templateGenerationKey = "templateGeneration"
+	// templateGenerationKey is the member object's interpreter.TemplateGenerationAnnotation: the generation of the
+	// template its spec was rendered from. Karmada's reflected statuses name it so.
+	templateGenerationKey = "resourceTemplateGeneration"
 	// podTemplateHashKey is the member object's names.PodTemplateHashAnnotation.
 	podTemplateHashKey = "podTemplateHash"
 )
