@@ -152,8 +152,8 @@ type Outcome struct {
 	Err error
 	// Canceled means the caller went away first: neither a success nor a failure of the upstream.
 	Canceled bool
-	// Unsent means the request never reached the upstream (its caller left while it waited): its rate-limit
-	// tokens are given back.
+	// Unsent means the request never reached the upstream (its caller left while it waited, or the handler
+	// answered it itself): its rate-limit tokens are given back.
 	Unsent bool
 	// Latency is the time from forwarding to the response headers (or to the end, for short requests).
 	Latency time.Duration

@@ -1,9 +1,11 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +47,9 @@ type circuit struct {
 
 	mu        sync.Mutex
 	byCluster map[string]*clusterBreaker
+	// retired is set once a policy update replaced or dropped the rule: requests admitted before may still report
+	// to its breakers, but their changes are no longer the observer's business.
+	retired atomic.Bool
 }
 
 type clusterBreaker struct {
@@ -84,7 +89,9 @@ func (c *circuit) forCluster(cluster string) *clusterBreaker {
 			if to == gobreaker.StateOpen {
 				b.openedAt.Store(time.Now().UnixNano())
 			}
-			c.observer.BreakerChanged(r.Name, cluster, BreakerState(from), BreakerState(to))
+			if !c.retired.Load() {
+				c.observer.BreakerChanged(r.Name, cluster, BreakerState(from), BreakerState(to))
+			}
 		},
 	})
 	c.byCluster[cluster] = b
@@ -118,6 +125,23 @@ func (c *circuit) allow(cluster string) (probe, *Decision) {
 	d := reject(503, ReasonServiceUnavailable, CauseBreaker, c.rule.Name, retryAfter,
 		fmt.Sprintf("upstream cluster %q is failing: circuit breaker %q is %s", cluster, c.rule.Name, state))
 	return probe{}, &d
+}
+
+// retire tells the observer that c's breakers are gone: restarted closed when replaced (a rule of the same name
+// with other settings), removed otherwise. A change a breaker makes while it is read here is either told before
+// (under the breaker's lock, which reading its state waits for) or not at all.
+func (c *circuit) retire(replaced bool) {
+	c.retired.Store(true)
+	statuses := c.statuses()
+	slices.SortFunc(statuses, func(a, b BreakerStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	for _, s := range statuses {
+		switch {
+		case !replaced:
+			c.observer.BreakerRemoved(s.Rule, s.Cluster)
+		case s.State != BreakerClosed:
+			c.observer.BreakerChanged(s.Rule, s.Cluster, s.State, BreakerClosed)
+		}
+	}
 }
 
 func (c *circuit) statuses() []BreakerStatus {

@@ -59,6 +59,7 @@ func New(p Policy, opts Options) (*Engine, error) {
 
 // Update validates p and makes it current. On error the current policy stays. Rules whose name (and, for
 // breakers, settings) are unchanged keep their state: an open breaker stays open, a drained bucket stays drained.
+// A breaker rule with changed settings starts closed, and the Observer is told so; one dropped is told removed.
 func (e *Engine) Update(p Policy) error {
 	if err := Validate(p); err != nil {
 		return fmt.Errorf("invalid traffic policy: %w", err)
@@ -74,6 +75,14 @@ func (e *Engine) Update(p Policy) error {
 	for _, r := range p.Breakers {
 		old := findByName(prev.breakers, r.Name, func(c *circuit) string { return c.rule.Name })
 		next.breakers = append(next.breakers, newCircuit(r, deref(old), e.opts.Observer))
+	}
+	// Before the new policy is seen, so the observer hears of no breaker of a new rule before the old one's end.
+	for _, old := range prev.breakers {
+		if slices.Contains(next.breakers, old) {
+			continue
+		}
+		replaced := findByName(p.Breakers, old.rule.Name, func(r BreakerRule) string { return r.Name }) != nil
+		old.retire(replaced)
 	}
 	for _, r := range p.InFlight {
 		next.inFlight = append(next.inFlight, newInFlightCap(r,

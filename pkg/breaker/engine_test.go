@@ -80,3 +80,50 @@ func TestUpdateRejectsInvalidPolicy(t *testing.T) {
 		t.Errorf("after a refused Update the policy is %+v, want the previous one", got)
 	}
 }
+
+// An Update tells the observer of every breaker whose rule it restarts or drops, and nothing of one it keeps; a
+// request admitted under the old rule that reports afterwards changes nothing the observer sees.
+func TestUpdateTellsObserverOfRetiredBreakers(t *testing.T) {
+	open := BreakerRule{Name: "b", ConsecutiveFailures: 1, OpenTimeout: time.Hour}
+	for _, tt := range []struct {
+		name string
+		next []BreakerRule
+		want string
+	}{
+		// The rule is still in force: the late report's change is told.
+		{"unchanged", []BreakerRule{open}, "member3:closed->open"},
+		{"settings changed", []BreakerRule{{Name: "b", ConsecutiveFailures: 3, OpenTimeout: time.Hour}}, "member1:open->closed member2:open->closed"},
+		{"removed", nil, "removed member1 removed member2 removed member3"},
+		{"renamed", []BreakerRule{{Name: "c", ConsecutiveFailures: 1, OpenTimeout: time.Hour}}, "removed member1 removed member2 removed member3"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &transitions{}
+			obs := tr.observer().(ObserverFuncs)
+			obs.BreakerRemovedFunc = func(rule, cluster string) {
+				tr.mu.Lock()
+				defer tr.mu.Unlock()
+				tr.got = append(tr.got, "removed "+cluster)
+			}
+			e, err := New(Policy{Breakers: []BreakerRule{open}}, Options{Observer: obs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cluster := range []string{"member1", "member2"} {
+				r := Request{Verb: "get", Cluster: cluster}
+				e.Done(r, e.Decide(r), Outcome{Code: 500})
+			}
+			// member3's breaker is created and admits a request, which reports only after the update.
+			late := Request{Verb: "get", Cluster: "member3"}
+			lateDecision := e.Decide(late)
+			tr.got = nil
+
+			if err := e.Update(Policy{Breakers: tt.next}); err != nil {
+				t.Fatal(err)
+			}
+			e.Done(late, lateDecision, Outcome{Code: 500})
+			if got := tr.String(); got != tt.want {
+				t.Errorf("observer heard %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 // Middleware applies engine's decisions to requests before next (the upstream proxy) sees them: a Reject is
 // answered with a Kubernetes Status and Retry-After, a Delay waits (or gives up if the caller leaves), and the
-// outcome of every forwarded request goes back to the engine.
+// outcome of every forwarded request goes back to the engine. Only a request next marks as Sent is judged: an
+// answer next gives itself (a refusal, a 404) says nothing of the upstream, and counts neither way.
 //
 // Latency is measured from forwarding, so rate-limit waits and injected delays never trip a latency breaker. For
 // long-running requests (classify sets Request.LongRunning) the outcome is reported when the response headers are
@@ -48,9 +49,10 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 				o.Latency = engine.opts.Clock.Now().Sub(start)
 				// A caller that left is no outcome of the upstream's, whether the copy then broke (the panic
 				// below) or not.
-				if req.Context().Err() != nil || rw.excused {
+				if req.Context().Err() != nil || rw.excused || !rw.sent {
 					o.Canceled = true
 				}
+				o.Unsent = o.Unsent || !rw.sent
 				engine.Done(r, d, o)
 			})
 		}
@@ -73,22 +75,38 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 	})
 }
 
+// Sent tells the Middleware that the request is going to the upstream, so that the response written to w is the
+// upstream's outcome for its breakers to judge. A response the handler gives without calling Sent is its own
+// answer: it counts neither as a success nor as a failure, so a half-open breaker's probe is not spent on it. It
+// marks the writer the Middleware handed on (or one that wraps it and unwraps to it).
+func Sent(w http.ResponseWriter) {
+	if ow := outcomeWriterOf(w); ow != nil {
+		ow.sent = true
+	}
+}
+
 // Excuse tells the Middleware that the response it is writing to w, whatever its code, is no outcome of the
-// upstream's: the handler gave up on the request itself (the proxy's own deadline on a write, say). Like a caller
-// that left, it counts neither as a success nor as a failure. It marks the writer the Middleware handed on (or one
-// that wraps it and unwraps to it), so it costs the requests that are not excused nothing.
+// upstream's even though the request was Sent: the handler gave up on the request itself (the proxy's own deadline
+// on a write, say). Like a caller that left, it counts neither as a success nor as a failure.
 func Excuse(w http.ResponseWriter) {
+	if ow := outcomeWriterOf(w); ow != nil {
+		ow.excused = true
+	}
+}
+
+// outcomeWriterOf finds the Middleware's writer in w's chain of wrappers, or nil.
+func outcomeWriterOf(w http.ResponseWriter) *outcomeWriter {
 	for w != nil {
 		if ow, ok := w.(*outcomeWriter); ok {
-			ow.excused = true
-			return
+			return ow
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
-			return
+			return nil
 		}
 		w = u.Unwrap()
 	}
+	return nil
 }
 
 // WriteStatus answers a Reject decision with a metav1.Status body and, when set, a Retry-After header.
@@ -115,6 +133,7 @@ type outcomeWriter struct {
 	http.ResponseWriter
 	code     int
 	onHeader func(code int)
+	sent     bool // set by Sent, in the handler's goroutine
 	excused  bool // set by Excuse, in the handler's goroutine
 }
 

@@ -35,6 +35,7 @@ type upstream struct {
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	Sent(w)
 	u.calls.Add(1)
 	w.WriteHeader(int(u.status.Load()))
 	if r.URL.Query().Get("watch") == "1" {
@@ -195,6 +196,7 @@ func TestMiddlewareExcusedResponseIsNoFailure(t *testing.T) {
 	}
 	var calls atomic.Int32
 	srv := httptest.NewServer(Middleware(e, classifyTestPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Sent(w)
 		calls.Add(1)
 		if r.URL.Query().Get("excuse") == "1" {
 			Excuse(w)
@@ -242,7 +244,10 @@ func TestMiddlewareCallerLeavingMidBodyIsNoFailure(t *testing.T) {
 	rp.ErrorLog = log.New(io.Discard, "", 0)
 	// served is closed once the Middleware has reported the outcome (its deferred report runs before this one).
 	served := make(chan struct{})
-	mw := Middleware(e, classifyTestPath, rp)
+	mw := Middleware(e, classifyTestPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Sent(w)
+		rp.ServeHTTP(w, r)
+	}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(served)
 		mw.ServeHTTP(w, r)
@@ -267,5 +272,47 @@ func TestMiddlewareCallerLeavingMidBodyIsNoFailure(t *testing.T) {
 	}
 	if got := tr.String(); got != "" {
 		t.Errorf("breaker transitions %q after a caller left mid-body, want none", got)
+	}
+}
+
+// An answer the handler gives without sending the request upstream is judged neither way: it does not trip a
+// breaker, and a half-open breaker's probe slot goes to the next request that is sent.
+func TestMiddlewareUnsentAnswerIsNotJudged(t *testing.T) {
+	tr := &transitions{}
+	e, err := New(Policy{Breakers: []BreakerRule{{Name: "upstream", ConsecutiveFailures: 1, OpenTimeout: 300 * time.Millisecond}}},
+		Options{Observer: tr.observer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &upstream{}
+	up.status.Store(http.StatusInternalServerError)
+	srv := httptest.NewServer(Middleware(e, classifyTestPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code := r.URL.Query().Get("local"); code != "" {
+			w.WriteHeader(map[string]int{"403": http.StatusForbidden, "500": http.StatusInternalServerError}[code])
+			return
+		}
+		up.ServeHTTP(w, r)
+	})))
+	t.Cleanup(srv.Close)
+	for range 3 {
+		if resp, _ := get(t, srv.URL+"/clusters/member1/pods?local=500"); resp.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("local 500: %d", resp.StatusCode)
+		}
+	}
+	if got := tr.String(); got != "" {
+		t.Fatalf("transitions %q after answers never sent upstream, want none", got)
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("sent: %d, want the upstream's 500", resp.StatusCode)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods?local=403"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("local 403 while half-open: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, srv.URL+"/clusters/member1/pods"); resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("probe after the local answer: %d, want it sent to the upstream's 500", resp.StatusCode)
+	}
+	if got, want := tr.String(), "member1:closed->open member1:open->half-open member1:half-open->open"; got != want {
+		t.Errorf("transitions %q, want %q: the local 403 must neither close the breaker nor hold its probe", got, want)
 	}
 }

@@ -10,8 +10,11 @@ type Observer interface {
 	// Delayed is called for each part of a Delay decision: a rate-limit wait (CauseRateLimit, "throttled") or an
 	// injected delay (CauseFault).
 	Delayed(r Request, cause Cause, rule string, wait time.Duration)
-	// BreakerChanged is called when the breaker of rule for cluster changes state.
+	// BreakerChanged is called when the breaker of rule for cluster changes state, and with to closed when a
+	// policy update restarts the rule with other settings.
 	BreakerChanged(rule, cluster string, from, to BreakerState)
+	// BreakerRemoved is called when a policy update drops the rule, for each breaker it had.
+	BreakerRemoved(rule, cluster string)
 }
 
 // ObserverFuncs adapts functions to Observer; nil fields are skipped, so ObserverFuncs{} observes nothing.
@@ -19,6 +22,7 @@ type ObserverFuncs struct {
 	RejectedFunc       func(r Request, d Decision)
 	DelayedFunc        func(r Request, cause Cause, rule string, wait time.Duration)
 	BreakerChangedFunc func(rule, cluster string, from, to BreakerState)
+	BreakerRemovedFunc func(rule, cluster string)
 }
 
 var _ Observer = ObserverFuncs{}
@@ -38,5 +42,11 @@ func (f ObserverFuncs) Delayed(r Request, cause Cause, rule string, wait time.Du
 func (f ObserverFuncs) BreakerChanged(rule, cluster string, from, to BreakerState) {
 	if f.BreakerChangedFunc != nil {
 		f.BreakerChangedFunc(rule, cluster, from, to)
+	}
+}
+
+func (f ObserverFuncs) BreakerRemoved(rule, cluster string) {
+	if f.BreakerRemovedFunc != nil {
+		f.BreakerRemovedFunc(rule, cluster)
 	}
 }

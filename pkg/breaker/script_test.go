@@ -175,6 +175,9 @@ func (s *script) observer() Observer {
 		BreakerChangedFunc: func(rule, cluster string, from, to BreakerState) {
 			s.events = append(s.events, fmt.Sprintf("breaker:%s/%s:%s->%s", rule, cluster, from, to))
 		},
+		BreakerRemovedFunc: func(rule, cluster string) {
+			s.events = append(s.events, fmt.Sprintf("breaker:%s/%s:removed", rule, cluster))
+		},
 	}
 }
 

@@ -109,6 +109,10 @@ func (m *metrics) observer() breaker.Observer {
 				m.breakerTrips.WithLabelValues(rule, cluster).Inc()
 			}
 		},
+		// The trips counter stays: it only grows, and the canary analysis reads its increase.
+		BreakerRemovedFunc: func(rule, cluster string) {
+			m.breakerState.DeleteLabelValues(rule, cluster)
+		},
 	}
 }
 

@@ -108,16 +108,29 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() { p.metrics.answered(&req, rec.code(), time.Since(start)) }()
-	p.handler.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestKey{}, &req)))
+	u, ok := p.upstreamFor(req.Cluster)
+	if !ok {
+		// Before the traffic policy: its breakers are kept per cluster, and a caller must not make up clusters
+		// for it to keep.
+		refuse(rec, http.StatusNotFound, string(metav1.StatusReasonNotFound), "cluster %q is not known to this proxy", req.Cluster)
+		return
+	}
+	p.handler.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routedKey{}, routed{req: &req, upstream: u})))
 }
 
-type requestKey struct{}
+// routed is a classified request and the upstream it goes to, handed through the traffic policy to serve.
+type routed struct {
+	req      *Request
+	upstream *upstream
+}
 
-func requestFrom(r *http.Request) *Request { return r.Context().Value(requestKey{}).(*Request) }
+type routedKey struct{}
+
+func routedFrom(r *http.Request) routed { return r.Context().Value(routedKey{}).(routed) }
 
 // policyRequest is what the traffic policy's rules match on.
 func policyRequest(r *http.Request) breaker.Request {
-	req := requestFrom(r)
+	req := routedFrom(r).req
 	return breaker.Request{
 		Verb:        req.Verb,
 		Group:       req.APIGroup,
@@ -225,8 +238,11 @@ func (p *Proxy) rebuildMembers(own *config.Ownership) {
 	p.mu.Unlock()
 }
 
-// forward sends the request upstream, optionally changing the response on its way back.
+// forward sends the request upstream, optionally changing the response on its way back. It is the only way a
+// request reaches an upstream, and the only answers a circuit breaker judges (breaker.Sent): whatever the proxy
+// answers itself says nothing of the upstream's health.
 func forward(u *upstream, w http.ResponseWriter, r *http.Request, req *Request, modify func(*http.Response) error) {
+	breaker.Sent(w)
 	r = r.Clone(r.Context())
 	r.URL.Path, r.URL.RawPath = req.UpstreamPath, ""
 	if modify == nil {

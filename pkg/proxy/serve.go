@@ -20,12 +20,8 @@ import (
 
 // serve applies the shard's ownership to one classified request.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	req := requestFrom(r)
-	u, ok := p.upstreamFor(req.Cluster)
-	if !ok {
-		refuse(w, http.StatusNotFound, string(metav1.StatusReasonNotFound), "cluster %q is not known to this proxy", req.Cluster)
-		return
-	}
+	rt := routedFrom(r)
+	req, u := rt.req, rt.upstream
 	if !req.IsResourceRequest {
 		forward(u, w, r, req, nil) // discovery, OpenAPI, /version, health: the same for every shard
 		return
