@@ -138,6 +138,9 @@ func TestUnknownClusterGetsNoBreaker(t *testing.T) {
 	if got := p.engine.Breakers(); len(got) != 0 {
 		t.Errorf("breakers %+v after requests to unknown clusters, want none", got)
 	}
+	if n := series(p.metrics.requests); n != 1 {
+		t.Errorf("%d series of fedmesh_proxy_requests_total after requests to two unknown clusters, want 1 (%s)", n, UnknownCluster)
+	}
 }
 
 // series counts the series a collector has.

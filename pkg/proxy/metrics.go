@@ -86,8 +86,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // answered records one answered request. Long-running ones count but get no duration: see the histogram's Help.
-func (m *metrics) answered(req *Request, code int, took time.Duration) {
+func (m *metrics) answered(req *Request, known bool, code int, took time.Duration) {
 	cluster := clusterLabel(req.Cluster)
+	if !known {
+		cluster = UnknownCluster
+	}
 	m.requests.WithLabelValues(req.Verb, resourceLabel(req), strconv.Itoa(code), cluster).Inc()
 	if !req.longRunning() {
 		m.duration.WithLabelValues(req.Verb, cluster).Observe(took.Seconds())

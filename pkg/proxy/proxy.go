@@ -23,6 +23,10 @@ import (
 // HostCluster names the API server the proxy fronts directly, in metrics and traffic rules.
 const HostCluster = "@host"
 
+// UnknownCluster stands in metrics for every cluster name the proxy does not know: callers may send any, and each
+// would be a series of its own for good.
+const UnknownCluster = "@unknown"
+
 // Options configure a Proxy.
 type Options struct {
 	// Host is the API server the proxy fronts; only its address and CA are used.
@@ -107,9 +111,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &statusRecorder{ResponseWriter: w}
-	defer func() { p.metrics.answered(&req, rec.code(), time.Since(start)) }()
-	u, ok := p.upstreamFor(req.Cluster)
-	if !ok {
+	u, known := p.upstreamFor(req.Cluster)
+	defer func() { p.metrics.answered(&req, known, rec.code(), time.Since(start)) }()
+	if !known {
 		// Before the traffic policy: its breakers are kept per cluster, and a caller must not make up clusters
 		// for it to keep.
 		refuse(rec, http.StatusNotFound, string(metav1.StatusReasonNotFound), "cluster %q is not known to this proxy", req.Cluster)
