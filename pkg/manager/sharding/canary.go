@@ -203,7 +203,7 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	var deletePods map[string]ktypes.UID
 	if res.Promote && promotion != nil {
 		var roll canary.RollResult
-		promo, roll, err = r.rollStable(ctx, sc, promo, pods)
+		promo, roll, err = r.rollStable(ctx, sc, promo, pods, promoted)
 		if err != nil {
 			logger.Error(err, "rolling the stable shards")
 			res.Events = append(res.Events, canary.Event{Type: canary.EventWarning, Reason: "RollFailed", Message: err.Error()})

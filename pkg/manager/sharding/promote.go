@@ -42,10 +42,11 @@ const savedStrategyAnnotation = meshv1alpha1.GroupName + "/update-strategy-befor
 // promotionPoll is how often a roll waiting for pods to come back is looked at again.
 const promotionPoll = time.Second
 
-// rollStable runs one step of the stable shards' roll. It returns the promotion status to write and the pods to
-// delete once it is written.
+// rollStable runs one step of the stable shards' roll. promoted are the images the canary was promoted with (by
+// container); the roll's image is spec.canary.promotion's, or else the canary's in its container. It returns the
+// promotion status to write and the pods to delete once it is written.
 func (r *Reconciler) rollStable(ctx context.Context, sc *meshv1alpha1.ShardingConfig, prev *meshv1alpha1.CanaryPromotionStatus,
-	pods shardPods) (*meshv1alpha1.CanaryPromotionStatus, canary.RollResult, error) {
+	pods shardPods, promoted map[string]string) (*meshv1alpha1.CanaryPromotionStatus, canary.RollResult, error) {
 	spec := sc.Spec.Canary.Promotion
 	st := prev.DeepCopy()
 	if st == nil {
@@ -56,12 +57,12 @@ func (r *Reconciler) rollStable(ctx context.Context, sc *meshv1alpha1.ShardingCo
 	}
 	if st.Image == "" {
 		st.Image = spec.Image
-		if st.Image == "" && len(pods.canary) > 0 {
-			st.Image = mcanary.Images(&pods.canary[0])[spec.Container]
+		if st.Image == "" {
+			st.Image = promoted[spec.Container]
 		}
 		if st.Image == "" {
 			return st, canary.RollResult{RequeueAfter: canary.DefaultInterval}, fmt.Errorf(
-				"spec.canary.promotion: no image, and no canary pod has a container %q", spec.Container)
+				"spec.canary.promotion: no image, and the canary was not promoted running one image in a container %q", spec.Container)
 		}
 	}
 	sts, err := r.setTemplateImage(ctx, sc.Namespace, spec, st.Image)

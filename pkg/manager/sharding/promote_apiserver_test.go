@@ -88,7 +88,7 @@ func TestPromotionGivesBackTheUpdateStrategy(t *testing.T) {
 				return out
 			}
 
-			st, _, err := r.rollStable(ctx, sc, nil, pods("operator:v1"))
+			st, _, err := r.rollStable(ctx, sc, nil, pods("operator:v1"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestPromotionGivesBackTheUpdateStrategy(t *testing.T) {
 				setStrategy(t, c, tc.name, *tc.userStrategy)
 			}
 			if tc.stop != nil {
-				st, _, err = r.rollStable(ctx, sc, st, pods("operator:v1"))
+				st, _, err = r.rollStable(ctx, sc, st, pods("operator:v1"), nil)
 				if err != nil || st.Done {
 					t.Fatalf("second step: %+v, %v; want a roll under way", st, err)
 				}
@@ -109,7 +109,7 @@ func TestPromotionGivesBackTheUpdateStrategy(t *testing.T) {
 				}
 			} else {
 				for i := 0; i < 4 && !st.Done; i++ {
-					if st, _, err = r.rollStable(ctx, sc, st, pods("operator:v2")); err != nil {
+					if st, _, err = r.rollStable(ctx, sc, st, pods("operator:v2"), nil); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -127,7 +127,7 @@ func TestPromotionGivesBackTheUpdateStrategy(t *testing.T) {
 			}
 			if tc.stop == nil {
 				// Done and restored: a later reconcile changes nothing.
-				again, _, err := r.rollStable(ctx, sc, st, pods("operator:v2"))
+				again, _, err := r.rollStable(ctx, sc, st, pods("operator:v2"), nil)
 				if err != nil || !again.Done || getStatefulSet(t, c, tc.name).ResourceVersion != got.ResourceVersion {
 					t.Errorf("after the roll: %+v, %v, StatefulSet written again", again, err)
 				}

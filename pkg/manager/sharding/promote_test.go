@@ -85,3 +85,36 @@ func TestPromotionReadsTheStatefulSet(t *testing.T) {
 		}
 	}
 }
+
+// A promotion naming no image rolls the stable shards to the image the canary was promoted with, also once the
+// canary's pods are gone.
+func TestPromotionTakesThePromotedImage(t *testing.T) {
+	ctx := context.Background()
+	replicas := int32(1)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "op"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "op", Image: "operator:v1"}}}}}}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sts).Build()
+	r := &Reconciler{Client: c}
+	sc := testConfig(1)
+	sc.Namespace = "ops"
+	sc.Spec.Canary = &meshv1alpha1.Canary{Promotion: &meshv1alpha1.CanaryPromotion{StatefulSet: "op", Container: "op"}}
+	if _, _, err := r.rollStable(ctx, sc, nil, shardPods{}, nil); err == nil {
+		t.Error("no image named, none promoted and no canary pod: no error")
+	}
+	st, _, err := r.rollStable(ctx, sc, nil, shardPods{}, map[string]string{"op": "operator:v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored appsv1.StatefulSet
+	if err := c.Get(ctx, ktypes.NamespacedName{Namespace: "ops", Name: "op"}, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if st.Image != "operator:v2" || stored.Spec.Template.Spec.Containers[0].Image != "operator:v2" {
+		t.Errorf("rolling to %q, template runs %q; want the promoted operator:v2", st.Image, stored.Spec.Template.Spec.Containers[0].Image)
+	}
+}
