@@ -80,6 +80,9 @@ type Reconciler struct {
 	Templates *templates.Cache
 	// Mapper resolves the selected kinds to resources; the manager's when nil.
 	Mapper meta.RESTMapper
+	// APIReader reads policies from the API server, uncached, to confirm a verdict that takes a template from the
+	// policy holding it (holderLossConfirmed); the manager's when nil.
+	APIReader client.Reader
 	// Interpreter finds replicas and replica requirements.
 	Interpreter ReplicaInterpreter
 	// Recorder records events on templates and policies; required.
@@ -107,6 +110,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Mapper == nil {
 		r.Mapper = mgr.GetRESTMapper()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
 		return errors.New("detector: no Recorder")
@@ -222,11 +228,22 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, r.deleteBinding(ctx, key, false)
 	}
-	candidates, err := r.candidates(ctx, obj.GetNamespace())
+	candidates, err := r.candidates(ctx, r.Client, obj.GetNamespace())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	policy, ok := Choose(obj, candidates)
+	if HolderLost(obj, candidates) {
+		confirmed, err := r.holderLossConfirmed(ctx, obj, policy, ok)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !confirmed {
+			// The policy's event queues the template again once the cache shows it; the recheck covers a cache
+			// that shows it already but missed the event.
+			return reconcile.Result{RequeueAfter: cachewait.StaleRecheck}, nil
+		}
+	}
 	if !ok {
 		return reconcile.Result{}, r.release(ctx, obj)
 	}
@@ -309,13 +326,13 @@ func (r *Reconciler) resource(key templates.Key) (dynamic.ResourceInterface, err
 	return r.Dynamic.Resource(m.Resource), nil
 }
 
-// candidates are the live policies that may select a template of namespace: the PropagationPolicies of that
-// namespace and every ClusterPropagationPolicy.
-func (r *Reconciler) candidates(ctx context.Context, namespace string) ([]Policy, error) {
+// candidates are the live policies that may select a template of namespace, read from reader: the
+// PropagationPolicies of that namespace and every ClusterPropagationPolicy.
+func (r *Reconciler) candidates(ctx context.Context, reader client.Reader, namespace string) ([]Policy, error) {
 	var out []Policy
 	if namespace != "" {
 		var pps policyv1alpha1.PropagationPolicyList
-		if err := r.Client.List(ctx, &pps, client.InNamespace(namespace)); err != nil {
+		if err := reader.List(ctx, &pps, client.InNamespace(namespace)); err != nil {
 			return nil, err
 		}
 		for i := range pps.Items {
@@ -325,7 +342,7 @@ func (r *Reconciler) candidates(ctx context.Context, namespace string) ([]Policy
 		}
 	}
 	var cpps policyv1alpha1.ClusterPropagationPolicyList
-	if err := r.Client.List(ctx, &cpps); err != nil {
+	if err := reader.List(ctx, &cpps); err != nil {
 		return nil, err
 	}
 	for i := range cpps.Items {

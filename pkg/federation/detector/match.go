@@ -211,3 +211,19 @@ func CanPreempt(p, holder Policy) bool {
 	}
 	return p.priority() > holder.priority()
 }
+
+// HolderLost reports whether obj is claimed by a policy that is not among the candidates selecting it (gone, or
+// no longer selecting obj): Choose then releases obj or hands it to another policy, which no policy may take back
+// without preemption.
+func HolderLost(obj *unstructured.Unstructured, candidates []Policy) bool {
+	holder, claimed := ClaimedBy(obj)
+	if !claimed {
+		return false
+	}
+	for _, p := range candidates {
+		if p.claimKey() == holder && p.Match(obj) != selector.NoMatch {
+			return false
+		}
+	}
+	return true
+}

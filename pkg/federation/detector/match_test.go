@@ -169,6 +169,35 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+func TestHolderLost(t *testing.T) {
+	claimedBy := func(label, name string) map[string]string { return map[string]string{"app": "web", label: name} }
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		candidates []Policy
+		want       bool
+	}{
+		{"unclaimed, nothing selects it", map[string]string{"app": "web"}, nil, false},
+		{"unclaimed, a policy selects it", map[string]string{"app": "web"}, []Policy{pp("a", "p", byKind())}, false},
+		{"holder selects it", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{pp("a", "p", byKind())}, false},
+		{"holder selects it, a rival preempts", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{
+			pp("a", "p", byKind()), pp("a", "high", byKind(), priority(10), preempt)}, false},
+		{"cluster holder selects it", claimedBy(names.ClusterPropagationPolicyLabel, "c"), []Policy{cpp("c", byKind())}, false},
+		{"holder whose name the label shortens", claimedBy(names.PropagationPolicyLabel, names.LabelValue(longName)), []Policy{
+			pp("a", longName, byKind())}, false},
+		{"holder gone", claimedBy(names.PropagationPolicyLabel, "p"), nil, true},
+		{"holder gone, a cluster policy selects it", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{cpp("c", byKind())}, true},
+		{"holder no longer selects it", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{pp("a", "p", byName("db"))}, true},
+		{"a cluster policy of the holder's name is not the holder", claimedBy(names.PropagationPolicyLabel, "p"), []Policy{cpp("p", byKind())}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HolderLost(deployment("a", "web", tc.labels), tc.candidates); got != tc.want {
+				t.Errorf("HolderLost = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestChooseInAnyVersion: one object read in two versions of its kind is one template; policies selecting it
 // through either version win or lose it alike, whichever version it is read in. (Chosen per version, a policy
 // naming autoscaling/v2 claimed it from the v2 view while the v1 view, selected by no policy, released it.)

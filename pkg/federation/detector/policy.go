@@ -148,7 +148,7 @@ func (r *Reconciler) candidatesEverywhere(ctx context.Context) ([]Policy, error)
 			out = append(out, FromPropagationPolicy(&pps.Items[i]))
 		}
 	}
-	cpps, err := r.candidates(ctx, "")
+	cpps, err := r.candidates(ctx, r.Client, "")
 	return append(out, cpps...), err
 }
 
