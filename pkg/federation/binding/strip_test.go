@@ -38,6 +38,40 @@ func TestStripHostAllocated(t *testing.T) {
 		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: pv-1, resources: {}}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
 	}, {
+		name: "a claim's class set by the host's admission (no manager owns it), and its bound volume",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [{manager: kubectl-create,
+			operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:accessModes: {}, f:resources: {}}}}]},
+			spec: {storageClassName: host-fast, volumeName: pv-1, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "a claim's class the host's volume controller set retroactively",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [
+			{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:resources: {}}}},
+			{manager: kube-controller-manager, operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:storageClassName: {}}}}]},
+			spec: {storageClassName: host-fast, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "a claim's class its author chose stays",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [{manager: kubectl,
+			operation: Apply, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:storageClassName: {}, f:resources: {}}}}]},
+			spec: {storageClassName: fast, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {storageClassName: fast, resources: {}}}`,
+	}, {
+		name: "a claim without managed fields tells nothing and keeps its class",
+		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {storageClassName: fast, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {storageClassName: fast, resources: {}}}`,
+	}, {
+		name: "a service-account token Secret's host token, CA, namespace and service account UID",
+		in: `{apiVersion: v1, kind: Secret, metadata: {name: t, annotations: {kubernetes.io/service-account.name: bot,
+			kubernetes.io/service-account.uid: host-uid}}, type: kubernetes.io/service-account-token,
+			data: {token: aG9zdA==, ca.crt: Y2E=, namespace: ZGVtbw==, extra: eA==}}`,
+		want: `{apiVersion: v1, kind: Secret, metadata: {name: t, annotations: {kubernetes.io/service-account.name: bot}},
+			type: kubernetes.io/service-account-token, data: {extra: eA==}}`,
+	}, {
+		name: "an Opaque Secret keeps its token key",
+		in:   `{apiVersion: v1, kind: Secret, metadata: {name: s}, type: Opaque, data: {token: eA==}}`,
+		want: `{apiVersion: v1, kind: Secret, metadata: {name: s}, type: Opaque, data: {token: eA==}}`,
+	}, {
 		name: "another group's Service is left alone",
 		in:   `{apiVersion: example.com/v1, kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.7}}`,
 		want: `{apiVersion: example.com/v1, kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.7}}`,

@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -91,41 +92,31 @@ func retainJob(desired, observed *unstructured.Unstructured) error {
 	return unstructured.SetNestedStringMap(desired.Object, ours, "spec", "template", "metadata", "labels")
 }
 
-// retainSecret keeps what the member's token controller filled into a service-account token Secret: the data
-// keys the template lacks (token, ca.crt, namespace) and the service account's UID annotation.
+// ServiceAccountTokenKeys are the data keys a token controller fills into a legacy service-account token Secret:
+// each cluster's are its own, and the host's are a credential of the host.
+var ServiceAccountTokenKeys = []string{corev1.ServiceAccountTokenKey, corev1.ServiceAccountRootCAKey, corev1.ServiceAccountNamespaceKey}
+
+// retainSecret makes what a token controller fills into a service-account token Secret the member's alone: the
+// token keys and the service account's UID annotation are taken from observed, whatever desired says, so the
+// host's are never sent (and a Secret naming another UID is not deleted by the member's token controller).
 func retainSecret(desired, observed *unstructured.Unstructured) error {
-	if t, _, _ := unstructured.NestedString(desired.Object, "type"); t != "kubernetes.io/service-account-token" {
+	if t, _, _ := unstructured.NestedString(desired.Object, "type"); t != string(corev1.SecretTypeServiceAccountToken) {
 		return nil
 	}
-	theirs, _, err := unstructured.NestedMap(observed.Object, "data")
-	if err != nil || len(theirs) == 0 {
-		return err
-	}
-	ours, _, err := unstructured.NestedMap(desired.Object, "data")
-	if err != nil {
-		return err
-	}
-	if ours == nil {
-		ours = map[string]any{}
-	}
-	for k, v := range theirs {
-		if _, ok := ours[k]; !ok {
-			ours[k] = v
+	for _, k := range ServiceAccountTokenKeys {
+		unstructured.RemoveNestedField(desired.Object, "data", k)
+		if err := copyField(desired, observed, "data", k); err != nil {
+			return err
 		}
 	}
-	if err := unstructured.SetNestedMap(desired.Object, ours, "data"); err != nil {
-		return err
-	}
-	const uid = "kubernetes.io/service-account.uid"
-	if v, ok := observed.GetAnnotations()[uid]; ok {
-		a := desired.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
+	annotations := desired.GetAnnotations()
+	delete(annotations, corev1.ServiceAccountUIDKey)
+	if v, ok := observed.GetAnnotations()[corev1.ServiceAccountUIDKey]; ok {
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
-		if _, set := a[uid]; !set {
-			a[uid] = v
-			desired.SetAnnotations(a)
-		}
+		annotations[corev1.ServiceAccountUIDKey] = v
 	}
+	desired.SetAnnotations(annotations)
 	return nil
 }
