@@ -42,6 +42,7 @@ type options struct {
 
 	xdsAddress     string
 	ownershipLease time.Duration
+	relistBound    time.Duration
 	xdsCAFile      string
 	xdsInsecure    bool
 	xdsTokenFile   string
@@ -66,6 +67,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.xdsInsecure, "xds-insecure", false, "Talk to the manager without TLS (loopback tests only).")
 	fs.StringVar(&o.xdsTokenFile, "xds-token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "Service-account token the proxy proves its pod with.")
 	fs.DurationVar(&o.ownershipLease, "ownership-lease", 30*time.Second, "With --xds-address: how long the proxy keeps its ranges without contact with the manager (match the manager's --proxy-lease).")
+	fs.DurationVar(&o.relistBound, "relist-bound", proxy.DefaultRelistBound, "How long at most namespaces granted to this shard stay unwritable while the operator's informers list them again (0 or less: no wait).")
 	fs.Int32Var(&o.shard, "shard", -1, "This pod's shard ordinal (xDS node identity).")
 	fs.StringVar(&o.shardingConfig, "sharding-config", "", "namespace/name of the ShardingConfig this proxy serves (xDS node identity).")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "This pod's name (xDS node identity).")
@@ -113,6 +115,14 @@ func (o *options) node() (xds.NodeMetadata, error) {
 	return n, n.Validate()
 }
 
+// relistBound is --relist-bound as proxy.Options takes it, where 0 means the default.
+func relistBound(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 func cutNamespacedName(s string) (string, string, bool) {
 	for i := range s {
 		if s[i] == '/' {
@@ -143,7 +153,8 @@ func (o *options) Run(ctx context.Context) error {
 	if o.xdsAddress != "" {
 		lease = o.ownershipLease
 	}
-	p, err := proxy.New(proxy.Options{Host: upstream, Store: store, Registerer: reg, Log: log, OwnershipLease: lease})
+	p, err := proxy.New(proxy.Options{Host: upstream, Store: store, Registerer: reg, Log: log, OwnershipLease: lease,
+		RelistBound: relistBound(o.relistBound)})
 	if err != nil {
 		return err
 	}

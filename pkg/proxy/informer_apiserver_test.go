@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,14 +22,15 @@ import (
 )
 
 // countingListWatch lists and watches the ConfigMaps of namespace ("" for all) through a client, counting its
-// lists, watches and watch-lists (watches sending the initial state), and calling afterList after its n-th list
-// and beforeWatch before its n-th watch. Each watch ends after watchSeconds, so that the reflector resumes it from
-// its last resourceVersion. Without watchList the reflector lists, then watches.
+// lists, watches and watch-lists (watches sending the initial state), and calling beforeList and afterList around
+// its n-th list and beforeWatch before its n-th watch. Each watch ends after watchSeconds, so that the reflector
+// resumes it from its last resourceVersion. Without watchList the reflector lists, then watches.
 type countingListWatch struct {
 	cs           *kubernetes.Clientset
 	namespace    string
 	watchList    bool
 	watchSeconds int64
+	beforeList   func(n int32)
 	afterList    func(n int32)
 	beforeWatch  func(n int32)
 
@@ -34,6 +38,9 @@ type countingListWatch struct {
 }
 
 func (lw *countingListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if lw.beforeList != nil {
+		lw.beforeList(lw.lists.Load() + 1)
+	}
 	list, err := lw.cs.CoreV1().ConfigMaps(lw.namespace).List(ctx, o)
 	n := lw.lists.Add(1)
 	if err == nil && lw.afterList != nil {
@@ -214,4 +221,82 @@ func TestInformerFollowsOwnershipChangesBetweenItsRequests(t *testing.T) {
 			t.Fatalf("the next page of a list begun before a grant: %v, want 410 Expired", err)
 		}
 	})
+}
+
+// A namespace granted to the shard stays unwritable until the informers whose watches the grant ended have fetched
+// their state afresh: until then the operator's caches hold some of its kinds and not others, and acts on that.
+// Events pass meanwhile; reads too.
+func TestGrantedNamespaceWritableOnceInformersRelisted(t *testing.T) {
+	ctx := context.Background()
+	host := hostWith(t, "mine", "granted")
+	if _, err := host.Clientset().CoreV1().ConfigMaps("granted").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, watchList := range []bool{false, true} {
+		name := map[bool]string{false: "a list and a watch", true: "a watch-list"}[watchList]
+		t.Run(name, func(t *testing.T) {
+			viaProxy, store := proxyTo(t, host, shardOneOwning(1, rangesOf("mine"), ""))
+			// The informer's second fetch of the whole state, its relist after the grant, waits for relist.
+			relisting, relist := make(chan struct{}), make(chan struct{})
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(relist) }) }
+			t.Cleanup(release)
+			hold := func(n int32) {
+				if n == 2 {
+					close(relisting)
+					<-relist
+				}
+			}
+			lw := &countingListWatch{cs: viaProxy, watchList: watchList, watchSeconds: 300}
+			if watchList {
+				lw.beforeWatch = hold
+			} else {
+				lw.beforeList = hold
+			}
+			informed := inform(t, lw)
+			if !eventually(20*time.Second, func() bool { return lw.watches.Load() >= 1 }) {
+				t.Fatal("the informer never watched")
+			}
+			create := func(ns, name string) error {
+				_, err := viaProxy.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				return err
+			}
+			if err := store.Apply(config.KindOwnership, "2", []byte(shardOneOwning(2, rangesOf("mine", "granted"), ""))); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-relisting:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the grant did not make the informer fetch its state again")
+			}
+			err := create("granted", "early-"+strconv.FormatBool(watchList))
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "relisting") {
+				t.Fatalf("a write in the granted namespace before the informer relisted: %v, want 403 Forbidden (relisting)", err)
+			}
+			if delay, ok := apierrors.SuggestsClientDelay(err); !ok || delay < 1 {
+				t.Errorf("the refusal suggests no retry delay (%d, %v)", delay, ok)
+			}
+			if err := create("mine", "kept-"+strconv.FormatBool(watchList)); err != nil {
+				t.Errorf("a write in a namespace owned before: %v", err)
+			}
+			if _, err := viaProxy.CoreV1().Events("granted").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "seen"},
+				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "granted", Name: "waiting"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Errorf("an event in the granted namespace: %v", err)
+			}
+			if _, err := viaProxy.CoreV1().ConfigMaps("granted").Get(ctx, "waiting", metav1.GetOptions{}); err != nil {
+				t.Errorf("a read in the granted namespace: %v", err)
+			}
+			if has(informed, "granted/waiting") {
+				t.Fatal("the informer has granted/waiting before its relist")
+			}
+			release()
+			if !eventually(20*time.Second, func() bool { return has(informed, "granted/waiting") }) {
+				t.Fatal("the informer never relisted")
+			}
+			// Far within the bound: the relist lifted the fence, not time.
+			if !eventually(10*time.Second, func() bool { err = create("granted", "after-"+strconv.FormatBool(watchList)); return err == nil }) {
+				t.Fatalf("a write in the granted namespace after the informer relisted: %v", err)
+			}
+		})
+	}
 }

@@ -36,18 +36,37 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 	v := viewOf(own, req, namespaced)
 	query := r.URL.Query()
 	key := servedKeyOf(req, query)
-	if resumes(req, query) && !p.served.resumable(key, v, time.Now()) {
-		count("expired")
-		p.expire(w, r, req, u)
-		return
+	if resumes(req, query) {
+		if !p.served.resumable(key, v, time.Now()) {
+			count("expired")
+			p.relists.madeStale(key, time.Now())
+			p.expire(w, r, req, u)
+			return
+		}
+		if req.Verb == "watch" {
+			p.relists.resumed(key) // from a list served under v: the informer has stored that list
+		}
 	}
 	if req.Verb == "watch" {
 		p.served.watchStarted(key, time.Now())
 		defer func() { p.served.watchEnded(key, time.Now()) }()
 	}
 	a := answering{
+		key:       key,
 		unchanged: func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) },
 		served:    func() { p.served.served(key, v, time.Now()) },
+		stale:     func() { p.relists.madeStale(key, time.Now()) },
+	}
+	switch req.Verb {
+	case "list":
+		a.served = func() {
+			p.served.served(key, v, time.Now())
+			p.relists.listed(key)
+		}
+	case "watch":
+		if initial, _ := strconv.ParseBool(query.Get("sendInitialEvents")); initial && p.relists.awaits(key, time.Now()) {
+			a.initialEventsEnded = func() { p.relists.initialEventsEnded(key) }
+		}
 	}
 	switch v.shows {
 	case showsNothing:
@@ -62,14 +81,19 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 }
 
 // answering is how a list or watch is answered under its view: unchanged says whether an ownership leaves that view
-// as it was, served records that the proxy answered under it (servedViews).
+// as it was, served records that the proxy answered under it (servedViews), stale that it refused or ended it for a
+// change of view (relistFence). initialEventsEnded, when set, is called once a watch-list relays the bookmark that
+// ends its initial events.
 type answering struct {
-	unchanged func(*config.Ownership) bool
-	served    func()
+	key                servedKey
+	unchanged          func(*config.Ownership) bool
+	served             func()
+	stale              func()
+	initialEventsEnded func()
 }
 
 // staleView answers as if the view had changed already: a watch is ended at once, a list refused.
-var staleView = answering{unchanged: func(*config.Ownership) bool { return false }, served: func() {}}
+var staleView = answering{unchanged: func(*config.Ownership) bool { return false }, served: func() {}, stale: func() {}}
 
 // expire answers a request resuming from a resourceVersion served under another view with 410 Expired, as the API
 // server answers one it no longer serves, so that its client lists again: a list's next page with a Status, a
@@ -255,6 +279,7 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 		if err != nil {
 			return err
 		}
+		initialEventsEnded := a.initialEventsEnded
 		next := func(wait bool) ([]byte, error) {
 			read := events.NextBuffered
 			if wait {
@@ -263,15 +288,20 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 			event, err := read()
 			if event != nil {
 				relayed.Inc()
+				if initialEventsEnded != nil && endsInitialEvents(event) {
+					initialEventsEnded()
+					initialEventsEnded = nil
+				}
 			}
 			return event, err
 		}
-		body := p.watches.track(resp.Body, next, expired, a.unchanged)
+		body := p.watches.track(resp.Body, next, expired, a.key, a.unchanged)
 		// The ownership may have changed while the request was upstream, after the last look at the watches.
 		if a.unchanged(p.ownership()) {
 			a.served()
 		} else {
 			body.end()
+			a.stale()
 		}
 		resp.Body = body
 		return nil
@@ -314,11 +344,20 @@ func (p *Proxy) listedUnder(req *Request, a answering, next func(*http.Response)
 		}
 		if !a.unchanged(p.ownership()) {
 			resp.Body.Close()
+			a.stale()
 			return errListedUnderOther
 		}
 		a.served()
 		return nil
 	}
+}
+
+// endsInitialEvents reports whether a watch event, as relayed, is the bookmark that ends a watch-list's initial
+// events. Read without decoding, in any encoding (JSON, CBOR and protobuf carry strings as they are): the event type
+// and the annotation's key, both spelled out. An object of another event that carried both words would be taken
+// for it; only the watch-lists a grant awaits are read so, and only until that bookmark.
+func endsInitialEvents(event []byte) bool {
+	return bytes.Contains(event, []byte(metav1.InitialEventsAnnotationKey)) && bytes.Contains(event, []byte(watch.Bookmark))
 }
 
 // expiredEvent is a watch ERROR event with a 410 Expired Status, encoded and framed for contentType.

@@ -41,6 +41,9 @@ type Options struct {
 	// forever, for a standalone configuration. With a lease the proxy starts owning nothing until its first
 	// contact: a configuration persisted before a restart may have been handed on meanwhile.
 	OwnershipLease time.Duration
+	// RelistBound is how long at most the namespaces an ownership change grants stay unwritable while the
+	// operator's informers fetch them afresh (relistFence); 0 means DefaultRelistBound, a negative value no wait.
+	RelistBound time.Duration
 }
 
 // Proxy is the sidecar's request handling: classify, route to an upstream, enforce the shard's ownership and the
@@ -52,6 +55,7 @@ type Proxy struct {
 	prober  *filter.Prober
 	watches *watches
 	served  *servedViews
+	relists *relistFence
 	engine  *breaker.Engine
 	metrics *metrics
 	log     logr.Logger
@@ -60,6 +64,8 @@ type Proxy struct {
 	mu      sync.Mutex
 	members map[string]*upstream // by cluster name, rebuilt when the ownership's clusters change
 	lease   ownershipLease
+	// settling orders the ownership changes taken in (settle): the lease's timer and the store each start them.
+	settling sync.Mutex
 	// writeGate is held shared by each write (but connection upgrades and pod proxy requests, which change no
 	// object) from its ownership check until its response, and exclusively by an ownership change: so a
 	// revocation is acknowledged only after the writes begun under it are done.
@@ -83,6 +89,7 @@ func New(opts Options) (*Proxy, error) {
 		prober:  &filter.Prober{},
 		watches: newWatches(),
 		served:  newServedViews(),
+		relists: newRelistFence(relistBound(opts.RelistBound)),
 		metrics: newMetrics(reg),
 		log:     opts.Log,
 		members: map[string]*upstream{},
@@ -198,15 +205,30 @@ func (p *Proxy) configChanged(old, cur *config.Snapshot) {
 	p.settle()
 }
 
+// relistBound is the RelistBound option's value with its default.
+func relistBound(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultRelistBound
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // settle brings the proxy in line with the ownership it now enforces: it waits for the writes begun under the
 // previous one to finish, since once the change is acknowledged the manager may grant the ranges to another shard
 // and two writers must never overlap; then it ends the watches the change shows differently, so that their
-// clients relist.
+// clients relist, and keeps what it grants unwritable until they have (relistFence).
 func (p *Proxy) settle() {
+	p.settling.Lock()
+	defer p.settling.Unlock()
 	p.writeGate.Lock()
 	p.writeGate.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writes is the point
 	own := p.ownership()
-	if n := p.watches.endStale(own); n > 0 {
+	stale := p.watches.endStale(own)
+	p.relists.changed(own, stale, time.Now())
+	if n := len(stale); n > 0 {
 		p.metrics.endedWatches.Add(float64(n))
 		if own == nil {
 			p.log.Info("owning nothing now; ended watches so clients relist", "watches", n)

@@ -8,11 +8,13 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/breaker"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
 	"github.com/fedmesh/fedmesh/pkg/shard"
@@ -74,6 +76,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		if owner, allowed := fence(own, req, namespaced); !allowed {
 			p.metrics.fenced.WithLabelValues(resourceLabel(req), clusterLabel(req.Cluster)).Inc()
 			refuse(w, http.StatusForbidden, string(metav1.StatusReasonForbidden), "%s", fenceMessage(own, req, namespaced, owner))
+			return
+		}
+		if namespaced && !recordsEvent(req) && !p.relists.writable(own, req.Namespace, time.Now()) {
+			p.metrics.fenced.WithLabelValues(resourceLabel(req), clusterLabel(req.Cluster)).Inc()
+			breaker.WriteStatus(w, breaker.Decision{Code: http.StatusForbidden, Reason: string(metav1.StatusReasonForbidden),
+				Message: relistingMessage(own, req), RetryAfter: relistingRetry})
 			return
 		}
 		// Only an object's create carries an object to label: a subresource's (an eviction, a pod's exec or proxy)
@@ -193,6 +201,15 @@ func fenceMessage(own *config.Ownership, req *Request, namespaced bool, owner sh
 		return fmt.Sprintf("%s refused: namespace %q is being handed over between shards (this is shard %d); retry shortly", what, req.Namespace, own.Shard)
 	}
 	return fmt.Sprintf("%s refused: namespace %q belongs to shard %d, and this is shard %d", what, req.Namespace, owner, own.Shard)
+}
+
+// relistingRetry is when to retry a write refused while the shard relists a granted namespace: a reflector relists
+// within a second or two of its watch's end.
+const relistingRetry = time.Second
+
+func relistingMessage(own *config.Ownership, req *Request) string {
+	return fmt.Sprintf("%s %s refused: namespace %q was just granted to shard %d, which is still relisting it (its informers fetch its objects afresh); retry shortly",
+		req.Verb, resourceLabel(req), req.Namespace, own.Shard)
 }
 
 // stampLabels adds the shard-bucket label to the object of a create, so label-mode lists select it.

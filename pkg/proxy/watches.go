@@ -7,42 +7,50 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
-// watches holds the open watches, each with whether an ownership leaves what it shows unchanged, so that an
-// ownership change can end those it changes. Each ends with an ERROR event carrying 410 Expired, which makes a
+// watches holds the open watches, each with its served key and whether an ownership leaves what it shows unchanged,
+// so that an ownership change can end those it changes. Each ends with an ERROR event carrying 410 Expired, which makes a
 // client-go reflector relist under the new ownership instead of resuming from its last resourceVersion.
 type watches struct {
 	mu     sync.Mutex
-	active map[*relistingBody]func(*config.Ownership) bool
+	active map[*relistingBody]trackedWatch
+}
+
+type trackedWatch struct {
+	key       servedKey
+	unchanged func(*config.Ownership) bool
 }
 
 func newWatches() *watches {
-	return &watches{active: map[*relistingBody]func(*config.Ownership) bool{}}
+	return &watches{active: map[*relistingBody]trackedWatch{}}
 }
 
 // track relays the events next yields from a watch response body, until the body ends or endStale finds the
 // watch changed (unchanged says no).
-func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, unchanged func(*config.Ownership) bool) *relistingBody {
+func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, key servedKey, unchanged func(*config.Ownership) bool) *relistingBody {
 	b := &relistingBody{upstream: body, next: next, expired: expired, ended: make(chan struct{}), registry: w}
 	w.mu.Lock()
-	w.active[b] = unchanged
+	w.active[b] = trackedWatch{key: key, unchanged: unchanged}
 	w.mu.Unlock()
 	return b
 }
 
-// endStale ends every watch that cur (nil: owning nothing) changes, and returns how many it ended.
-func (w *watches) endStale(cur *config.Ownership) int {
+// endStale ends every watch that cur (nil: owning nothing) changes, and returns the served key of each one it
+// ended.
+func (w *watches) endStale(cur *config.Ownership) []servedKey {
 	w.mu.Lock()
 	var stale []*relistingBody
-	for b, unchanged := range w.active {
-		if !unchanged(cur) {
+	var keys []servedKey
+	for b, t := range w.active {
+		if !t.unchanged(cur) {
 			stale = append(stale, b)
+			keys = append(keys, t.key)
 		}
 	}
 	w.mu.Unlock()
 	for _, b := range stale {
 		b.end()
 	}
-	return len(stale)
+	return keys
 }
 
 func (w *watches) remove(b *relistingBody) {

@@ -49,7 +49,7 @@ func TestRelayedWatchEndsBetweenEvents(t *testing.T) {
 		t.Fatalf("first event %q, %v; want %q", got, err, first)
 	}
 	time.Sleep(50 * time.Millisecond) // let the half of the second event reach the proxy
-	if n := p.watches.endStale(nil); n != 1 {
+	if n := len(p.watches.endStale(nil)); n != 1 {
 		t.Fatalf("ended %d watches, want 1", n)
 	}
 	close(ended)

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"sync"
+	"time"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/shard"
+)
+
+// DefaultRelistBound is how long at most a grant keeps its namespaces unwritable while the informers it made stale
+// fetch the state afresh. A reflector relists 0.8-1.6 s after its watch ends; a list of tens of thousands of
+// objects takes seconds to tens of seconds from a loaded API server, and a failed list is retried with backoff.
+// Two minutes covers that with room to spare, and bounds what a client that never comes back (its process gone)
+// costs: the granted namespaces are unwritable for that long, once per grant.
+const DefaultRelistBound = 2 * time.Minute
+
+// relistFence extends the write fence over a grant's relist window. A grant ends the watches whose view it
+// changes (watches.endStale), and each informer relists after a random pause of its own: for a second or more an
+// operator's caches hold some kinds of a granted namespace and not others, and a controller acting on that view
+// (releasing an object no policy it can see selects, deleting children whose parent it cannot see) does harm that
+// the ownership fence, which only asks who owns the namespace, lets through. So the namespaces a change grants
+// stay unwritable until every served key (servedKey) whose watch the change made stale has fetched its whole state
+// under the new view, or until bound has passed.
+//
+// A key has fetched its whole state when its informer has its store replaced: after a list (of one page or many)
+// its watch resumes from the list's resourceVersion, which a reflector starts only once the list is in its store;
+// a watch-list relays the bookmark that ends its initial events. Keys are not told apart by namespace: a grant
+// waits for all the keys it made stale.
+//
+// The ownership is an input, and time too: the fence does no I/O.
+type relistFence struct {
+	bound time.Duration
+
+	mu sync.Mutex
+	// settled is the ownership whose changes were taken in (nil: owning nothing), owned its ranges. A write under
+	// another ownership comes before its change is taken in: what that change grants is not writable yet.
+	settled *config.Ownership
+	owned   shard.Set
+	// granted are the ranges gained by the changes whose relists are awaited, until when they may make keys stale.
+	granted shard.Set
+	until   time.Time
+	pending map[servedKey]relistStep
+}
+
+// relistStep is how far a stale key has come in fetching its state afresh.
+type relistStep int
+
+const (
+	awaitingList  relistStep = iota // nothing fetched under the new view yet
+	awaitingWatch                   // listed (maybe one page of many): the watch from its resourceVersion ends it
+)
+
+func newRelistFence(bound time.Duration) *relistFence {
+	return &relistFence{bound: bound, pending: map[servedKey]relistStep{}}
+}
+
+// changed takes in that the proxy now enforces own, under which the watches of stale ended. The ranges own gains
+// are fenced until each stale key is fetched afresh; a change that gains nothing, or ends no watch (a start, a
+// grant while no informer watches), fences nothing new.
+func (f *relistFence) changed(own *config.Ownership, stale []servedKey, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := own.Owned()
+	gained := cur.Difference(f.owned)
+	f.settled, f.owned = own, cur
+	if !f.awaiting(now) {
+		f.granted = shard.Set{} // relisted since: only a change that ends a watch now, or makes one stale, fences
+	}
+	f.granted = f.granted.Intersect(cur) // a revoked range is fenced by the ownership itself
+	if gained.Empty() {
+		return
+	}
+	f.granted, f.until = f.granted.Union(gained), now.Add(f.bound)
+	for _, key := range stale {
+		f.pending[key] = awaitingList
+	}
+}
+
+// madeStale takes in that the proxy refused or ended a list or watch of key for a change of view after that change
+// was taken in: a watch in flight across the change, a watch resuming from before it, a list answered across it.
+// Its client fetches its state afresh; while a grant's relists are awaited, they await this one too.
+func (f *relistFence) madeStale(key servedKey, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.granted.Empty() && now.Before(f.until) {
+		if _, ok := f.pending[key]; !ok {
+			f.pending[key] = awaitingList
+		}
+	}
+}
+
+// listed takes in that a list (a page of it) of key was answered under the ownership now enforced.
+func (f *relistFence) listed(key servedKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.pending[key]; ok {
+		f.pending[key] = awaitingWatch
+	}
+}
+
+// resumed takes in that a watch of key resumed from a resourceVersion served under the ownership now enforced:
+// after a list, the informer has that list in its store.
+func (f *relistFence) resumed(key servedKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if step, ok := f.pending[key]; ok && step == awaitingWatch {
+		delete(f.pending, key)
+	}
+}
+
+// initialEventsEnded takes in that a watch-list of key relayed the bookmark that ends its initial events.
+func (f *relistFence) initialEventsEnded(key servedKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, key)
+}
+
+// awaits reports whether key's fresh state is awaited: a watch-list of it is then read for its initial-events-end
+// bookmark.
+func (f *relistFence) awaits(key servedKey, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.pending[key]
+	return ok && f.awaiting(now)
+}
+
+// writable reports whether a write in namespace, let through by the ownership own, may go on: no, while own's
+// change is not taken in and gains namespace, or while relists are awaited for the grant of namespace. Outside a
+// handover, a pointer comparison and a map's length.
+func (f *relistFence) writable(own *config.Ownership, namespace string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if own != f.settled && !f.owned.ContainsNamespace(namespace) {
+		return false
+	}
+	return !f.awaiting(now) || !f.granted.ContainsNamespace(namespace)
+}
+
+// awaiting reports whether relists are awaited at now; past the bound it forgets them. Called with mu held.
+func (f *relistFence) awaiting(now time.Time) bool {
+	if len(f.pending) == 0 {
+		return false
+	}
+	if !now.Before(f.until) {
+		clear(f.pending)
+		f.granted = shard.Set{}
+		return false
+	}
+	return true
+}
