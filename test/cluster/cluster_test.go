@@ -185,6 +185,34 @@ func TestDeploymentGetsRunningPodsOnFakeNodes(t *testing.T) {
 			t.Errorf("pod %s: phase %s on node %q, want Running on a fake node", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
 	}
+	// The nodes stay alive: their Leases are renewed (else kube-controller-manager marks them NotReady after its
+	// grace period, and every pod on them not ready for good).
+	renewed := func() map[string]time.Time {
+		leases, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]time.Time{}
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime != nil {
+				out[l.Name] = l.Spec.RenewTime.Time
+			}
+		}
+		return out
+	}
+	first := renewed()
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 45*time.Second, false, func(context.Context) (bool, error) {
+		now := renewed()
+		for _, n := range []string{"fake-0", "fake-1"} {
+			if !now[n].After(first[n]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("the fake nodes' Leases were not renewed (first %v, last %v): their nodes would go NotReady", first, renewed())
+	}
 }
 
 func TestFederationHasIndependentMembers(t *testing.T) {

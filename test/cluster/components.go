@@ -66,6 +66,10 @@ func (c *Cluster) startFakeNodes(ctx context.Context) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--cidr=10.0.0.1/24", "--node-ip=10.0.0.1",
+		// The heartbeat stage refreshes node status only every few minutes and leaves liveness to the node Lease,
+		// which kwok renews only with a lease duration: without one, kube-controller-manager marks the nodes
+		// NotReady after its grace period and every pod on them not ready, for good.
+		"--node-lease-duration-seconds=40",
 		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort))
 	if err != nil {
 		return err
@@ -96,6 +100,14 @@ func (c *Cluster) startFakeNodes(ctx context.Context) error {
 		}
 		if ready < c.opts.FakeNodes {
 			return fmt.Errorf("%d of %d fake nodes ready", ready, c.opts.FakeNodes)
+		}
+		// Their liveness is their Leases: without them the nodes go NotReady after the grace period.
+		leases, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(leases.Items) < c.opts.FakeNodes {
+			return fmt.Errorf("%d of %d fake nodes have a Lease", len(leases.Items), c.opts.FakeNodes)
 		}
 		return nil
 	})
