@@ -181,6 +181,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"certificates.mode=vault", "/certificates/mode"},
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		{"federator.env=GOMAXPROCS", "/federator/env"},
+		{"federator.env[0].name=GOMAXPROCS,federator.env[0].value=4", "/federator/env/0/value"},
 	} {
 		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
 		if err == nil {
