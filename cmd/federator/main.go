@@ -177,6 +177,7 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	// binding stage's outcomes reach the binding-status stage, which judges FullyApplied from them.
 	applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 	renderings := &rendering.Store{}
+	executor := &execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
 		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
@@ -190,9 +191,10 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
 			Coalesce: o.statusCoalesce, Cached: cached},
 		&eviction.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Timeout: o.evictionTimeout},
-		&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder},
+		executor,
+		// Its member watches tell the execution stage of member edits, to apply the federation's fields again.
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce,
-			Recorder: recorder},
+			Recorder: recorder, MemberEdits: executor},
 		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Renderings: renderings, Discovery: disc, Coalesce: o.statusCoalesce,
 			HoldLimit: statusHoldWindows * o.statusCoalesce},
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,13 +39,21 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 	if err != nil {
 		return nil, err
 	}
+	finished := finishedObjects(work)
 	var errs []error
-	var current []workrecord.Ref
+	var current, stillFinished []workrecord.Ref
 	for i, m := range work.Spec.Workload.Manifests {
-		ref, err := r.applyManifest(ctx, mc, work, i, m, resolution)
+		ref, err := r.applyManifest(ctx, mc, work, i, m, resolution, finished)
+		var changed *changedWhileAppliedError
+		for tries := 1; errors.As(err, &changed) && tries < changedWhileAppliedTries; tries++ {
+			ref, err = r.applyManifest(ctx, mc, work, i, m, resolution, finished)
+		}
 		errs = append(errs, err)
 		if ref != nil {
 			current = append(current, *ref)
+			if finishedIn(finished, *ref, work.Namespace) {
+				stillFinished = append(stillFinished, *ref)
+			}
 		}
 	}
 
@@ -57,23 +66,30 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 		}
 		log.FromContext(ctx).Info("removed object no longer in the Work", "object", ref.String())
 	}
-	return errs, r.record(ctx, work, undeleted)
+	return errs, r.record(ctx, work, undeleted, stillFinished)
 }
 
-// record leaves in the Work's record only refs, the objects it no longer names that are still to be removed,
-// when that changes it. The write is conditional on the Work read: the binding stage adds to the record when it
-// changes the manifests, and a record computed from an older Work must not drop that.
-func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []workrecord.Ref) error {
-	value := workrecord.Format(refs)
-	if work.Annotations[workrecord.Annotation] == value {
+// record leaves in the Work's record only refs, the objects it no longer names that are still to be removed, and
+// in its record of finished objects only finished, when that changes them. The write is conditional on the Work
+// read: the binding stage adds to the record when it changes the manifests, and a record computed from an older
+// Work must not drop that.
+func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs, finished []workrecord.Ref) error {
+	annotations := map[string]any{}
+	for key, value := range map[string]string{workrecord.Annotation: workrecord.Format(refs), FinishedAnnotation: workrecord.Format(finished)} {
+		if work.Annotations[key] == value {
+			continue
+		}
+		var v any
+		if value != "" {
+			v = value
+		}
+		annotations[key] = v
+	}
+	if len(annotations) == 0 {
 		return nil
 	}
-	var v any
-	if value != "" {
-		v = value
-	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": work.ResourceVersion, "annotations": map[string]any{workrecord.Annotation: v}}})
+		"resourceVersion": work.ResourceVersion, "annotations": annotations}})
 	if err != nil {
 		return err
 	}
@@ -81,10 +97,11 @@ func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs [
 }
 
 // applyManifest applies manifest ordinal of work to the member, unless the member object is already as the
-// manifest says and the Work has not changed since it was applied (needsApply). The ref is that of the object the
-// manifest names, nil when the manifest cannot be read.
+// manifest says and the Work has not changed since it was applied (needsApply), or it finished and is gone from
+// the member (finished, FinishedAnnotation). The ref is that of the object the manifest names, nil when the
+// manifest cannot be read.
 func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ordinal int,
-	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution) (*workrecord.Ref, error) {
+	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution, finished []workrecord.Ref) (*workrecord.Ref, error) {
 	desired, err := decodeManifest(ordinal, m)
 	if err != nil {
 		return nil, err
@@ -97,6 +114,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	ref := workrecord.RefOf(desired)
 	setIdentity(desired, work)
 
+	retained := false // whether desired holds values of observed (Retain)
 	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -104,13 +122,20 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	case err != nil:
 		return &ref, fmt.Errorf("reading %s: %w", ref, err)
 	}
+	if observed == nil && finishedIn(finished, ref, work.Namespace) {
+		log.FromContext(ctx).V(1).Info("finished and cleaned up in the member; not applied again", "object", ref.String())
+		manifestsTotal.WithLabelValues("skipped").Inc()
+		return &ref, nil
+	}
 	if observed != nil {
 		if err := checkConflict(observed, work.Spec.ClusterName, resolution); err != nil {
 			return &ref, err
 		}
+		before := desired.DeepCopy()
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
+		retained = !equality.Semantic.DeepEqual(before.Object, desired.Object)
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)
@@ -120,6 +145,12 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		return &ref, nil
 	}
 	log.FromContext(ctx).V(2).Info("applying", "object", ref.String(), "why", why)
+	if retained {
+		// The member's values as read: applied over a newer write of them (an HPA scaling between that read and
+		// this apply), they would put the old ones back. The read's resourceVersion makes the apply conditional on
+		// the object being as read.
+		desired.SetResourceVersion(observed.GetResourceVersion())
+	}
 	data, err := json.Marshal(desired.Object)
 	if err != nil {
 		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
@@ -142,12 +173,32 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	if !force && apierrors.IsConflict(err) {
 		return &ref, &conflictError{ref: ref, cluster: work.Spec.ClusterName}
 	}
+	if retained && apierrors.IsConflict(err) {
+		return &ref, &changedWhileAppliedError{ref: ref, err: err}
+	}
 	if err != nil {
 		return &ref, fmt.Errorf("applying %s: %w", ref, err)
 	}
 	manifestsTotal.WithLabelValues("applied").Inc()
 	return &ref, nil
 }
+
+// changedWhileAppliedTries is how many times a pass applies a manifest whose member object keeps changing between
+// the read and the apply; then the Work is retried with backoff.
+const changedWhileAppliedTries = 3
+
+// changedWhileAppliedError is an apply refused because the member object changed since it was read for Retain:
+// it is read, retained and applied again.
+type changedWhileAppliedError struct {
+	ref workrecord.Ref
+	err error
+}
+
+func (e *changedWhileAppliedError) Error() string {
+	return fmt.Sprintf("applying %s: it changed in the member while it was applied, %d times in a row: %v", e.ref, changedWhileAppliedTries, e.err)
+}
+
+func (e *changedWhileAppliedError) Unwrap() error { return e.err }
 
 func ensureNamespace(ctx context.Context, mc *member.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -64,10 +64,13 @@ type Reconciler struct {
 	// ConflictRecheck is how often a Work stopped by a conflict looks again (the object may have been removed);
 	// default 1m.
 	ConflictRecheck time.Duration
+
+	edits memberEdits
 }
 
-// SetupWithManager registers the controller: Works that name a cluster, and the ResourceBindings whose
-// conflictResolution they follow.
+// SetupWithManager registers the controller: Works that name a cluster, the ResourceBindings whose
+// conflictResolution they follow, and the member objects' edits the work-status stage hears of
+// (MemberObjectUpdated).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Verdicts == nil {
 		return errors.New("execution: no Verdicts to hand the Applied conditions to")
@@ -85,12 +88,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	// Status writes (the status controller's manifestStatuses, our own condition) change neither the generation
-	// nor the deletion timestamp, and need no new apply, unless they tell of an object gone from the member.
+	// nor the deletion timestamp, and need no new apply, unless they tell of an object gone from the member, or of
+	// one that finished, to be recorded before it goes.
 	specDeletionOrMissing := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
 		},
-	}, objectMissing)
+	}, objectMissing, objectFinished)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("execution").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, specDeletionOrMissing)).
@@ -98,6 +102,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.worksOfCluster),
 			builder.WithPredicates(clusterCameOrWent)).
+		WatchesRawSource(r.edits.source()).
 		Complete(r)
 }
 
@@ -110,6 +115,16 @@ var objectMissing = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		w, ok := e.ObjectNew.(*workv1alpha1.Work)
 		return ok && missingInMember(w)
+	},
+}
+
+// objectFinished passes a Work whose status shows an object finished (a Job Complete or Failed) that its record
+// of finished objects does not hold yet: the pass records it, so the object is not applied again once the member
+// cleans it up (FinishedAnnotation).
+var objectFinished = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		w, ok := e.ObjectNew.(*workv1alpha1.Work)
+		return ok && finishedUnrecorded(w)
 	},
 }
 

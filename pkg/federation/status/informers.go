@@ -22,6 +22,8 @@ import (
 type memberWatches struct {
 	// onChange is called with every added, updated or deleted member object.
 	onChange func(cluster string, obj *unstructured.Unstructured)
+	// onUpdate, if set, is called with every updated member object, as it was and as it is.
+	onUpdate func(cluster string, old, cur *unstructured.Unstructured)
 
 	mu       sync.Mutex
 	clusters map[string]*clusterWatch
@@ -96,8 +98,15 @@ func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, obj any) { notify(obj) },
+		AddFunc: notify,
+		UpdateFunc: func(old, obj any) {
+			notify(obj)
+			o, ok1 := old.(*unstructured.Unstructured)
+			u, ok2 := obj.(*unstructured.Unstructured)
+			if ok1 && ok2 && m.onUpdate != nil {
+				m.onUpdate(cluster, o, u)
+			}
+		},
 		DeleteFunc: notify,
 	}); err != nil {
 		return nil, err

@@ -68,10 +68,20 @@ type WorkReconciler struct {
 	Coalesce time.Duration
 	// Recorder records events on Works (a status script failing); nil records none.
 	Recorder EventRecorder
+	// MemberEdits, if set, hears of every update of the member objects watched: the execution stage, which applies
+	// again what a member changed of the federation's fields. Nothing else watches the members.
+	MemberEdits MemberEdits
 
 	watches *memberWatches
 	wakeups *wakeups
 	written written
+}
+
+// MemberEdits hears of each update of a member object fedmesh applied, as it was and as it is (without its
+// managedFields), with the Work it came from; *execution.Reconciler is one. It is called from the member watches:
+// it must not block.
+type MemberEdits interface {
+	MemberObjectUpdated(work types.NamespacedName, old, cur *unstructured.Unstructured)
 }
 
 // EventRecorder records events (k8s.io/client-go/tools/record.EventRecorder, as package eventrecord gives it,
@@ -100,7 +110,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.SyncGrace == 0 {
 		r.SyncGrace = 5 * time.Second
 	}
-	r.watches = &memberWatches{onChange: r.memberChanged}
+	r.watches = &memberWatches{onChange: r.memberChanged, onUpdate: r.memberUpdated}
 	var err error
 	if r.wakeups, err = newWakeups(mgr, r.watches.stopAll); err != nil {
 		return err
@@ -148,6 +158,16 @@ func readinessChanged(old, cur client.Object) bool {
 func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured) {
 	if work, ok := names.AppliedFrom(obj); ok {
 		r.wakeups.wake(work)
+	}
+}
+
+// memberUpdated hands an updated member object to MemberEdits with the Work it says it came from.
+func (r *WorkReconciler) memberUpdated(_ string, old, cur *unstructured.Unstructured) {
+	if r.MemberEdits == nil {
+		return
+	}
+	if work, ok := names.AppliedFrom(cur); ok {
+		r.MemberEdits.MemberObjectUpdated(work, old, cur)
 	}
 }
 

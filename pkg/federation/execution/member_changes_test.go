@@ -1,0 +1,253 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/status"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/test/fedtest"
+)
+
+// scale sets a Deployment's replicas through its scale subresource, as an HPA does.
+func scale(ctx context.Context, mem kubernetes.Interface, name string, replicas int32) error {
+	// The member's deployment controller writes it too: scale the latest.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := mem.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = mem.AppsV1().Deployments(ns).UpdateScale(ctx, name, s, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"})
+		return err
+	})
+}
+
+// hpaBetween scales a Deployment, as its HPA would, once, between execution's read of it and its apply.
+type hpaBetween struct {
+	chain interpreter.Interpreter
+	mem   kubernetes.Interface
+	to    int32
+	done  bool
+}
+
+func (h *hpaBetween) Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out, err := h.chain.Retain(ctx, desired, observed)
+	if !h.done && observed.GetKind() == "Deployment" {
+		h.done = true
+		if serr := scale(ctx, h.mem, observed.GetName(), h.to); serr != nil {
+			return nil, serr
+		}
+	}
+	return out, err
+}
+
+// TestMemberChanges runs execution against what members do to its objects: an HPA scaling a retained field
+// during an apply, a finished Job cleaned up by its ttlSecondsAfterFinished, an edit of a federation-owned field.
+func TestMemberChanges(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 1, Workloads: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	host := f.Host
+	mem := f.Members[0].Clientset()
+	cluster := f.Members[0].Name()
+	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before any manager runs: this reconciler alone applies its Work.
+	t.Run("retained replicas scaled during a re-apply", func(t *testing.T) {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		hook := &hpaBetween{chain: chain, mem: mem, to: 7, done: true}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
+		r := &Reconciler{Client: host, Members: &member.Factory{Host: host}, Retainer: hook, Verdicts: applied,
+			Recorder: record.NewFakeRecorder(100), Timeout: 10 * time.Second, ConflictRecheck: time.Minute}
+		web := deploymentObject("race", 2)
+		web.Labels[interpreter.RetainReplicasLabel] = "true"
+		w := work("race-deployment-"+cluster, cluster, "", web)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := scale(ctx, mem, "race", 5); err != nil {
+			t.Fatal(err)
+		}
+		web.Annotations = map[string]string{"rev": "2"}
+		updateManifests(t, host, w, web)
+		hook.done = false
+		var res ctrl.Result
+		var err error
+		for i := 0; i < 3; i++ { // a conflict is retried
+			if res, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err == nil && res.IsZero() {
+				break
+			}
+		}
+		if err != nil || !res.IsZero() {
+			t.Fatalf("after three passes: %v, %+v", err, res)
+		}
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "race", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Annotations["rev"] != "2" {
+			t.Fatalf("not re-applied: %v", d.Annotations)
+		}
+		if *d.Spec.Replicas != 7 {
+			t.Errorf("member replicas %d after the HPA scaled to 7 during the re-apply: the HPA's write was reverted to the value read before it", *d.Spec.Replicas)
+		}
+		if err := host.Delete(ctx, w); err != nil { // the manager started below removes it
+			t.Fatal(err)
+		}
+	})
+
+	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		members := &member.Factory{Host: mgr.GetAPIReader()}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
+		r := &Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
+			Recorder: fedtest.Recorder(t, mgr, "member-changes"), Timeout: 5 * time.Second, ConflictRecheck: 2 * time.Second}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain,
+			SyncPoll: 200 * time.Millisecond, MemberEdits: r}).SetupWithManager(mgr)
+	})
+
+	t.Run("a finished Job cleaned up by its TTL is not made again", func(t *testing.T) {
+		job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "migrate"},
+			"spec": map[string]any{"ttlSecondsAfterFinished": int64(2), "template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never",
+				"tolerations":   []any{map[string]any{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}},
+				"containers":    []any{map[string]any{"name": "m", "image": "registry.example/migrate:1"}}}}}}}
+		w := work("migrate-job-"+cluster, cluster, "", job)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		var first string
+		fedtest.Eventually(t, 40*time.Second, "the Job completed in the member", func() error {
+			j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if j.Spec.TTLSecondsAfterFinished == nil || *j.Spec.TTLSecondsAfterFinished != 2 {
+				return fmt.Errorf("ttlSecondsAfterFinished %v, the manifest's is 2", j.Spec.TTLSecondsAfterFinished)
+			}
+			if j.Status.Succeeded == 0 {
+				return fmt.Errorf("not completed: %+v", j.Status)
+			}
+			first = string(j.UID)
+			return nil
+		})
+		fedtest.Eventually(t, 30*time.Second, "the finished Job removed by its TTL", func() error {
+			j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case string(j.UID) != first:
+				return fmt.Errorf("the Job was made again (uid %s, first %s)", j.UID, first)
+			}
+			return fmt.Errorf("still there")
+		})
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{}); err == nil {
+				t.Fatalf("the finished Job, removed by its ttlSecondsAfterFinished, was made again (uid %s, first %s)", j.UID, first)
+			}
+		}
+		var cur workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if c := meta.FindStatusCondition(cur.Status.Conditions, workv1alpha1.WorkApplied); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("Applied %+v after the finished Job went", c)
+		}
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("member edit of a federation-owned field", func(t *testing.T) {
+		web := deploymentObject("drift", 2)
+		w := work("drift-deployment-"+cluster, cluster, "", web)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		genApplied := deploymentGeneration(t, mem, "drift")
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "drift", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[0].Image = "registry.example/app:hotfix"
+			d.Spec.Replicas = ptr.To[int32](9)
+			_, err = mem.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fedtest.Eventually(t, 15*time.Second, "the member edit reverted", func() error {
+			d, err := mem.AppsV1().Deployments(ns).Get(ctx, "drift", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example/app:1" || *d.Spec.Replicas != 2 {
+				return fmt.Errorf("image %s replicas %d, the Work says registry.example/app:1 and 2", img, *d.Spec.Replicas)
+			}
+			return nil
+		})
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		// The edit and its revert are two generations; the revert must not wake another apply, and another.
+		time.Sleep(3 * time.Second)
+		if gen := deploymentGeneration(t, mem, "drift"); gen != genApplied+2 {
+			t.Errorf("member generation %d, want %d (applied, edited, reverted): the federation keeps writing its own object", gen, genApplied+2)
+		}
+
+		// A field a member controller owns is left to it: an HPA scales a retained replicas field.
+		web.Labels[interpreter.RetainReplicasLabel] = "true"
+		updateManifests(t, host, w, web)
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		if err := scale(ctx, mem, "drift", 4); err != nil {
+			t.Fatal(err)
+		}
+		genScaled := deploymentGeneration(t, mem, "drift")
+		time.Sleep(3 * time.Second)
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "drift", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 4 || d.Generation != genScaled {
+			t.Errorf("replicas %d generation %d after the HPA scaled to 4 at generation %d: the federation fought the HPA",
+				*d.Spec.Replicas, d.Generation, genScaled)
+		}
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
