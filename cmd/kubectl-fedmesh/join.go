@@ -54,7 +54,8 @@ In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and
 apiEndpoint is the member kubeconfig's server.
 
 Running join again brings everything up to date. A Cluster NAME that already stands for another cluster (another
-kube-system UID) is an error: unjoin it first.`,
+kube-system UID) is an error: unjoin it first. So is a cluster already joined under another name, and the host
+itself: one cluster is one member.`,
 		Example: `  kubectl-fedmesh join member1 --kubeconfig member1.kubeconfig
   kubectl-fedmesh --host-kubeconfig host.kubeconfig join member1 --kubeconfig member1.kubeconfig --member-context admin`,
 		Args: cobra.ExactArgs(1),
@@ -108,6 +109,9 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("host: cluster %s: %w", name, err)
 	}
+	if err := o.refuseJoined(ctx, host, name, id, memberCfg.Host); err != nil {
+		return err
+	}
 
 	identity := &memberIdentity{kube: kube, tokenTimeout: o.tokenTimeout, warnings: cmd.ErrOrStderr()}
 	token, err := identity.ensure(ctx)
@@ -125,6 +129,35 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s joined: endpoint %s, identity %s/%s, credentials in secret %s/%s\n",
 		name, memberCfg.Host, names.SystemNamespace, memberServiceAccount, names.SystemNamespace, name)
+	return nil
+}
+
+// refuseJoined refuses a cluster that is the host, or already a member under another name than name: two Clusters
+// for one cluster apply the same objects twice, and share the identity in it.
+func (o *joinOptions) refuseJoined(ctx context.Context, host client.Client, name, id, endpoint string) error {
+	hostCfg, err := o.host.config()
+	if err != nil {
+		return err
+	}
+	hostKube, err := kubernetes.NewForConfig(hostCfg)
+	if err != nil {
+		return fmt.Errorf("host cluster: %w", err)
+	}
+	hostID, err := clusterID(ctx, hostKube)
+	if err != nil {
+		return fmt.Errorf("host cluster: %w", err)
+	}
+	if id == hostID {
+		return fmt.Errorf("--kubeconfig reaches the host itself (kube-system UID %s): the host cannot be its own member; check --kubeconfig and --member-context", id)
+	}
+	joined, err := registeredAs(ctx, host, id, endpoint, name)
+	if err != nil {
+		return err
+	}
+	if joined != "" {
+		return fmt.Errorf("the cluster of --kubeconfig is already joined as %s (kube-system UID %s): join it again as %s, or unjoin %s first; "+
+			"check --kubeconfig and --member-context if it is not the cluster you meant", joined, id, joined, joined)
+	}
 	return nil
 }
 
@@ -155,7 +188,7 @@ func (f memberFlags) reach(ctx context.Context) (*rest.Config, kubernetes.Interf
 	}
 	id, err := clusterID(ctx, kube)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
 	}
 	return cfg, kube, id, nil
 }
@@ -172,12 +205,12 @@ func otherCluster(c *clusterv1alpha1.Cluster, id, endpoint string) string {
 	return ""
 }
 
-// clusterID is the UID of the member's kube-system namespace: it tells a re-join of the same cluster from another
-// cluster under a taken name.
+// clusterID is the UID of a cluster's kube-system namespace: it tells a re-join of the same cluster from another
+// cluster under a taken name, and one cluster joined under two names.
 func clusterID(ctx context.Context, kube kubernetes.Interface) (string, error) {
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("member cluster: read namespace kube-system: %w", err)
+		return "", fmt.Errorf("read namespace kube-system: %w", err)
 	}
 	return string(ns.UID), nil
 }

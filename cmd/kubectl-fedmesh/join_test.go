@@ -8,14 +8,18 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -105,5 +109,74 @@ func TestUnjoinDrain(t *testing.T) {
 				t.Errorf("another cluster's Work: %v, deleting since %v", err, kept.DeletionTimestamp)
 			}
 		})
+	}
+}
+
+// One cluster is one member: join refuses a cluster already joined under another name, and the host itself;
+// unjoin of a second Cluster for the same cluster (registered before join refused it) keeps the identity that the
+// first still uses.
+func TestJoinSameClusterTwice(t *testing.T) {
+	ctx := context.Background()
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	member := cluster.New(t, cluster.Options{Name: "member", ControllerManager: true})
+	hk := host.Kubeconfig()
+	hostClient, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFedmesh(t, hk, "join", "member1", "--kubeconfig", member.Kubeconfig())
+
+	_, errOut, code := fedmesh(t, hk, "join", "member1-again", "--kubeconfig", member.Kubeconfig())
+	if code == 0 || !strings.Contains(errOut, "already joined as member1") {
+		t.Errorf("join member1-again with member1's kubeconfig: exit %d, %q; want it refused, naming member1", code, errOut)
+	}
+	if err := hostClient.Get(ctx, client.ObjectKey{Name: "member1-again"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cluster member1-again after the refused join: %v, want not found", err)
+	}
+	_, errOut, code = fedmesh(t, hk, "join", "itself", "--kubeconfig", hk, "--token-timeout", "1s")
+	if code == 0 || !strings.Contains(errOut, "the host itself") {
+		t.Errorf("join the host as a member: exit %d, %q; want it refused", code, errOut)
+	}
+	if err := hostClient.Get(ctx, client.ObjectKey{Name: "itself"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cluster itself after the refused join: %v, want not found", err)
+	}
+
+	// A second Cluster for member1's cluster, as an older kubectl-fedmesh joined it: unjoining it keeps the identity.
+	var member1 clusterv1alpha1.Cluster
+	if err := hostClient.Get(ctx, client.ObjectKey{Name: "member1"}, &member1); err != nil {
+		t.Fatal(err)
+	}
+	copied := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1-copy"}, Spec: member1.Spec}
+	if err := hostClient.Create(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	out := mustFedmesh(t, hk, "unjoin", "member1-copy", "--kubeconfig", member.Kubeconfig())
+	if !strings.Contains(out, "member1 still uses it") {
+		t.Errorf("unjoin member1-copy: %q, want it to say member1 keeps the identity", out)
+	}
+	admin := member.Clientset()
+	if _, err := admin.CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); err != nil {
+		t.Errorf("member service account after unjoin member1-copy: %v, want it kept for member1", err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, memberClusterRole, metav1.GetOptions{}); err != nil {
+		t.Errorf("member cluster role binding after unjoin member1-copy: %v, want it kept for member1", err)
+	}
+	var secret corev1.Secret
+	if err := hostClient.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: "member1"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	asMember1 := kubernetes.NewForConfigOrDie(&rest.Config{Host: member.Host(), BearerToken: string(secret.Data[clusterv1alpha1.SecretTokenKey]),
+		TLSClientConfig: rest.TLSClientConfig{CAData: member.CAData()}})
+	if err := asMember1.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+		t.Errorf("/readyz with member1's token after unjoin member1-copy: %v", err)
+	}
+
+	// The last Cluster for it takes the identity along.
+	mustFedmesh(t, hk, "unjoin", "member1", "--kubeconfig", member.Kubeconfig())
+	if _, err := admin.CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("member service account after unjoin member1: %v, want it gone", err)
 	}
 }

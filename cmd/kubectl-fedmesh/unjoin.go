@@ -38,7 +38,7 @@ off the member: every Work of the cluster goes, and with it what the Work applie
 preserves resources on deletion). Then go the finalizer, the Secret ` + names.SystemNamespace + `/NAME with the cluster's
 credentials, and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret, ClusterRole
 and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster registered as
-NAME. If Works remain after --timeout (the federator is down, say), nothing more is removed and unjoin can be run
+NAME; the identity stays while another Cluster is registered for the same cluster. If Works remain after --timeout (the federator is down, say), nothing more is removed and unjoin can be run
 again to wait longer; --force goes on, and leaves their objects in the member. What is already gone is skipped.`,
 		Example: `  kubectl-fedmesh unjoin member1 --kubeconfig member1.kubeconfig
   kubectl-fedmesh unjoin member1 --timeout 10m`,
@@ -70,7 +70,9 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 		return fmt.Errorf("host: cluster %s: %w", name, err)
 	}
 	var identity *memberIdentity
-	if o.member.kubeconfig != "" { // reach the member first, so a bad kubeconfig changes nothing
+	var sharedWith string // another Cluster for the cluster of --kubeconfig, which keeps the identity
+	// Reach the member first, so a bad kubeconfig changes nothing.
+	if o.member.kubeconfig != "" {
 		// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
 		cfg, kube, id, err := o.member.reach(ctx)
 		if err != nil {
@@ -80,12 +82,17 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 			if other := otherCluster(c, id, cfg.Host); other != "" {
 				return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
 			}
-		} else if joined, err := registeredAs(ctx, host, id, cfg.Host); err != nil {
-			return err
-		} else if joined != "" {
-			return fmt.Errorf("--kubeconfig reaches cluster %s, still joined; %s is not registered: nothing changed", joined, name)
 		}
-		identity = &memberIdentity{kube: kube}
+		// A cluster joined under two names (before join refused that) shares one identity: the other still uses it.
+		if sharedWith, err = registeredAs(ctx, host, id, cfg.Host, name); err != nil {
+			return err
+		}
+		switch {
+		case sharedWith != "" && !registered:
+			return fmt.Errorf("--kubeconfig reaches cluster %s, still joined; %s is not registered: nothing changed", sharedWith, name)
+		case sharedWith == "":
+			identity = &memberIdentity{kube: kube}
+		}
 	}
 	if registered {
 		if err := o.drain(ctx, cmd.ErrOrStderr(), host, c); err != nil {
@@ -101,18 +108,23 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 			return err
 		}
 	}
+	if sharedWith != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined; the identity in the member stays, cluster %s still uses it\n", name, sharedWith)
+		return nil
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", name)
 	return nil
 }
 
-// registeredAs is the name of the Cluster registered for the cluster of id at endpoint, or "" if none is.
-func registeredAs(ctx context.Context, host client.Client, id, endpoint string) (string, error) {
+// registeredAs is the name of a Cluster other than except registered for the cluster of id at endpoint, or "" if
+// none is.
+func registeredAs(ctx context.Context, host client.Client, id, endpoint, except string) (string, error) {
 	var clusters clusterv1alpha1.ClusterList
 	if err := host.List(ctx, &clusters); err != nil {
 		return "", fmt.Errorf("host: list clusters: %w", err)
 	}
 	for i := range clusters.Items {
-		if otherCluster(&clusters.Items[i], id, endpoint) == "" {
+		if clusters.Items[i].Name != except && otherCluster(&clusters.Items[i], id, endpoint) == "" {
 			return clusters.Items[i].Name, nil
 		}
 	}

@@ -62,6 +62,36 @@ member2   Push   Unknown   <none>    0/0     0/0       0/0      <none>`
 	}
 }
 
+// The manager counts objects only for the resources a config lists: a config without them shows "-", not 0.
+func TestShardsTableObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resources []meshv1alpha1.GroupResource
+		objects   int64
+		want      string
+	}{
+		{"no resources, not counted", nil, 0, "-"},
+		{"no resources, a count from before", nil, 7, "7"},
+		{"resources, none found", []meshv1alpha1.GroupResource{{Resource: "pods"}}, 0, "0"},
+		{"resources, counted", []meshv1alpha1.GroupResource{{Resource: "pods"}}, 12, "12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &meshv1alpha1.ShardingConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sc"},
+				Spec: meshv1alpha1.ShardingConfigSpec{Resources: tc.resources},
+				Status: meshv1alpha1.ShardingConfigStatus{Assignment: []meshv1alpha1.ShardAssignment{
+					{Shard: 0, Ranges: []meshv1alpha1.HashRange{hashRange(0, ^uint64(0))}, Namespaces: 3, Objects: tc.objects}}}}
+			v, err := NewShardingView(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := ShardsTable([]ShardingView{v})
+			if got := table.Rows[0][7]; table.Header[7] != "OBJECTS" || got != tc.want {
+				t.Errorf("%s = %q, want %q", table.Header[7], got, tc.want)
+			}
+		})
+	}
+}
+
 func hashRange(first, last uint64) meshv1alpha1.HashRange {
 	s, e := shard.Range{First: first, Last: last}.Hex()
 	return meshv1alpha1.HashRange{Start: s, End: e}
@@ -104,8 +134,8 @@ func TestShardsTable(t *testing.T) {
 	want := `SHARDINGCONFIG                     EPOCH   READY     SHARD        RANGES   SHARE   NAMESPACES   OBJECTS   PROXIES
 fedmesh-system/fedmesh-federator   7       False     0            1        50.0%   2            10        fedmesh-federator-0=7,fedmesh-federator-0 (stray)=6
 fedmesh-system/fedmesh-federator   7       False     1            1        50.0%   3            40        fedmesh-federator-1=NACK
-fedmesh-system/fedmesh-federator   7       False     2 (canary)   0        0.0%    0            0         <none>
-fedmesh-system/new                 0       Unknown   <none>       0        0.0%    0            0         <none>`
+fedmesh-system/fedmesh-federator   7       False     2 (canary)   0        0.0%    0            -         <none>
+fedmesh-system/new                 0       Unknown   <none>       0        0.0%    0            -         <none>`
 	if lines(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

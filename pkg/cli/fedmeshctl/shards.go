@@ -31,7 +31,8 @@ type ShardView struct {
 	// Share is the fraction of the hash space the ranges cover, in percent.
 	Share      float64 `json:"share"`
 	Namespaces int32   `json:"namespaces"`
-	Objects    int64   `json:"objects"`
+	// Objects is nil when the objects were not counted: the manager counts only the resources the config lists.
+	Objects *int64 `json:"objects,omitempty"`
 }
 
 // ProxyView is one proxy and the configuration version it acknowledged.
@@ -56,7 +57,11 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 			return ShardingView{}, fmt.Errorf("%s/%s shard %d: %w", sc.Namespace, sc.Name, sa.Shard, err)
 		}
 		sv := ShardView{Shard: sa.Shard, Canary: sa.Canary, Ranges: []string{}, Share: set.Fraction() * 100,
-			Namespaces: sa.Namespaces, Objects: sa.Objects}
+			Namespaces: sa.Namespaces}
+		// The status omits a zero count, so a zero is a count only where the config lists resources to count.
+		if sa.Objects != 0 || len(sc.Spec.Resources) > 0 {
+			sv.Objects = &sa.Objects
+		}
 		for _, r := range set.Ranges() {
 			sv.Ranges = append(sv.Ranges, r.String())
 		}
@@ -81,14 +86,14 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 }
 
 // ShardsTable is one row per shard of each ShardingConfig: its ranges (their count, the share of the hash space),
-// namespaces and objects, the config's epoch, and the shard's proxies with the version each acknowledged
+// namespaces and objects ("-" when not counted), the config's epoch, and the shard's proxies with the version each acknowledged
 // (pod=version, or pod=NACK when it refused the latest).
 func ShardsTable(views []ShardingView) Table {
 	t := Table{Header: []string{"SHARDINGCONFIG", "EPOCH", "READY", "SHARD", "RANGES", "SHARE", "NAMESPACES", "OBJECTS", "PROXIES"}}
 	for _, v := range views {
 		if len(v.Shards) == 0 { // nothing published yet
 			t.Rows = append(t.Rows, []string{v.Namespace + "/" + v.Name, strconv.FormatInt(v.Epoch, 10), v.Ready,
-				"<none>", "0", "0.0%", "0", "0", "<none>"})
+				"<none>", "0", "0.0%", "0", "-", "<none>"})
 		}
 		for _, s := range v.Shards {
 			shardName := strconv.Itoa(int(s.Shard))
@@ -113,12 +118,20 @@ func ShardsTable(views []ShardingView) Table {
 			t.Rows = append(t.Rows, []string{
 				v.Namespace + "/" + v.Name, strconv.FormatInt(v.Epoch, 10), v.Ready, shardName,
 				strconv.Itoa(len(s.Ranges)), fmt.Sprintf("%.1f%%", s.Share),
-				strconv.Itoa(int(s.Namespaces)), strconv.FormatInt(s.Objects, 10),
+				strconv.Itoa(int(s.Namespaces)), objectCount(s.Objects),
 				orNone(strings.Join(proxies, ",")),
 			})
 		}
 	}
 	return t
+}
+
+// objectCount is n, or "-" when the objects were not counted.
+func objectCount(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*n, 10)
 }
 
 // OwnerView says which shard of one ShardingConfig owns a namespace, and why: the namespace's hash falls in one of
