@@ -50,13 +50,21 @@ func stripToken(u *unstructured.Unstructured) {
 	unstructured.RemoveNestedField(u.Object, "metadata", "annotations", corev1.ServiceAccountUIDKey)
 }
 
-// stripClaim removes the bound volume and a storage class the host chose rather than the claim's author: the
-// host's DefaultStorageClass admission (or its volume controller, retroactively) names the host's default class,
-// which a member may lack, and the field is immutable once set. The author's choice shows in the managed fields:
-// admission runs after the creating manager's fields are recorded, so a class no manager but the controller
-// manager owns is the host's. A template without managed fields tells nothing, and keeps its class.
+// stripClaim removes the bound volume, the host's binding annotations, and a storage class the host chose rather
+// than the claim's author. A member's volume controller takes a claim that says it was bound but names no volume
+// for one that lost its volume (Lost, never provisioned). The host's DefaultStorageClass admission (or its volume
+// controller, retroactively) names the host's default class, which a member may lack, and the field is immutable
+// once set. The author's choice shows in the managed fields: admission runs after the creating manager's fields are
+// recorded, so a class no manager but the controller manager owns is the host's. A template without managed fields
+// tells nothing, and keeps its class.
 func stripClaim(u *unstructured.Unstructured) {
 	unstructured.RemoveNestedField(u.Object, "spec", "volumeName")
+	for _, k := range native.ClaimBindingAnnotations {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", k)
+	}
+	if a, ok, _ := unstructured.NestedMap(u.Object, "metadata", "annotations"); ok && len(a) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	}
 	managed := u.GetManagedFields()
 	if len(managed) == 0 {
 		return

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,10 +55,7 @@ func TestHostFilledDependenciesStayHome(t *testing.T) {
 	if err := f.Register(ctx, cf.Members[0], fedtest.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	var c clusterv1alpha1.Cluster
-	must(t, h.Get(ctx, client.ObjectKey{Name: "member1"}, &c))
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue, Reason: "Test"})
-	must(t, h.Status().Update(ctx, &c))
+	markReady(ctx, t, h, "member1")
 	mem := cf.Members[0].Clientset()
 
 	const defaultClass = "storageclass.kubernetes.io/is-default-class"
@@ -68,24 +66,7 @@ func TestHostFilledDependenciesStayHome(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fedtest.StartManager(t, cf.Host.Config(), func(mgr ctrl.Manager) error {
-		chain := interpreter.Layers{Native: native.New()}.Chain()
-		renderings := &rendering.Store{}
-		members := &member.Factory{Host: mgr.GetAPIReader()}
-		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
-		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-			&Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings},
-			&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings},
-			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
-				Recorder: fedtest.Recorder(t, mgr, "host-filled"), Timeout: 5 * time.Second},
-			&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond},
-		} {
-			if err := s.SetupWithManager(mgr); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	startPropagation(t, cf.Host.Config(), "host-filled")
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "bot"}}))
@@ -172,5 +153,94 @@ func TestHostFilledDependenciesStayHome(t *testing.T) {
 		if cls := ptr.Deref(pvc.Spec.StorageClassName, ""); cls != want {
 			t.Errorf("member PVC %s has storageClassName %q, want %q", name, cls, want)
 		}
+	}
+}
+
+// startPropagation runs every stage from a binding to its members' objects and back against the host cfg reaches:
+// binding, binding status, execution and Work status.
+func startPropagation(t *testing.T, cfg *rest.Config, component string) {
+	t.Helper()
+	fedtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		renderings := &rendering.Store{}
+		members := &member.Factory{Host: mgr.GetAPIReader()}
+		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
+		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
+			&Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings},
+			&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings},
+			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
+				Recorder: fedtest.Recorder(t, mgr, component), Timeout: 5 * time.Second},
+			&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond},
+		} {
+			if err := s.SetupWithManager(mgr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// markReady marks the Cluster called name Ready in the host, as the cluster stage would.
+func markReady(ctx context.Context, t *testing.T, h client.Client, name string) {
+	t.Helper()
+	var c clusterv1alpha1.Cluster
+	must(t, h.Get(ctx, client.ObjectKey{Name: name}, &c))
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue, Reason: "Test"})
+	must(t, h.Status().Update(ctx, &c))
+}
+
+// A claim the host's volume controller bound reaches a member as a new claim, against a member with its controller
+// manager: without the host's volume and without the annotations that say it was bound, which would make the
+// member's volume controller take it for a bound claim that lost its volume (phase Lost, never provisioned).
+func TestBoundClaimPropagatesUnbound(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 1, Workloads: true})
+	ctx := context.Background()
+	h := f.Host
+	mem := f.Members[0].Clientset()
+	cluster := f.Members[0].Name()
+	markReady(ctx, t, h, cluster)
+	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data"}}))
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: "db", Annotations: map[string]string{
+			"pv.kubernetes.io/bind-completed":               "yes",
+			"pv.kubernetes.io/bound-by-controller":          "yes",
+			"volume.beta.kubernetes.io/storage-provisioner": "example.com/provisioner",
+			"volume.kubernetes.io/storage-provisioner":      "example.com/provisioner",
+			"volume.kubernetes.io/selected-node":            "host-node-1",
+			"example.com/owner":                             "team-a",
+		}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			VolumeName:  "pvc-0a1b2c3d-host",
+		},
+	}
+	must(t, h.Create(ctx, pvc))
+	startPropagation(t, f.Federation.Host.Config(), "bound-claim")
+	must(t, h.Create(ctx, &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: names.Binding("PersistentVolumeClaim", "db")},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "data", Name: "db", UID: pvc.UID},
+			Clusters: []workv1alpha1.TargetCluster{{Name: cluster}},
+		},
+	}))
+	fedtest.Eventually(t, 60*time.Second, "the claim in "+cluster, func() error {
+		_, err := mem.CoreV1().PersistentVolumeClaims("data").Get(ctx, "db", metav1.GetOptions{})
+		return err
+	})
+	// The member's volume controller syncs a new claim at once, and every 15s after; a few seconds show its verdict.
+	time.Sleep(10 * time.Second)
+	got, err := mem.CoreV1().PersistentVolumeClaims("data").Get(ctx, "db", metav1.GetOptions{})
+	must(t, err)
+	if got.Status.Phase == corev1.ClaimLost || got.Spec.VolumeName != "" {
+		t.Errorf("%s's new claim: phase %s, volumeName %q, annotations %v", cluster, got.Status.Phase, got.Spec.VolumeName, got.Annotations)
+	}
+	for _, k := range []string{"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller", "volume.kubernetes.io/selected-node"} {
+		if v, ok := got.Annotations[k]; ok {
+			t.Errorf("%s's claim carries the host's %s: %q", cluster, k, v)
+		}
+	}
+	if got.Annotations["example.com/owner"] != "team-a" {
+		t.Errorf("%s's claim lost the template's own annotation: %v", cluster, got.Annotations)
 	}
 }

@@ -38,6 +38,18 @@ func TestStripHostAllocated(t *testing.T) {
 		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: pv-1, resources: {}}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
 	}, {
+		name: "a claim's binding annotations of the host's volume controller and scheduler; its own stay",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {example.com/owner: team-a,
+			pv.kubernetes.io/bind-completed: "yes", pv.kubernetes.io/bound-by-controller: "yes",
+			volume.beta.kubernetes.io/storage-provisioner: example.com/p, volume.kubernetes.io/storage-provisioner: example.com/p,
+			volume.kubernetes.io/selected-node: node-1}}, spec: {volumeName: pv-1, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {example.com/owner: team-a}},
+			spec: {resources: {}}}`,
+	}, {
+		name: "a claim with nothing but binding annotations has none left",
+		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {pv.kubernetes.io/bind-completed: "yes"}}, spec: {resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
 		name: "a claim's class set by the host's admission (no manager owns it), and its bound volume",
 		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [{manager: kubectl-create,
 			operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:accessModes: {}, f:resources: {}}}}]},

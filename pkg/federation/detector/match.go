@@ -122,9 +122,13 @@ var ignoredNamespaces = map[string]bool{
 // Ignored reports whether the template of kind gvk called namespace/name is out of every policy's reach: fedmesh's
 // own kinds (*.fedmesh.io), what is in the system namespaces, and those namespaces themselves (propagated, a
 // member's fedmesh-system, which holds the credentials fedmesh reaches it with, would be taken over and could be
-// deleted with its template).
+// deleted with its template), and what each cluster makes for itself in every namespace (names.SelfMade: the
+// host's kube-root-ca.crt would replace a member's CA).
 func Ignored(gvk schema.GroupVersionKind, namespace, name string) bool {
 	if gvk.Group == "" && gvk.Kind == "Namespace" && ignoredNamespaces[name] {
+		return true
+	}
+	if namespace != "" && names.SelfMade(gvk.GroupKind(), name) {
 		return true
 	}
 	return IgnoredGroup(gvk.Group) || ignoredNamespaces[namespace]

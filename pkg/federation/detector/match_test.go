@@ -294,6 +294,12 @@ func TestIgnored(t *testing.T) {
 		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "fedmesh-system", true},
 		{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "kube-system", true},
 		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Namespace"}, "", "kube-system", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "a", "kube-root-ca.crt", true},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "a", "openshift-service-ca.crt", true},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "a", "settings", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "a", "kube-root-ca.crt", false},
+		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "ConfigMap"}, "a", "kube-root-ca.crt", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, "a", "default", false},
 	} {
 		if got := Ignored(tc.gvk, tc.namespace, tc.name); got != tc.want {
 			t.Errorf("Ignored(%s, %q, %q) = %v, want %v", tc.gvk, tc.namespace, tc.name, got, tc.want)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,4 +210,19 @@ func BindingRequests(_ context.Context, work client.Object) []reconcile.Request 
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: work.GetNamespace(), Name: name}}}
+}
+
+// selfMade are, by kind, the objects each cluster's own controllers make in every namespace, with that cluster's
+// values: kube-controller-manager's kube-root-ca.crt holds its API server's CA, which every pod's service-account
+// volume reads, and OpenShift's openshift-service-ca.crt its service CA. A host's copy propagated would make a
+// member's pods trust the host's CA. The ServiceAccount "default" is not one: every namespace has one, but a user may
+// make it their own (image pull secrets), and a policy selecting it propagates it as Karmada does.
+var selfMade = map[schema.GroupKind]map[string]bool{
+	{Kind: "ConfigMap"}: {"kube-root-ca.crt": true, "openshift-service-ca.crt": true},
+}
+
+// SelfMade reports whether the namespaced object of kind gk called name is one each cluster makes for itself in
+// every namespace: no policy claims it, and no workload depends on the host's copy.
+func SelfMade(gk schema.GroupKind, name string) bool {
+	return selfMade[gk][name]
 }

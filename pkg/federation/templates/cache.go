@@ -132,9 +132,12 @@ func (c *Cache) Canonical(key Key) Key {
 func (c *Cache) start(m *meta.RESTMapping) *kindInformer {
 	gvk := m.GroupVersionKind
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, m.Resource, "", 0, cache.Indexers{}, nil).Informer()
-	// Templates are read often and written rarely: their managed fields are dead weight in memory.
+	// Templates are read often and written rarely: their managed fields are dead weight in memory, except a
+	// claim's, which tell the storage class its author chose from the one the host's admission filled in (claims
+	// are few).
+	keepManaged := gvk.GroupKind() == schema.GroupKind{Kind: "PersistentVolumeClaim"}
 	_ = inf.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
+		if u, ok := obj.(*unstructured.Unstructured); ok && !keepManaged {
 			u.SetManagedFields(nil)
 		}
 		return obj, nil

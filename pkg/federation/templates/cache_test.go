@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,5 +105,52 @@ func TestOneVersionPerKind(t *testing.T) {
 	}
 	if _, ok := c.Watched(gk); ok || len(c.Kinds()) != 0 {
 		t.Errorf("the informer of a kind no longer wanted runs on: %v", c.Kinds())
+	}
+}
+
+// A cached claim keeps its managed fields, which tell the class its author chose from the one the host's admission
+// filled in (binding's stripClaim reads them); a cached Deployment sheds them.
+func TestCachedClaimKeepsManagedFields(t *testing.T) {
+	pvc := schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	mapping := func(gvk schema.GroupVersionKind, resource string) *meta.RESTMapping {
+		return &meta.RESTMapping{GroupVersionKind: gvk, Scope: meta.RESTScopeNamespace, Resource: gvk.GroupVersion().WithResource(resource)}
+	}
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:storageClassName":{}}}`)}}}
+	object := func(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace("a")
+		u.SetName("data")
+		u.SetManagedFields(managed)
+		return u
+	}
+	mappings := map[schema.GroupKind]*meta.RESTMapping{
+		pvc.GroupKind():    mapping(pvc, "persistentvolumeclaims"),
+		deploy.GroupKind(): mapping(deploy, "deployments"),
+	}
+	d := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		mappings[pvc.GroupKind()].Resource: "PersistentVolumeClaimList", mappings[deploy.GroupKind()].Resource: "DeploymentList"},
+		object(pvc), object(deploy))
+	c := New(d, &countingReader{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Start(ctx) }()
+	c.Sync(mappings)
+
+	key := client.ObjectKey{Namespace: "a", Name: "data"}
+	for _, gvk := range []schema.GroupVersionKind{pvc, deploy} {
+		for deadline := time.Now().Add(10 * time.Second); c.cached(gvk, key) == nil; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the informer never showed the %s", gvk.Kind)
+			}
+		}
+	}
+	if got := c.cached(pvc, key).GetManagedFields(); len(got) != 1 || got[0].Manager != "kubectl" {
+		t.Errorf("the cached claim has managed fields %v, want its own", got)
+	}
+	if got := c.cached(deploy, key).GetManagedFields(); len(got) != 0 {
+		t.Errorf("the cached Deployment keeps managed fields %v", got)
 	}
 }

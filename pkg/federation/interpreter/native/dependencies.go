@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
 type dependencyFunc func(obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error)
@@ -32,8 +33,10 @@ type deps struct {
 
 func newDeps(ns string) *deps { return &deps{ns: ns, seen: map[[2]string]bool{}} }
 
+// add records the object of kind called name, unless the namespace of every cluster has its own (names.SelfMade:
+// the kube-root-ca.crt of a pod's service-account volume), which the host's must not replace.
 func (d *deps) add(kind, name string) {
-	if name == "" || d.seen[[2]string{kind, name}] {
+	if name == "" || d.seen[[2]string{kind, name}] || names.SelfMade(schema.GroupKind{Kind: kind}, name) {
 		return
 	}
 	d.seen[[2]string{kind, name}] = true
@@ -52,8 +55,8 @@ func (d *deps) sorted() []interpreter.DependentObjectReference {
 }
 
 // podDependencies lists what the pods of obj need in their namespace: the ConfigMaps and Secrets of volumes
-// (projected ones too), environment and image pulls; the ServiceAccount unless it is "default", which every
-// namespace has; and the claims of PersistentVolumeClaim volumes (not a StatefulSet's volumeClaimTemplates, which
+// (projected ones too), environment and image pulls, but those every cluster makes for itself (names.SelfMade); the
+// ServiceAccount unless it is "default", which every namespace has; and the claims of PersistentVolumeClaim volumes (not a StatefulSet's volumeClaimTemplates, which
 // the StatefulSet creates itself).
 func podDependencies(obj *unstructured.Unstructured) ([]interpreter.DependentObjectReference, error) {
 	spec, err := podSpec(obj)

@@ -15,7 +15,7 @@ var retainFuncs = map[schema.GroupVersionKind]retainFunc{
 	podGVK:        retainPod,
 	serviceGVK:    retainService,
 	saGVK:         retainServiceAccount,
-	pvcGVK:        retainFields([]string{"spec", "volumeName"}, []string{"spec", "storageClassName"}),
+	pvcGVK:        retainClaim,
 	pvGVK:         retainFields([]string{"spec", "claimRef"}),
 	jobGVK:        retainJob,
 	secretGVK:     retainSecret,
@@ -54,8 +54,8 @@ func empty(v any) bool {
 	return false
 }
 
-// retainFields keeps fields the member sets once and for all (a claim's volumeName and storageClassName, a
-// volume's claimRef): an immutable field is never sent with another value.
+// retainFields keeps fields the member sets once and for all (a volume's claimRef): an immutable field is never
+// sent with another value.
 func retainFields(paths ...[]string) retainFunc {
 	return func(desired, observed *unstructured.Unstructured) error {
 		for _, p := range paths {

@@ -109,14 +109,45 @@ func retainSecret(desired, observed *unstructured.Unstructured) error {
 			return err
 		}
 	}
-	annotations := desired.GetAnnotations()
-	delete(annotations, corev1.ServiceAccountUIDKey)
-	if v, ok := observed.GetAnnotations()[corev1.ServiceAccountUIDKey]; ok {
-		if annotations == nil {
-			annotations = map[string]string{}
+	retainAnnotations(desired, observed, corev1.ServiceAccountUIDKey)
+	return nil
+}
+
+// ClaimBindingAnnotations are the annotations a cluster's volume controller and scheduler write on a claim as they
+// bind and provision it: each cluster's are its own. A new claim that says it was bound but names no volume is
+// taken by the volume controller for one that lost its volume: Lost, and never provisioned.
+var ClaimBindingAnnotations = []string{
+	"pv.kubernetes.io/bind-completed",
+	"pv.kubernetes.io/bound-by-controller",
+	"volume.beta.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/selected-node",
+}
+
+// retainClaim keeps what the member's volume controller set: the bound volume and the storage class (immutable
+// once set), and the binding annotations, which are the member's values whatever desired says.
+func retainClaim(desired, observed *unstructured.Unstructured) error {
+	for _, f := range []string{"volumeName", "storageClassName"} {
+		if err := copyField(desired, observed, "spec", f); err != nil {
+			return err
 		}
-		annotations[corev1.ServiceAccountUIDKey] = v
+	}
+	retainAnnotations(desired, observed, ClaimBindingAnnotations...)
+	return nil
+}
+
+// retainAnnotations gives desired observed's values of the annotations keys, and drops desired's own.
+func retainAnnotations(desired, observed *unstructured.Unstructured, keys ...string) {
+	annotations := desired.GetAnnotations()
+	theirs := observed.GetAnnotations()
+	for _, k := range keys {
+		delete(annotations, k)
+		if v, ok := theirs[k]; ok {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[k] = v
+		}
 	}
 	desired.SetAnnotations(annotations)
-	return nil
 }
