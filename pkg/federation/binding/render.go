@@ -22,6 +22,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/scheduler"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
@@ -52,7 +53,8 @@ type renderInput struct {
 // labels of state a failover preserved (scheduler.PreservedLabels), then every manifest overridden for the
 // cluster, and the workload stamped with the template's generation (stampGeneration). The Work has no owner
 // reference yet, and its plain name (names.Work): a new Work whose plain name another binding's or cluster's Work
-// holds is named otherwise (workName).
+// holds is named otherwise (workName). A manifest the Work's namespace may not hold (rendering.InWorkScope) fails
+// the Work: the override package already refuses policies that move an object, and this holds whatever moved it.
 func render(ctx context.Context, in renderInput, interp Interpreter, target workv1alpha1.TargetCluster, cluster *clusterv1alpha1.Cluster) (*workv1alpha1.Work, error) {
 	b := in.binding
 	workload := in.template
@@ -84,6 +86,13 @@ func render(ctx context.Context, in renderInput, interp Interpreter, target work
 			if !slices.Contains(applied, u) {
 				applied = append(applied, u)
 			}
+		}
+		if err := rendering.InWorkScope(b.Namespace, out.GetNamespace() != "", out.GetNamespace()); err != nil {
+			role := "dependency"
+			if i == 0 {
+				role = "template"
+			}
+			return nil, fmt.Errorf("%s %s %s: %w", role, out.GetKind(), strings.TrimPrefix(out.GetNamespace()+"/"+out.GetName(), "/"), err)
 		}
 		if i == 0 && in.generation > 0 { // the workload; each dependency has a template of its own
 			stampGeneration(out, in.generation)

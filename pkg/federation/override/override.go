@@ -135,8 +135,12 @@ func applyPolicy(obj *unstructured.Unstructured, cluster *clusterv1alpha1.Cluste
 		if !ok {
 			continue
 		}
+		before := identityOf(obj)
 		if err := applyOverriders(obj, &rule.Overriders); err != nil {
 			return false, &PolicyError{Policy: p.id, Err: fmt.Errorf("overrideRules[%d].overriders.%w on %s %s", i, err, obj.GetKind(), obj.GetName())}
+		}
+		if err := changedIdentity(before, identityOf(obj)); err != nil {
+			return invalid(fmt.Errorf("overrideRules[%d] %w (on %s %s)", i, err, before.kind, before.name))
 		}
 		used = true
 	}

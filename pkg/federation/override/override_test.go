@@ -179,9 +179,9 @@ func TestOverriders(t *testing.T) {
 		name: "field overrider on a field that is not a document",
 		obj:  configMap,
 		o: policyv1alpha1.Overriders{FieldOverrider: []policyv1alpha1.FieldOverrider{
-			{FieldPath: "/metadata", JSON: []policyv1alpha1.PatchOperation{{SubPath: "/x", Operator: "remove"}}},
+			{FieldPath: "/data", JSON: []policyv1alpha1.PatchOperation{{SubPath: "/x", Operator: "remove"}}},
 		}},
-		err: "fieldOverrider[0]: /metadata is a map[string]interface {}, not a string",
+		err: "fieldOverrider[0]: /data is a map[string]interface {}, not a string",
 	}, {
 		name: "plaintext add, replace and remove",
 		obj:  deployment,

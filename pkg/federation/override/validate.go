@@ -3,6 +3,7 @@ package override
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,9 +14,9 @@ import (
 )
 
 // Validate checks what the CRD's schema cannot: plaintext and field patches carry a JSON value exactly when their
-// operation needs one (add and replace do, remove must not), paths are JSON pointers, selectors parse, and no
-// overrider asks for the impossible (removing an image's repository). It reports every problem, each with its
-// place in the spec.
+// operation needs one (add and replace do, remove must not), paths are JSON pointers, selectors parse, no
+// overrider asks for the impossible (removing an image's repository), and none names a field of the object's
+// identity (identityPaths). It reports every problem, each with its place in the spec.
 func Validate(spec *policyv1alpha1.OverrideSpec) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -68,6 +69,8 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 	for i, p := range o.Plaintext {
 		if err := validatePatch(p.Path, p.Operator, p.Value, true); err != nil {
 			fail("%s.plaintext[%d]: %v", at, i, err)
+		} else if err := notIdentity(p.Path); err != nil {
+			fail("%s.plaintext[%d]: %v", at, i, err)
 		}
 	}
 	for i, img := range o.ImageOverrider {
@@ -82,6 +85,8 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 		}
 		if img.Predicate != nil {
 			if _, err := parsePointer(img.Predicate.Path); err != nil {
+				fail("%s.predicate: %v", where, err)
+			} else if err := notIdentity(img.Predicate.Path); err != nil {
 				fail("%s.predicate: %v", where, err)
 			}
 		}
@@ -110,6 +115,8 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 		where := fmt.Sprintf("%s.fieldOverrider[%d]", at, i)
 		if _, err := parsePointer(f.FieldPath); err != nil {
 			fail("%s.fieldPath: %v", where, err)
+		} else if err := notIdentity(f.FieldPath); err != nil {
+			fail("%s.fieldPath: %v", where, err)
 		}
 		if (len(f.JSON) > 0) == (len(f.YAML) > 0) {
 			fail("%s: set exactly one of json or yaml", where)
@@ -122,6 +129,18 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 		}
 	}
 	return errs
+}
+
+// notIdentity refuses a JSON pointer at, under or above a field of the object's identity.
+func notIdentity(path string) error {
+	tokens, err := parsePointer(path)
+	if err != nil {
+		return err
+	}
+	if fields := identityFieldsAt(tokens); len(fields) > 0 {
+		return fmt.Errorf("path %s would change %s: %s", path, strings.Join(fields, " and "), identityRule)
+	}
+	return nil
 }
 
 // validatePatch checks one JSON-patch operation; strictRemove refuses a value given with remove.

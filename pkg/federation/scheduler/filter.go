@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/selector"
 )
 
 // matchAffinity says why c does not match a, or "" when it does. A nil affinity matches every cluster.
@@ -34,32 +35,18 @@ func matchAffinity(a *policyv1alpha1.ClusterAffinity, c *Cluster) string {
 		}
 	}
 	if a.FieldSelector != nil {
+		fields := selector.ClusterFields{Provider: c.Provider, Region: c.Region, Zones: c.Zones}
 		for _, e := range a.FieldSelector.MatchExpressions {
-			if !matchField(e, c) {
+			ok, err := fields.Match(e)
+			if err != nil {
+				return fmt.Sprintf("invalid fieldSelector: %v", err)
+			}
+			if !ok {
 				return fmt.Sprintf("fieldSelector %s %s %v does not match", e.Key, e.Operator, e.Values)
 			}
 		}
 	}
 	return ""
-}
-
-// matchField evaluates one fieldSelector expression. A cluster with several zones is In when any of them is, and
-// NotIn when none is.
-func matchField(e corev1.NodeSelectorRequirement, c *Cluster) bool {
-	values, _ := c.field(e.Key)
-	in := false
-	for _, v := range values {
-		if v != "" && slices.Contains(e.Values, v) {
-			in = true
-		}
-	}
-	switch e.Operator {
-	case corev1.NodeSelectorOpIn:
-		return in
-	case corev1.NodeSelectorOpNotIn:
-		return !in
-	}
-	return false
 }
 
 // untolerated is the first taint of c with one of effects that no toleration tolerates at now, or nil. A NoExecute

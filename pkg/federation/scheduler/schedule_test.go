@@ -109,7 +109,7 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 0),
 		},
 		{
-			name: "fieldSelector: region In, provider NotIn, zone In any of the cluster's zones",
+			name: "fieldSelector: region In, provider NotIn, zone In listing every one of the cluster's zones",
 			in: Input{Replicas: 1, Clusters: []Cluster{
 				cluster("a", region("eu"), provider("aws"), zones("z1", "z2")),
 				cluster("b", region("eu"), provider("gcp"), zones("z2")),
@@ -119,7 +119,7 @@ func TestSchedule(t *testing.T) {
 				FieldSelector: &policyv1alpha1.FieldSelector{MatchExpressions: []corev1.NodeSelectorRequirement{
 					{Key: "region", Operator: corev1.NodeSelectorOpIn, Values: []string{"eu"}},
 					{Key: "provider", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"gcp"}},
-					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}},
+					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1", "z2"}},
 				}},
 			}}},
 			want: targets("a", 1),
