@@ -43,6 +43,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
+	overridepolicywebhook "github.com/fedmesh/fedmesh/pkg/webhook/overridepolicy"
 )
 
 // statusHoldWindows is how many coalesce windows a binding's status waits for its next cluster to report: long
@@ -74,7 +75,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.probeInterval, "cluster-probe-interval", 10*time.Second, "How often each member cluster's /readyz is probed.")
 	fs.Float32Var(&o.memberQPS, "member-qps", 50, "Queries per second to each member cluster.")
 	fs.IntVar(&o.memberBurst, "member-burst", 100, "Burst of queries to each member cluster.")
-	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the admission webhook that validates ResourceInterpreterCustomizations; empty serves no webhook.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the admission webhooks that validate ResourceInterpreterCustomizations and override policies; empty serves none.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook.")
 	fs.IntVar(&o.workers, "concurrent-reconciles", 8,
 		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
@@ -205,6 +206,7 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	}
 	if o.webhookCertDir != "" {
 		mgr.GetWebhookServer().Register(customizationwebhook.Path, customizationwebhook.NewWebhook(mgr.GetAPIReader(), mgr.GetScheme()))
+		mgr.GetWebhookServer().Register(overridepolicywebhook.Path, overridepolicywebhook.NewWebhook(mgr.GetScheme()))
 	}
 	return nil
 }

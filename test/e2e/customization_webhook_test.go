@@ -8,19 +8,23 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	customizationwebhook "github.com/fedmesh/fedmesh/pkg/webhook/customization"
+	overridepolicywebhook "github.com/fedmesh/fedmesh/pkg/webhook/overridepolicy"
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedrun"
 )
 
 // The federator serves the admission webhook for ResourceInterpreterCustomizations; registered with a real API
 // server, it refuses a script that does not compile (naming the Lua line) and a second customization of the same
-// operation for the same kind, and admits a good one.
+// operation for the same kind, and admits a good one. Its webhook for override policies refuses one that would
+// move the object it overrides.
 func TestCustomizationWebhookRefusesBadScripts(t *testing.T) {
 	c := cluster.New(t, cluster.Options{})
 	ctx := context.Background()
@@ -54,6 +58,16 @@ func TestCustomizationWebhookRefusesBadScripts(t *testing.T) {
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{configv1alpha1.GroupName}, APIVersions: []string{"v1alpha1"},
 					Resources: []string{"resourceinterpretercustomizations"}},
+			}},
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name: "overridepolicies.policy.fedmesh.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", port, overridepolicywebhook.Path)), CABundle: ca},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{policyv1alpha1.GroupName}, APIVersions: []string{"v1alpha1"},
+					Resources: []string{"overridepolicies", "clusteroverridepolicies"}},
 			}},
 			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
 		}},
@@ -93,5 +107,20 @@ func TestCustomizationWebhookRefusesBadScripts(t *testing.T) {
 	var list configv1alpha1.ResourceInterpreterCustomizationList
 	if err := cl.List(ctx, &list, &client.ListOptions{}); err != nil || len(list.Items) != 1 {
 		t.Errorf("customizations stored: %d (%v), want only the good one", len(list.Items), err)
+	}
+
+	overrides := func(name, path string) *policyv1alpha1.ClusterOverridePolicy {
+		return &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+					{Path: path, Operator: policyv1alpha1.OverriderOpReplace, Value: &apiextensionsv1.JSON{Raw: []byte(`"x"`)}}}}}},
+			}}
+	}
+	if err := cl.Create(ctx, overrides("move", "/metadata/namespace")); err == nil || !strings.Contains(err.Error(), "/metadata/namespace") {
+		t.Errorf("an override policy moving its object to another namespace: %v; want a refusal naming the path", err)
+	}
+	if err := cl.Create(ctx, overrides("data", "/data/key")); err != nil {
+		t.Errorf("a good override policy was refused: %v", err)
 	}
 }
