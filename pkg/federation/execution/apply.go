@@ -25,6 +25,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
@@ -107,6 +108,10 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		return nil, err
 	}
 	ri, err := resourceFor(mc, desired, work.Namespace)
+	var outside *outOfScopeError
+	if errors.As(err, &outside) {
+		return &outside.ref, &invalidManifestError{ordinal: ordinal, err: outside}
+	}
 	if err != nil {
 		ref := workrecord.RefOf(desired)
 		return &ref, fmt.Errorf("%s: %w", ref, err)
@@ -229,20 +234,35 @@ func resourceFor(mc *member.Client, obj *unstructured.Unstructured, workNamespac
 	if err != nil {
 		return nil, err
 	}
-	return resourceOf(mc, mapping, obj, workNamespace), nil
+	return resourceOf(mc, mapping, obj, workNamespace)
 }
 
-// resourceOf is the client of mapping's resource for obj, setting obj's namespace as resourceFor says.
-func resourceOf(mc *member.Client, mapping *meta.RESTMapping, obj *unstructured.Unstructured, workNamespace string) dynamic.ResourceInterface {
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+// resourceOf is the client of mapping's resource for obj, setting obj's namespace as resourceFor says. An object
+// outside the Work's scope (rendering.InWorkScope) is an *outOfScopeError: the binding stage renders none, and one
+// in a Work all the same (written by hand, or rendered before that check) is never touched.
+func resourceOf(mc *member.Client, mapping *meta.RESTMapping, obj *unstructured.Unstructured, workNamespace string) (dynamic.ResourceInterface, error) {
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if err := rendering.InWorkScope(workNamespace, namespaced, obj.GetNamespace()); err != nil {
+		return nil, &outOfScopeError{ref: workrecord.RefOf(obj), err: err}
+	}
+	if !namespaced {
 		obj.SetNamespace("")
-		return mc.Dynamic.Resource(mapping.Resource)
+		return mc.Dynamic.Resource(mapping.Resource), nil
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(workNamespace)
 	}
-	return mc.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	return mc.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()), nil
 }
+
+// outOfScopeError is an object a Work may not hold: of another namespace, or cluster-scoped in a Work of a
+// namespace.
+type outOfScopeError struct {
+	ref workrecord.Ref
+	err error
+}
+
+func (e *outOfScopeError) Error() string { return fmt.Sprintf("%s: not applied: %v", e.ref, e.err) }
 
 // resourceForRef is resourceFor for an object to remove, in any version the member serves of its kind: the object
 // is the one in each, and the version named may be one the member no longer serves (a CRD's old version dropped).
@@ -261,5 +281,5 @@ func resourceForRef(mc *member.Client, ref workrecord.Ref, workNamespace string)
 	if err != nil {
 		return nil, err
 	}
-	return resourceOf(mc, mapping, obj, workNamespace), nil
+	return resourceOf(mc, mapping, obj, workNamespace)
 }

@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -95,8 +96,9 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 // removal is retried.
 func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref workrecord.Ref, preserve bool) error {
 	ri, err := resourceForRef(mc, ref, work.Namespace)
-	if meta.IsNoMatchError(err) {
-		return nil
+	var outside *outOfScopeError
+	if meta.IsNoMatchError(err) || errors.As(err, &outside) {
+		return nil // nothing there, or nothing the Work may touch
 	}
 	if err != nil {
 		return err
