@@ -9,15 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
-	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/names"
-	"github.com/fedmesh/fedmesh/test/fedrun"
-	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // Namespaces move from shard 1 to shard 0, which already watches their kinds for namespaces of its own. Each has an
@@ -26,34 +20,7 @@ import (
 // proxy refuses its writes there until then).
 func TestHandoverKeepsOverrides(t *testing.T) {
 	ctx := context.Background()
-	f := fedtest.Start(t, fedtest.Options{Members: 1})
-	fedmeshBinary(t, "federator")
-	var nss []string
-	for i := range 12 {
-		ns := fmt.Sprintf("overrides-%d", i)
-		nss = append(nss, ns)
-		if err := f.Host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run, err := fedrun.Start(ctx, fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir, Shards: 2,
-		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("federator logs:\n%s", run.Logs(40))
-		}
-		run.Stop()
-	})
-	e := &fedEnv{t: t, f: f, run: run, members: map[string]kubernetes.Interface{}}
-	for _, m := range f.Members {
-		e.members[m.Name()] = m.Clientset()
-	}
-	if err := fedtest.WaitClustersReady(ctx, f.Host, 1, 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e, nss := startHandover(t, 1, "overrides")
 	e.create(&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}},
@@ -78,20 +45,7 @@ func TestHandoverKeepsOverrides(t *testing.T) {
 			return cm.Labels["overridden"] == "yes", fmt.Errorf("labels %v", cm.Labels)
 		})
 	}
-	var sc meshv1alpha1.ShardingConfig
-	if err := f.Host.Get(ctx, types.NamespacedName{Namespace: names.SystemNamespace, Name: fedrun.Name}, &sc); err != nil {
-		t.Fatal(err)
-	}
-	a := statusAssignment(t, &sc)
-	var moved []string
-	for _, ns := range nss {
-		if id, _ := a.NamespaceOwner(ns); id == 1 {
-			moved = append(moved, ns)
-		}
-	}
-	if len(moved) == 0 {
-		t.Fatal("no namespace on shard 1")
-	}
+	moved := e.ownedBy(1, nss)
 	delayRelists(e, "overridepolicies")
 
 	// Watch the member's copies through the handover.
@@ -121,11 +75,7 @@ func TestHandoverKeepsOverrides(t *testing.T) {
 			}
 		}()
 	}
-	e.setShards(1)
-	e.waitAssigned(1)
-	if err := run.RemoveShard(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.shrinkToOneShard()
 	time.Sleep(15 * time.Second)
 	cancel()
 	wg.Wait()
