@@ -3,7 +3,6 @@ package execution
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +33,7 @@ func TestWorkOfAnUnavailableAPI(t *testing.T) {
 	ctx := context.Background()
 	host := f.Host
 	cluster := f.Members[0].Name()
-	registerUnavailableAPI(t, f.Members[0].Config(), "bogus.fedmesh.test", "v1alpha1")
+	fedtest.RegisterUnavailableAPI(t, f.Members[0].Config(), "bogus.fedmesh.test", "v1alpha1")
 	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,31 +96,4 @@ func TestWorkOfAnUnavailableAPI(t *testing.T) {
 			}
 		})
 	}
-}
-
-// registerUnavailableAPI registers group/version in the API server of cfg as an aggregated API served by a Service
-// that does not exist, and waits until the server's discovery says it failed to discover it. The server never
-// connects anywhere for it: it finds no Service to send requests to.
-func registerUnavailableAPI(t *testing.T, cfg *rest.Config, group, version string) {
-	t.Helper()
-	apiService := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": version + "." + group},
-		"spec": map[string]any{"group": group, "version": version, "groupPriorityMinimum": int64(1000),
-			"versionPriority": int64(15), "insecureSkipTLSVerify": true,
-			"service": map[string]any{"namespace": "default", "name": "no-such-service"}},
-	}}
-	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(apiServices).Create(context.Background(), apiService, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	gv := schema.GroupVersion{Group: group, Version: version}
-	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	fedtest.Eventually(t, 30*time.Second, "discovery of "+gv.String()+" fails", func() error {
-		_, _, err := dc.ServerGroupsAndResources()
-		if failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok && failed[gv] != nil {
-			return nil
-		}
-		return fmt.Errorf("discovery: %v", err)
-	})
 }

@@ -1,20 +1,12 @@
 package member
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
@@ -26,7 +18,7 @@ import (
 // of a group no one serves is still NoMatch, and the member's other kinds still map.
 func TestRESTMappingOfAnUnavailableAPI(t *testing.T) {
 	m := cluster.New(t, cluster.Options{Name: "member1"})
-	registerUnavailableAPI(t, m.Config(), "bogus.fedmesh.test", "v1alpha1")
+	fedtest.RegisterUnavailableAPI(t, m.Config(), "bogus.fedmesh.test", "v1alpha1")
 	mc, err := newClient("member1", m.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -54,32 +46,4 @@ func TestRESTMappingOfAnUnavailableAPI(t *testing.T) {
 	if mapping, err := mc.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil || mapping.Resource.Resource != "configmaps" {
 		t.Errorf("ConfigMap maps to %v, %v", mapping, err)
 	}
-}
-
-// registerUnavailableAPI registers group/version in the API server of cfg as an aggregated API served by a Service
-// that does not exist, and waits until the server's discovery says it failed to discover it. The server never
-// connects anywhere for it: it finds no Service to send requests to.
-func registerUnavailableAPI(t *testing.T, cfg *rest.Config, group, version string) {
-	t.Helper()
-	ctx := context.Background()
-	apiService := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": version + "." + group},
-		"spec": map[string]any{"group": group, "version": version, "groupPriorityMinimum": int64(1000),
-			"versionPriority": int64(15), "insecureSkipTLSVerify": true,
-			"service": map[string]any{"namespace": "default", "name": "no-such-service"}},
-	}}
-	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(apiServices).Create(ctx, apiService, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	gv := schema.GroupVersion{Group: group, Version: version}
-	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	fedtest.Eventually(t, 30*time.Second, "discovery of "+gv.String()+" fails", func() error {
-		_, _, err := dc.ServerGroupsAndResources()
-		if failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok && failed[gv] != nil {
-			return nil
-		}
-		return fmt.Errorf("discovery: %v", err)
-	})
 }
