@@ -37,9 +37,15 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 	query := r.URL.Query()
 	key := servedKeyOf(req, query)
 	if resumes(req, query) {
-		if !p.served.resumable(key, v, time.Now()) {
+		prior := func() (view, bool) {
+			prev, recent := p.relists.prior(time.Now())
+			return viewOf(prev, req, namespaced), recent
+		}
+		if ok, known := p.served.resumable(key, v, prior, time.Now()); !ok {
 			count("expired")
-			p.relists.madeStale(key, time.Now())
+			if req.Verb == "watch" && known {
+				p.relists.madeStale(key, time.Now()) // an informer's watch from before the change
+			}
 			p.expire(w, r, req, u)
 			return
 		}
@@ -63,6 +69,7 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 			p.served.served(key, v, time.Now())
 			p.relists.listed(key)
 		}
+		a.stale = func() {} // see relistFence.madeStale
 	case "watch":
 		if initial, _ := strconv.ParseBool(query.Get("sendInitialEvents")); initial && p.relists.awaits(key, time.Now()) {
 			a.initialEventsEnded = func() { p.relists.initialEventsEnded(key) }

@@ -41,6 +41,11 @@ type relistFence struct {
 	granted shard.Set
 	until   time.Time
 	pending map[servedKey]relistStep
+	// previous is the ownership before the last change, taken in at changedAt; started, whether any was taken in
+	// (the first is no change: whatever a client saw before it, this proxy did not serve).
+	previous  *config.Ownership
+	changedAt time.Time
+	started   bool
 }
 
 // relistStep is how far a stale key has come in fetching its state afresh.
@@ -63,7 +68,10 @@ func (f *relistFence) changed(own *config.Ownership, stale []servedKey, now time
 	defer f.mu.Unlock()
 	cur := own.Owned()
 	gained := cur.Difference(f.owned)
-	f.settled, f.owned = own, cur
+	if f.started && own != f.settled {
+		f.previous, f.changedAt = f.settled, now
+	}
+	f.settled, f.owned, f.started = own, cur, true
 	if !f.awaiting(now) {
 		f.granted = shard.Set{} // relisted since: only a change that ends a watch now, or makes one stale, fences
 	}
@@ -77,9 +85,18 @@ func (f *relistFence) changed(own *config.Ownership, stale []servedKey, now time
 	}
 }
 
-// madeStale takes in that the proxy refused or ended a list or watch of key for a change of view after that change
-// was taken in: a watch in flight across the change, a watch resuming from before it, a list answered across it.
-// Its client fetches its state afresh; while a grant's relists are awaited, they await this one too.
+// prior is the ownership before the last change, and whether that change was taken in within servedIdle of now:
+// a request resuming a key the proxy does not remember is judged by its view under it (servedViews.resumable).
+func (f *relistFence) prior(now time.Time) (*config.Ownership, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.previous, !f.changedAt.IsZero() && now.Sub(f.changedAt) < servedIdle
+}
+
+// madeStale takes in that the proxy refused or ended a watch of key for a change of view after that change was
+// taken in: a watch in flight across the change, or resuming from before it. Its client fetches its state afresh;
+// while a grant's relists are awaited, they await this one too. A list refused is not counted: a client that only
+// lists never resumes a watch, and would hold the fence to its bound.
 func (f *relistFence) madeStale(key servedKey, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

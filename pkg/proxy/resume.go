@@ -82,19 +82,29 @@ func (s *servedViews) served(key servedKey, v view, now time.Time) {
 }
 
 // resumable reports whether a request resuming key may be answered under v: whether the proxy last served key
-// under v. If not (or if it does not know, say after a restart), the request is refused with 410 Expired and its
-// client fetches the state afresh, under v: so v is remembered as served, and a client that resumes again instead
-// of listing (its state came from a GET, say) is refused once, not for ever.
-func (s *servedViews) resumable(key servedKey, v view, now time.Time) bool {
+// under v. A key it never served (a resourceVersion from a create or a GET, a list of other selectors, a proxy
+// restarted) is judged by prior, the key's view under the ownership before the last change and whether that change
+// came within servedIdle: it is resumable unless that change altered its view. If not resumable, the request is
+// refused with 410 Expired and its client fetches the state afresh, under v: so v is remembered as served, and a
+// client that resumes again instead of listing is refused once, not for ever.
+//
+// known says whether the proxy had served key: only such a client's state is one a grant's relists wait for.
+func (s *servedViews) resumable(key servedKey, v view, prior func() (view, bool), now time.Time) (ok, known bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, known := s.entries[key]
-	if known && e.known && e.view.same(v) {
-		e.idle = now
-		return true
+	e, had := s.entries[key]
+	known = had && e.known
+	if known {
+		if e.view.same(v) {
+			e.idle = now
+			return true, true
+		}
+	} else if pv, recent := prior(); !recent || pv.same(v) {
+		s.entry(key, now).remember(v)
+		return true, false
 	}
 	s.entry(key, now).remember(v)
-	return false
+	return false, known
 }
 
 func (e *servedEntry) remember(v view) { e.view, e.known = v, true }

@@ -123,7 +123,7 @@ func TestServedViews(t *testing.T) {
 				case "ended":
 					s.watchEnded(st.key, now)
 				case "resume":
-					if got := s.resumable(st.key, st.view, now); got != st.resumable {
+					if got, _ := s.resumable(st.key, st.view, changedJustNow, now); got != st.resumable {
 						t.Errorf("step %d: resumable %v, want %v", i, got, st.resumable)
 					}
 				}
@@ -142,5 +142,37 @@ func TestServedViewsForgetIdleKeys(t *testing.T) {
 	s.served(servedKey{resource: nodesResource}, view{}, start.Add(servedIdle))
 	if n := len(s.entries); n != 1 {
 		t.Errorf("%d keys remembered after the others were idle for %v, want 1", n, servedIdle)
+	}
+}
+
+// changedJustNow says an ownership change that altered every view was just taken in: a key the proxy does not
+// remember is then not resumable.
+func changedJustNow() (view, bool) { return view{mode: "before the change"}, true }
+
+// A key the proxy never served is resumable unless a recent ownership change altered its view: a watch from a
+// create's resourceVersion at a plain start is answered; after a grant that changed its view, it is refused once.
+func TestUnknownKeyJudgedByThePriorView(t *testing.T) {
+	now := time.Unix(1000, 0)
+	key := servedKey{resource: podsResource, fieldSelector: "metadata.name=x"}
+	mine := view{shows: showsAll}
+	for _, tc := range []struct {
+		name      string
+		prior     func() (view, bool)
+		resumable bool
+	}{
+		{"no change since start", func() (view, bool) { return view{}, false }, true},
+		{"a change long ago", func() (view, bool) { return view{shows: showsNothing}, false }, true},
+		{"a recent change that left its view", func() (view, bool) { return mine, true }, true},
+		{"a recent change that altered its view", func() (view, bool) { return view{shows: showsNothing}, true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServedViews()
+			if got, known := s.resumable(key, mine, tc.prior, now); got != tc.resumable || known {
+				t.Errorf("resumable %v (known %v), want %v, not known", got, known, tc.resumable)
+			}
+			if got, known := s.resumable(key, mine, changedJustNow, now); !got || !known {
+				t.Errorf("once remembered: resumable %v, known %v; want both", got, known)
+			}
+		})
 	}
 }
