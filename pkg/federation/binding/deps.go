@@ -21,10 +21,10 @@ import (
 // found or not, is recorded as binding's dependents before it reads any: a dependency created or changed from then
 // on renders the binding again, even one that changes while this pass reads it.
 //
-// A dependency named in another namespace than the template's is not read: it is returned as its bare reference
-// (unread), which render refuses (rendering.InWorkScope), so the binding says why it has no Work. A Work holds only
-// its own namespace's objects, as Karmada's dependencies are the workload's own namespace's; and reading it would
-// tell the template's author whether another namespace's object exists.
+// A dependency named in another namespace than the template's is neither read nor propagated: it is returned in
+// missing, saying so, and the template still goes out. A Work holds only its own namespace's objects
+// (rendering.InWorkScope), as Karmada's dependencies are the workload's own namespace's; and reading it would tell
+// the template's author whether another namespace's object exists.
 func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedName, template *unstructured.Unstructured) (deps []*unstructured.Unstructured, missing []string, err error) {
 	if !r.Interpreter.Handles(template.GroupVersionKind(), interpreter.InterpretDependency) {
 		r.dependents.forget(binding)
@@ -41,14 +41,17 @@ func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedN
 	}
 	var looked dependencyRefs
 	lookups := make([]lookup, 0, len(refs))
-	var foreign []*unstructured.Unstructured
 	for _, ref := range refs {
 		l := lookup{ref: ref, ns: ref.Namespace}
 		if l.ns == "" {
 			l.ns = template.GetNamespace()
 		}
 		if l.ns != template.GetNamespace() {
-			foreign = append(foreign, unread(ref, l.ns))
+			what := ref.Name
+			if what == "" {
+				what = metav1.FormatLabelSelector(ref.LabelSelector)
+			}
+			missing = append(missing, fmt.Sprintf("%s %s/%s (not propagated: a template's dependencies are of its own namespace)", ref.Kind, l.ns, what))
 			continue
 		}
 		space := depSpace{GroupKind: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind(), Namespace: l.ns}
@@ -102,15 +105,5 @@ func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedN
 			keep(&list.Items[i])
 		}
 	}
-	return append(deps, foreign...), missing, nil
-}
-
-// unread is the dependency ref names in namespace, as named, not read.
-func unread(ref interpreter.DependentObjectReference, namespace string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(ref.APIVersion)
-	obj.SetKind(ref.Kind)
-	obj.SetNamespace(namespace)
-	obj.SetName(ref.Name)
-	return obj
+	return deps, missing, nil
 }

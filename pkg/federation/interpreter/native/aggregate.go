@@ -84,8 +84,10 @@ func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.Aggreg
 				disrupted[name] = t
 			}
 		}
-		if kind.generation && (!items[i].Applied || !memberCaughtUp(s, obj.GetGeneration())) {
-			caughtUp = false // its status is of a copy older than the Work: the latest manifests are not applied yet
+		if kind.generation && !memberCaughtUp(s, obj.GetGeneration()) {
+			// Its copy is of an older template generation (not applied yet), or its controller has not observed it.
+			// Not the Work's Applied: a dependency of the Work that fails says nothing of the workload's rollout.
+			caughtUp = false
 		}
 	}
 	st := status(obj)
