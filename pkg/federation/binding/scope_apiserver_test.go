@@ -13,45 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
-	"github.com/fedmesh/fedmesh/pkg/federation/execution"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
-	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
-	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
-	"github.com/fedmesh/fedmesh/pkg/federation/status"
-	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
-
-// startPipeline runs the binding, binding-status, execution and Work-status stages against f's host; the binding
-// stage's events go to events.
-func startPipeline(t *testing.T, f *fedtest.Federation, events *fedtest.Events) {
-	t.Helper()
-	fedtest.StartManager(t, f.Federation.Host.Config(), func(mgr ctrl.Manager) error {
-		chain := interpreter.Layers{Native: native.New()}.Chain()
-		renderings := &rendering.Store{}
-		if err := (&Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings, Recorder: events}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		if err := (&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		members := &member.Factory{Host: mgr.GetAPIReader()}
-		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
-		if err := (&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
-			Recorder: fedtest.Recorder(t, mgr, "exec"), Timeout: 5 * time.Second}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return (&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain,
-			SyncPoll: 200 * time.Millisecond}).SetupWithManager(mgr)
-	})
-}
 
 func rawValue(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
@@ -97,7 +66,7 @@ func TestOverrideEscapesTheTemplateNamespace(t *testing.T) {
 		},
 	}))
 	events := &fedtest.Events{}
-	startPipeline(t, f, events)
+	startPropagation(t, f.Federation.Host.Config(), events)
 	for _, cm := range []*corev1.ConfigMap{settings, grant} {
 		must(t, host.Create(ctx, &workv1alpha1.ResourceBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: names.Binding("ConfigMap", cm.Name)},

@@ -66,7 +66,7 @@ func TestHostFilledDependenciesStayHome(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	startPropagation(t, cf.Host.Config(), "host-filled")
+	startPropagation(t, cf.Host.Config(), nil)
 
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "bot"}}))
@@ -157,19 +157,23 @@ func TestHostFilledDependenciesStayHome(t *testing.T) {
 }
 
 // startPropagation runs every stage from a binding to its members' objects and back against the host cfg reaches:
-// binding, binding status, execution and Work status.
-func startPropagation(t *testing.T, cfg *rest.Config, component string) {
+// binding (recording its events in events, when given), binding status, execution and Work status.
+func startPropagation(t *testing.T, cfg *rest.Config, events *fedtest.Events) {
 	t.Helper()
 	fedtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
 		chain := interpreter.Layers{Native: native.New()}.Chain()
 		renderings := &rendering.Store{}
 		members := &member.Factory{Host: mgr.GetAPIReader()}
 		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
+		stage := &Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings}
+		if events != nil {
+			stage.Recorder = events
+		}
 		for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{
-			&Reconciler{Client: mgr.GetClient(), Interpreter: chain, Renderings: renderings},
+			stage,
 			&status.BindingReconciler{Client: mgr.GetClient(), Aggregator: chain, Renderings: renderings},
 			&execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied,
-				Recorder: fedtest.Recorder(t, mgr, component), Timeout: 5 * time.Second},
+				Recorder: fedtest.Recorder(t, mgr, "execution"), Timeout: 5 * time.Second},
 			&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, SyncPoll: 200 * time.Millisecond},
 		} {
 			if err := s.SetupWithManager(mgr); err != nil {
@@ -216,7 +220,7 @@ func TestBoundClaimPropagatesUnbound(t *testing.T) {
 		},
 	}
 	must(t, h.Create(ctx, pvc))
-	startPropagation(t, f.Federation.Host.Config(), "bound-claim")
+	startPropagation(t, f.Federation.Host.Config(), nil)
 	must(t, h.Create(ctx, &workv1alpha1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "data", Name: names.Binding("PersistentVolumeClaim", "db")},
 		Spec: workv1alpha1.ResourceBindingSpec{
