@@ -76,6 +76,7 @@ func TestAgainstFederation(t *testing.T) {
 	t.Run("clusters", func(t *testing.T) { testClusters(t, f, hostKubeconfig) })
 	t.Run("shards and owner", func(t *testing.T) { testShards(t, f, hostKubeconfig) })
 	t.Run("get", func(t *testing.T) { testGet(t, f, hostKubeconfig) })
+	t.Run("get of a dependency", func(t *testing.T) { testGetDependency(t, f, hostKubeconfig) })
 	t.Run("join and unjoin", func(t *testing.T) { testJoin(t, f, hostKubeconfig, joined.c) })
 }
 

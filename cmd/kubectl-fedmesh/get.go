@@ -34,8 +34,12 @@ func newGetCommand(host *hostOptions) *cobra.Command {
 		Short: "Show where a resource template was propagated and how it is doing in each cluster",
 		Long: `Show a resource template of the host with its ResourceBinding and Works: the policy that claimed it, the
 placement (cluster: replicas), each cluster's apply result and health, and the status fedmesh aggregated into the
-template. KIND is spelled as for kubectl: deployment, deployments, deploy or deployments.apps.`,
+template. An object that goes out only as a dependency of another template (a ConfigMap a Deployment mounts, its
+policy with propagateDeps) has no binding of its own: the bindings that require it are shown (RequiredBy), and its
+state in each cluster their Works go to. KIND is spelled as for kubectl: deployment, deployments, deploy or
+deployments.apps.`,
 		Example: `  kubectl-fedmesh get deployment web -n shop
+  kubectl-fedmesh get configmap web-config -n shop
   kubectl-fedmesh get configmaps.v1 settings -n shop -o yaml`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -96,11 +100,20 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	if err != nil {
 		return fedmeshctl.TemplateView{}, err
 	}
+	// Every Work of the namespace: the template's binding's, and those of other bindings that may carry it as a
+	// dependency (a dependency has no binding of its own; the Works that carry it are its only record).
 	var works workv1alpha1.WorkList
-	if err := c.List(ctx, &works, client.InNamespace(bindingNamespace), client.MatchingLabels{names.BindingLabel: names.LabelValue(bindingName)}); err != nil {
+	if err := c.List(ctx, &works, client.InNamespace(bindingNamespace)); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
 	}
-	v := fedmeshctl.NewTemplateView(tmpl, rb, works.Items)
+	v := fedmeshctl.NewTemplateView(tmpl, rb, fedmeshctl.WorksOf(works.Items, bindingName))
+	if deps := fedmeshctl.DependencyWorks(tmpl, works.Items, bindingName); len(deps) > 0 {
+		var bindings workv1alpha1.ResourceBindingList
+		if err := c.List(ctx, &bindings, client.InNamespace(bindingNamespace)); err != nil {
+			return fedmeshctl.TemplateView{}, fmt.Errorf("list resource bindings: %w", err)
+		}
+		fedmeshctl.AddRequirers(&v, deps, bindings.Items)
+	}
 	if policy, err := claimingPolicy(ctx, c, tmpl); err != nil {
 		return fedmeshctl.TemplateView{}, err
 	} else if policy != "" {

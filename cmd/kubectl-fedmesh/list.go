@@ -55,12 +55,14 @@ mode) is asked, or those named with --clusters. KIND is spelled as for kubectl: 
 several kinds (deploy,pods) print a table each, names headed by their kind, as kubectl does. With --watch, the
 rows of one kind (or one NAME) are followed: each change a member makes is printed as it comes, until interrupted.
 A member that does not serve a kind is left out; one that cannot answer is reported after the others are shown,
-and the command then exits 1. -o json and -o yaml print a list of {cluster, object}. Members are read with the
+and the command then exits 1. -o json and -o yaml print a list of {cluster, object}; -o name prints KIND[.GROUP]/NAME
+lines, as kubectl get -o name, an object that several members have once. Members are read with the
 credentials the federation keeps for them, so the host must let you list Clusters and read their Secrets.`,
 		Example: `  kubectl-fedmesh list pods -n shop
   kubectl-fedmesh list deploy web -n shop -o wide
   kubectl-fedmesh list deploy,pods -n shop -l app=web
   kubectl-fedmesh list deploy/web svc/web -n shop
+  kubectl-fedmesh list deploy,svc -n shop -o name
   kubectl-fedmesh list pods -n shop -l app=web --watch
   kubectl-fedmesh list pods -A --field-selector status.phase=Pending
   kubectl-fedmesh list pods -A -l app=web --clusters member1,member2`,
@@ -78,7 +80,7 @@ credentials the federation keeps for them, so the host must let you list Cluster
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector, as kubectl's (app=web,tier!=cache)")
 	cmd.Flags().StringVar(&o.fieldSelector, "field-selector", "", "field selector, as kubectl's (status.phase=Pending); each member checks the fields it supports for the kind")
 	cmd.Flags().StringSliceVar(&o.clusters, "clusters", nil, "member clusters to ask (comma-separated); default every one in Push mode")
-	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, json or yaml")
+	cmd.Flags().StringVarP(&o.output, "output", "o", fedmeshctl.OutputTable, "output format: table, wide, name, json or yaml")
 	cmd.Flags().DurationVar(&o.timeout, "member-timeout", 30*time.Second, "how long each request to a member cluster may take (discovery, then each chunk of the list)")
 	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "leave the header line out of tables")
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "after listing, print each change of one kind's objects as the members make it, until interrupted, as kubectl get --watch")
@@ -88,7 +90,7 @@ credentials the federation keeps for them, so the host must let you list Cluster
 
 // parseArgs checks the flags and returns the kinds asked for, each with its names.
 func (o *listOptions) parseArgs(args []string) ([]fedmeshctl.KindQuery, error) {
-	if err := fedmeshctl.ValidateOutput(o.output, fedmeshctl.OutputWide); err != nil {
+	if err := fedmeshctl.ValidateOutput(o.output, fedmeshctl.OutputWide, fedmeshctl.OutputName); err != nil {
 		return nil, err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
@@ -359,6 +361,20 @@ func (o *listOptions) print(cmd *cobra.Command, lists fedmeshctl.MemberLists, na
 		return fedmeshctl.WriteData(cmd.OutOrStdout(), o.output, objs)
 	}
 	printed := false
+	if o.output == fedmeshctl.OutputName {
+		for _, l := range lists.Lists {
+			for _, name := range fedmeshctl.ObjectNames(l.Kind, l.Tables) {
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), name); err != nil {
+					return err
+				}
+				printed = true
+			}
+		}
+		if !printed && !lists.Quiet {
+			noResources(cmd.ErrOrStderr(), namespace)
+		}
+		return nil
+	}
 	for _, l := range lists.Lists {
 		layout := fedmeshctl.TableLayout{WithNamespace: o.allNamespaces && l.Namespaced, Wide: o.output == fedmeshctl.OutputWide}
 		if len(lists.Lists) > 1 {

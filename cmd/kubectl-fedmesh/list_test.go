@@ -225,6 +225,23 @@ func TestListAcrossMembers(t *testing.T) {
 			}
 		}
 	})
+	t.Run("names", func(t *testing.T) {
+		// As kubectl get -o name: KIND[.GROUP]/NAME, an object that several members have once.
+		for args, want := range map[string]string{
+			"list pods -A -l app=web -o name":          "pod/web-1\npod/web-0\npod/web-2\n",
+			"list deploy,pods,wg -n shop -o name":      "deployment.apps/web\npod/web-1\npod/db-1\npod/web-2\nwidget.example.com/gear\n",
+			"list namespaces shop tools -o name":       "namespace/shop\nnamespace/tools\n",
+			"list pod/db-1 deploy/web -n shop -o=name": "pod/db-1\ndeployment.apps/web\n",
+		} {
+			if out := mustFedmesh(t, hostKubeconfig, strings.Fields(args)...); out != want {
+				t.Errorf("%s: %q, want %q", args, out, want)
+			}
+		}
+		out, errOut, code := fedmesh(t, hostKubeconfig, "list", "pods", "-n", "empty", "-o", "name")
+		if code != 0 || out != "" || !strings.Contains(errOut, "No resources found in empty namespace.") {
+			t.Errorf("-o name of nothing: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
 	t.Run("a kind one member serves, with its printer columns", func(t *testing.T) {
 		rows := table(t, mustFedmesh(t, hostKubeconfig, "list", "wg", "-n", "shop"))
 		if !slices.Equal(rows[0][:3], []string{"CLUSTER", "NAME", "SIZE"}) || len(rows) != 2 ||
@@ -245,7 +262,7 @@ func TestListAcrossMembers(t *testing.T) {
 		for args, want := range map[string]string{
 			"list pods --clusters member9": `cluster "member9" not found`,
 			"list pods -l a=(":             `-l "a=("`,
-			"list pods -o name":            "want table, wide, json or yaml",
+			"list pods -o names":           `-o "names": want table, wide, name, json or yaml`,
 			"list pods web-1 -A":           "give -n, not -A",
 			"list pods web-1 -l app=web":   "give NAMEs or selectors, not both",
 			"list pods --field-selector a": `--field-selector "a"`,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/fedmesh/fedmesh/pkg/cli/fedmeshctl"
@@ -40,7 +41,7 @@ func (o *listOptions) follow(cmd *cobra.Command, lists fedmeshctl.MemberLists, p
 		return lists.Err // names not found, or nothing to watch
 	}
 	list := lists.Lists[0]
-	p := &watchPrinter{w: cmd.OutOrStdout(), format: o.output, columns: fedmeshctl.NewColumns(cmd.OutOrStdout()),
+	p := &watchPrinter{w: cmd.OutOrStdout(), format: o.output, kind: list.Kind, columns: fedmeshctl.NewColumns(cmd.OutOrStdout()),
 		layout: fedmeshctl.TableLayout{WithNamespace: o.allNamespaces && list.Namespaced, Wide: o.output == fedmeshctl.OutputWide}}
 	p.header = fedmeshctl.MembersHeader(list.Tables, p.layout)
 	printed, err := p.initial(list.Tables, o.noHeaders)
@@ -153,11 +154,14 @@ func transient(err error) bool {
 }
 
 // watchPrinter prints the rows of the members' watches as they come, one at a time, lined up under the list
-// printed first; in -o json or yaml, each object is a document of its own.
+// printed first; in -o json or yaml, each object is a document of its own; in -o name, each object's name is a line
+// of its own, as often as it changes.
 type watchPrinter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	format  string
+	mu     sync.Mutex
+	w      io.Writer
+	format string
+	// kind heads each name in -o name.
+	kind    schema.GroupKind
 	columns *fedmeshctl.Columns
 	layout  fedmeshctl.TableLayout
 	// header is that of the members' tables; headerDue, whether it is still to be written (before the first row).
@@ -171,6 +175,16 @@ type watchPrinter struct {
 // that comes), and says whether it printed any object.
 func (p *watchPrinter) initial(tables []fedmeshctl.MemberTable, noHeaders bool) (bool, error) {
 	p.headerDue = !noHeaders
+	if p.format == fedmeshctl.OutputName {
+		// The list names an object that several members have once, as list without --watch does.
+		names := fedmeshctl.ObjectNames(p.kind, tables)
+		for _, name := range names {
+			if _, err := fmt.Fprintln(p.w, name); err != nil {
+				return false, err
+			}
+		}
+		return len(names) > 0, nil
+	}
 	if p.format == fedmeshctl.OutputTable || p.format == fedmeshctl.OutputWide {
 		p.columns.Fit(fedmeshctl.UpperHeader(p.header))
 		p.columns.Fit(fedmeshctl.MembersTable(tables, p.layout).Rows...)
@@ -203,6 +217,16 @@ func (p *watchPrinter) rows(cluster string, defs []metav1.TableColumnDefinition,
 			p.documents++
 			if err := fedmeshctl.WriteData(p.w, p.format, obj); err != nil {
 				return err
+			}
+		}
+		return nil
+	}
+	if p.format == fedmeshctl.OutputName {
+		for _, row := range t.Rows {
+			if name := fedmeshctl.RowName(defs, row); name != "" {
+				if _, err := fmt.Fprintln(p.w, fedmeshctl.NamePrefix(p.kind)+name); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

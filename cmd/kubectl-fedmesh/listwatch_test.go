@@ -74,6 +74,18 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 		}
 	})
+	t.Run("names", func(t *testing.T) {
+		member2 := f.Member("member2").Clientset().CoreV1().Pods("shop")
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "-o", "name")
+		w.waitOut(t, "the list", func(out string) bool { return strings.Contains(out, "pod/web-2\n") })
+		createPod(t, f.Member("member2").Clientset(), "shop", "web-7", "web")
+		t.Cleanup(func() { _ = member2.Delete(ctx, "web-7", metav1.DeleteOptions{}) })
+		w.waitOut(t, "web-7 added", func(out string) bool { return strings.Contains(out, "pod/web-7\n") })
+		out, errOut, code := w.stop(t)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "pod/web-1\npod/db-1\npod/web-2\n") || strings.Contains(out, "member") {
+			t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		for args, want := range map[string]string{
 			"list pods,svc -n shop -w":        "--watch follows one kind",

@@ -119,14 +119,48 @@ func MemberRow(header []string, layout TableLayout, cluster string, defs []metav
 	return r
 }
 
+// ObjectNames are the names of the objects of kind in the members' tables as kubectl get -o name prints them,
+// KIND[.GROUP]/NAME (NamePrefix), in the tables' order. An object that several members have (same namespace and
+// name) is named once: the names are for a command to take, and the line has no cluster to tell them apart.
+func ObjectNames(kind schema.GroupKind, tables []MemberTable) []string {
+	type key struct{ namespace, name string }
+	seen := map[key]bool{}
+	var out []string
+	for _, t := range tables {
+		for _, row := range t.Table.Rows {
+			name := RowName(t.Table.ColumnDefinitions, row)
+			k := key{rowMeta(row).Namespace, name}
+			if name == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, NamePrefix(kind)+name)
+		}
+	}
+	return out
+}
+
+// RowName is the name of the object a row of a table whose columns are defs shows: from the object (or metadata)
+// the row carries, else from the cell of the column of format "name"; "" when neither has it.
+func RowName(defs []metav1.TableColumnDefinition, row metav1.TableRow) string {
+	if name := rowMeta(row).Name; name != "" {
+		return name
+	}
+	if i := slices.IndexFunc(defs, func(c metav1.TableColumnDefinition) bool { return c.Format == "name" }); i >= 0 && i < len(row.Cells) {
+		return formatCell(row.Cells[i])
+	}
+	return ""
+}
+
 // objectMeta is what list reads of the object a row shows.
 type objectMeta struct {
 	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
 	ResourceVersion string `json:"resourceVersion"`
 }
 
 // rowMeta is the metadata of the object a row shows, read from the object or the metadata that the row carries,
-// its namespace made printable.
+// its namespace and name made printable.
 func rowMeta(row metav1.TableRow) objectMeta {
 	var obj struct {
 		Metadata objectMeta `json:"metadata"`
@@ -135,6 +169,7 @@ func rowMeta(row metav1.TableRow) objectMeta {
 		return objectMeta{}
 	}
 	obj.Metadata.Namespace = printable(obj.Metadata.Namespace)
+	obj.Metadata.Name = printable(obj.Metadata.Name)
 	return obj.Metadata
 }
 

@@ -263,3 +263,32 @@ func TestCollectAnswers(t *testing.T) {
 		})
 	}
 }
+
+func TestObjectNames(t *testing.T) {
+	columns := []metav1.TableColumnDefinition{{Name: "Name", Format: "name"}, {Name: "Ready"}}
+	withMeta := func(namespace, name string) metav1.TableRow {
+		return metav1.TableRow{Cells: []any{"ignored", "1/1"}, Object: runtime.RawExtension{Raw: []byte(
+			`{"kind":"PartialObjectMetadata","metadata":{"namespace":"` + namespace + `","name":"` + name + `"}}`)}}
+	}
+	tables := []MemberTable{
+		{Cluster: "member1", Table: &metav1.Table{ColumnDefinitions: columns, Rows: []metav1.TableRow{withMeta("shop", "web"), withMeta("tools", "web")}}},
+		// The same objects in another member are named once; a row without metadata is named by its name cell.
+		{Cluster: "member2", Table: &metav1.Table{ColumnDefinitions: columns, Rows: []metav1.TableRow{withMeta("shop", "web"),
+			{Cells: []any{"db", "0/1"}}, {Cells: []any{"", "0/1"}}, withMeta("shop", `bad\u001b[2Jname`)}}},
+	}
+	got := ObjectNames(schema.GroupKind{Group: "apps", Kind: "Deployment"}, tables)
+	// As kubectl get -A -o name: the same name in two namespaces is two lines alike.
+	want := []string{"deployment.apps/web", "deployment.apps/web", "deployment.apps/db", "deployment.apps/bad?[2Jname"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if ObjectNames(schema.GroupKind{Kind: "Pod"}, nil) != nil {
+		t.Error("names of no table")
+	}
+	if err := ValidateOutput(OutputName, OutputWide, OutputName); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateOutput("names", OutputWide, OutputName); err == nil || err.Error() != `-o "names": want table, wide, name, json or yaml` {
+		t.Errorf("-o names: %v", err)
+	}
+}

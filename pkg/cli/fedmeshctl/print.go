@@ -18,6 +18,8 @@ const (
 	OutputYAML  = "yaml"
 	// OutputWide is a table with every column, for the commands that have more than fit a line.
 	OutputWide = "wide"
+	// OutputName is each object's KIND[.GROUP]/NAME alone, a line each, as kubectl get -o name prints it.
+	OutputName = "name"
 )
 
 // ValidateOutput checks an -o value; empty means a table. also are the formats a command has beyond table, json

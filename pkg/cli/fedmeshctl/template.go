@@ -29,7 +29,10 @@ type TemplateView struct {
 	Scheduled    string `json:"scheduled,omitempty"`
 	FullyApplied string `json:"fullyApplied,omitempty"`
 	Replicas     int32  `json:"replicas,omitempty"`
-	// Clusters are the scheduled clusters, then clusters that still have a Work (being evicted or cleaned up).
+	// RequiredBy are the bindings that propagate the template as a dependency of theirs.
+	RequiredBy []Requirer `json:"requiredBy,omitempty"`
+	// Clusters are the scheduled clusters, then clusters that still have a Work (being evicted or cleaned up); for
+	// a template only propagated as a dependency, the clusters its requirers' Works go to.
 	Clusters []TemplateCluster `json:"clusters"`
 	Works    []WorkView        `json:"works"`
 	// Status is the template's status, aggregated from the members.
@@ -50,7 +53,8 @@ type TemplateCluster struct {
 	Message string `json:"message,omitempty"`
 }
 
-// WorkView is one Work and its conditions.
+// WorkView is one Work and its conditions (for a template propagated as a dependency, a Work of the binding that
+// requires it).
 type WorkView struct {
 	Name      string `json:"name"`
 	Cluster   string `json:"cluster"`
@@ -80,11 +84,7 @@ func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceB
 	for i := range sorted {
 		w := &sorted[i]
 		workOf[w.Spec.ClusterName] = w
-		v.Works = append(v.Works, WorkView{
-			Name: w.Name, Cluster: w.Spec.ClusterName, Manifests: len(w.Spec.Workload.Manifests),
-			Applied:   conditionStatus(w.Status.Conditions, workv1alpha1.WorkApplied),
-			Available: conditionStatus(w.Status.Conditions, workv1alpha1.WorkAvailable),
-		})
+		v.Works = append(v.Works, workView(w))
 	}
 	if rb == nil {
 		return v
@@ -143,6 +143,15 @@ func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceB
 	return v
 }
 
+// workView is w as get shows it.
+func workView(w *workv1alpha1.Work) WorkView {
+	return WorkView{
+		Name: w.Name, Cluster: w.Spec.ClusterName, Manifests: len(w.Spec.Workload.Manifests),
+		Applied:   conditionStatus(w.Status.Conditions, workv1alpha1.WorkApplied),
+		Available: conditionStatus(w.Status.Conditions, workv1alpha1.WorkAvailable),
+	}
+}
+
 func conditionStatus(conds []metav1.Condition, t string) string {
 	if c := meta.FindStatusCondition(conds, t); c != nil {
 		return string(c.Status)
@@ -159,11 +168,21 @@ func WriteTemplate(w io.Writer, v TemplateView) error {
 	}
 	fmt.Fprintf(w, "Template:   %s %s %s\n", v.APIVersion, v.Kind, id)
 	fmt.Fprintf(w, "Policy:     %s\n", orNone(v.Policy))
-	if v.Binding == "" {
+	switch {
+	case v.Binding == "" && len(v.RequiredBy) > 0:
+		fmt.Fprintf(w, "Binding:    <none> (no policy claimed the template; it is propagated as a dependency)\n")
+	case v.Binding == "":
 		fmt.Fprintf(w, "Binding:    <none> (no policy claimed the template)\n")
-	} else {
+	default:
 		fmt.Fprintf(w, "Binding:    %s (Scheduled=%s, FullyApplied=%s)\n", v.Binding, v.Scheduled, v.FullyApplied)
 		fmt.Fprintf(w, "Replicas:   %d\n", v.Replicas)
+	}
+	if len(v.RequiredBy) > 0 {
+		var by []string
+		for _, r := range v.RequiredBy {
+			by = append(by, fmt.Sprintf("%s (%s)", r.Binding, orNone(r.Template)))
+		}
+		fmt.Fprintf(w, "RequiredBy: %s\n", strings.Join(by, ", "))
 	}
 	fmt.Fprintf(w, "Status:     %s\n\n", orNone(scalarFields(v.Status)))
 	t := Table{Header: []string{"CLUSTER", "REPLICAS", "WORK", "APPLIED", "HEALTH", "MESSAGE"}}
