@@ -56,14 +56,14 @@ func TestAbortRace(t *testing.T) {
 		}
 		return cm.Data["owner"]
 	}
-	_, err = r.applyManifest(ctx, &racing, work, 0, manifest, policyv1alpha1.ConflictAbort, nil)
+	_, _, err = r.applyManifest(ctx, &racing, work, 0, manifest, policyv1alpha1.ConflictAbort, finishedState{})
 	if got := reason(err); got != ReasonConflictAbort {
 		t.Errorf("Abort: reason %s (%v), want %s", got, err, ReasonConflictAbort)
 	}
 	if got := owner(); got != "member" {
 		t.Errorf("Abort: the member's ConfigMap was taken over: owner %q", got)
 	}
-	if _, err = r.applyManifest(ctx, &racing, work, 0, manifest, policyv1alpha1.ConflictOverwrite, nil); err != nil {
+	if _, _, err = r.applyManifest(ctx, &racing, work, 0, manifest, policyv1alpha1.ConflictOverwrite, finishedState{}); err != nil {
 		t.Errorf("Overwrite: %v", err)
 	}
 	if got := owner(); got != "fedmesh" {

@@ -40,20 +40,25 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 	if err != nil {
 		return nil, err
 	}
-	finished := finishedObjects(work)
+	fin := finishedState{record: finishedRecord(work.Annotations), inStatus: finishedInStatus(work)}
 	var errs []error
-	var current, stillFinished []workrecord.Ref
+	var current []workrecord.Ref
+	var stillFinished []finishedEntry
 	for i, m := range work.Spec.Workload.Manifests {
-		ref, err := r.applyManifest(ctx, mc, work, i, m, resolution, finished)
+		ref, keep, err := r.applyManifest(ctx, mc, work, i, m, resolution, fin)
 		var changed *changedWhileAppliedError
 		for tries := 1; errors.As(err, &changed) && tries < changedWhileAppliedTries; tries++ {
-			ref, err = r.applyManifest(ctx, mc, work, i, m, resolution, finished)
+			ref, keep, err = r.applyManifest(ctx, mc, work, i, m, resolution, fin)
 		}
 		errs = append(errs, err)
 		if ref != nil {
 			current = append(current, *ref)
-			if finishedIn(finished, *ref, work.Namespace) {
-				stillFinished = append(stillFinished, *ref)
+			if keep == nil && err != nil {
+				// A pass that failed may not have got as far as deciding: what was recorded stays.
+				keep = recordedEntry(fin.record, *ref, work.Namespace)
+			}
+			if keep != nil {
+				stillFinished = append(stillFinished, *keep)
 			}
 		}
 	}
@@ -74,9 +79,9 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 // in its record of finished objects only finished, when that changes them. The write is conditional on the Work
 // read: the binding stage adds to the record when it changes the manifests, and a record computed from an older
 // Work must not drop that.
-func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs, finished []workrecord.Ref) error {
+func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []workrecord.Ref, finished []finishedEntry) error {
 	annotations := map[string]any{}
-	for key, value := range map[string]string{workrecord.Annotation: workrecord.Format(refs), FinishedAnnotation: workrecord.Format(finished)} {
+	for key, value := range map[string]string{workrecord.Annotation: workrecord.Format(refs), FinishedAnnotation: formatFinished(finished)} {
 		if work.Annotations[key] == value {
 			continue
 		}
@@ -97,24 +102,32 @@ func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs, 
 	return client.IgnoreNotFound(r.Client.Patch(ctx, work, client.RawPatch(types.MergePatchType, patch)))
 }
 
+// finishedState is what a pass knows of the Work's finished objects: its record, and those its status shows
+// finished.
+type finishedState struct {
+	record   []finishedEntry
+	inStatus []workrecord.Ref
+}
+
 // applyManifest applies manifest ordinal of work to the member, unless the member object is already as the
 // manifest says and the Work has not changed since it was applied (needsApply), or it finished and is gone from
-// the member (finished, FinishedAnnotation). The ref is that of the object the manifest names, nil when the
-// manifest cannot be read.
+// the member and the manifest asks for no new run (finishedDecision, FinishedAnnotation). The ref is that of the
+// object the manifest names, nil when the manifest cannot be read; the entry is what the record of finished objects
+// keeps of it, nil for nothing.
 func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ordinal int,
-	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution, finished []workrecord.Ref) (*workrecord.Ref, error) {
+	m workv1alpha1.Manifest, resolution policyv1alpha1.ConflictResolution, fin finishedState) (*workrecord.Ref, *finishedEntry, error) {
 	desired, err := decodeManifest(ordinal, m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ri, err := resourceFor(mc, desired, work.Namespace)
 	var outside *outOfScopeError
 	if errors.As(err, &outside) {
-		return &outside.ref, &invalidManifestError{ordinal: ordinal, err: outside}
+		return &outside.ref, nil, &invalidManifestError{ordinal: ordinal, err: outside}
 	}
 	if err != nil {
 		ref := workrecord.RefOf(desired)
-		return &ref, fmt.Errorf("%s: %w", ref, err)
+		return &ref, nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	ref := workrecord.RefOf(desired)
 	setIdentity(desired, work)
@@ -125,20 +138,26 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	case apierrors.IsNotFound(err):
 		observed = nil
 	case err != nil:
-		return &ref, fmt.Errorf("reading %s: %w", ref, err)
+		return &ref, nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
-	if observed == nil && finishedIn(finished, ref, work.Namespace) {
-		log.FromContext(ctx).V(1).Info("finished and cleaned up in the member; not applied again", "object", ref.String())
-		manifestsTotal.WithLabelValues("skipped").Inc()
-		return &ref, nil
+	var keep *finishedEntry
+	if desired.GroupVersionKind().GroupKind() == jobKind {
+		var skip bool
+		skip, keep = finishedDecision(recordedEntry(fin.record, ref, work.Namespace), ref, runKey(desired),
+			observed != nil, finishedIn(fin.inStatus, ref, work.Namespace))
+		if skip {
+			log.FromContext(ctx).V(1).Info("finished and cleaned up in the member; not applied again", "object", ref.String())
+			manifestsTotal.WithLabelValues("skipped").Inc()
+			return &ref, keep, nil
+		}
 	}
 	if observed != nil {
 		if err := checkConflict(observed, work.Spec.ClusterName, resolution); err != nil {
-			return &ref, err
+			return &ref, keep, err
 		}
 		before := desired.DeepCopy()
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
-			return &ref, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
+			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
 		retained = !equality.Semantic.DeepEqual(before.Object, desired.Object)
 	}
@@ -147,7 +166,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	if !need {
 		log.FromContext(ctx).V(1).Info("member object already as desired; apply skipped", "object", ref.String())
 		manifestsTotal.WithLabelValues("skipped").Inc()
-		return &ref, nil
+		return &ref, keep, nil
 	}
 	log.FromContext(ctx).V(2).Info("applying", "object", ref.String(), "why", why)
 	if retained {
@@ -158,7 +177,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	}
 	data, err := json.Marshal(desired.Object)
 	if err != nil {
-		return &ref, &invalidManifestError{ordinal: ordinal, err: err}
+		return &ref, keep, &invalidManifestError{ordinal: ordinal, err: err}
 	}
 	// Forced, the federation's values win over what the member changed in fedmesh's object. Not an object just
 	// found missing under Abort: one someone else creates between that read and this apply must stay theirs, and
@@ -171,21 +190,21 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		// The template's namespace does not exist in the member yet: create it, as the namespace is part of what
 		// the federation places there. It stays when the objects go, like any namespace someone created.
 		if err := ensureNamespace(ctx, mc, desired.GetNamespace()); err != nil {
-			return &ref, fmt.Errorf("creating namespace %s for %s: %w", desired.GetNamespace(), ref, err)
+			return &ref, keep, fmt.Errorf("creating namespace %s for %s: %w", desired.GetNamespace(), ref, err)
 		}
 		_, err = ri.Patch(ctx, desired.GetName(), types.ApplyPatchType, data, opts)
 	}
 	if !force && apierrors.IsConflict(err) {
-		return &ref, &conflictError{ref: ref, cluster: work.Spec.ClusterName}
+		return &ref, keep, &conflictError{ref: ref, cluster: work.Spec.ClusterName}
 	}
 	if retained && apierrors.IsConflict(err) {
-		return &ref, &changedWhileAppliedError{ref: ref, err: err}
+		return &ref, keep, &changedWhileAppliedError{ref: ref, err: err}
 	}
 	if err != nil {
-		return &ref, fmt.Errorf("applying %s: %w", ref, err)
+		return &ref, keep, fmt.Errorf("applying %s: %w", ref, err)
 	}
 	manifestsTotal.WithLabelValues("applied").Inc()
-	return &ref, nil
+	return &ref, keep, nil
 }
 
 // changedWhileAppliedTries is how many times a pass applies a manifest whose member object keeps changing between

@@ -5,10 +5,10 @@
 // the pods keep running. Deleting a Work deletes its objects from the member unless the Work preserves them, and
 // a manifest dropped from a Work is deleted from the member too. An object deleted in the member is applied again
 // once the work-status stage no longer finds it there, unless it had finished (a Job, finished.go): that one was
-// cleaned up there, and is not run again. A member edit of the object (not of its status), which the work-status
-// stage's member watches hand over (edits.go), is applied over. An apply carrying values Retain copied from the
-// member is conditional on the object being as read, so a member write between the read and the apply (an HPA
-// scaling) is not reverted: it is read and applied again.
+// cleaned up there, and is not run again until its template's spec changes. A member edit of the object (not of
+// its status), which the work-status stage's member watches hand over (edits.go), is applied over. An apply
+// carrying values Retain copied from the member is conditional on the object being as read, so a member write
+// between the read and the apply (an HPA scaling) is not reverted: it is read and applied again.
 //
 // A reconcile that finds a member object already as its manifest says, for a Work applied in full at its current
 // generation, reads it and writes nothing (skip.go): a restarted federator, or a cluster turning Ready again,

@@ -137,48 +137,22 @@ func TestMemberChanges(t *testing.T) {
 	})
 
 	t.Run("a finished Job cleaned up by its TTL is not made again", func(t *testing.T) {
-		job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
-			"metadata": map[string]any{"name": "migrate"},
-			"spec": map[string]any{"ttlSecondsAfterFinished": int64(2), "template": map[string]any{"spec": map[string]any{
-				"restartPolicy": "Never",
-				"tolerations":   []any{map[string]any{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}},
-				"containers":    []any{map[string]any{"name": "m", "image": "registry.example/migrate:1"}}}}}}}
-		w := work("migrate-job-"+cluster, cluster, "", job)
+		// The binding stamps the template's generation on the workload; a new one is a new run.
+		job := func(generation, image string, labels map[string]any) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+				"metadata": map[string]any{"name": "migrate", "labels": labels,
+					"annotations": map[string]any{interpreter.TemplateGenerationAnnotation: generation}},
+				"spec": map[string]any{"ttlSecondsAfterFinished": int64(2), "template": map[string]any{"spec": map[string]any{
+					"restartPolicy": "Never",
+					"tolerations":   []any{map[string]any{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}},
+					"containers":    []any{map[string]any{"name": "m", "image": image}}}}}}}
+		}
+		w := work("migrate-job-"+cluster, cluster, "", job("1", "registry.example/migrate:1", nil))
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		var first string
-		fedtest.Eventually(t, 40*time.Second, "the Job completed in the member", func() error {
-			j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if j.Spec.TTLSecondsAfterFinished == nil || *j.Spec.TTLSecondsAfterFinished != 2 {
-				return fmt.Errorf("ttlSecondsAfterFinished %v, the manifest's is 2", j.Spec.TTLSecondsAfterFinished)
-			}
-			if j.Status.Succeeded == 0 {
-				return fmt.Errorf("not completed: %+v", j.Status)
-			}
-			first = string(j.UID)
-			return nil
-		})
-		fedtest.Eventually(t, 30*time.Second, "the finished Job removed by its TTL", func() error {
-			j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case err != nil:
-				return err
-			case string(j.UID) != first:
-				return fmt.Errorf("the Job was made again (uid %s, first %s)", j.UID, first)
-			}
-			return fmt.Errorf("still there")
-		})
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if j, err := mem.BatchV1().Jobs(ns).Get(ctx, "migrate", metav1.GetOptions{}); err == nil {
-				t.Fatalf("the finished Job, removed by its ttlSecondsAfterFinished, was made again (uid %s, first %s)", j.UID, first)
-			}
-		}
+		first := ranAndCleanedUp(ctx, t, mem, "migrate", "registry.example/migrate:1", "")
+		notMadeAgain(ctx, t, mem, "migrate", 10*time.Second)
 		var cur workv1alpha1.Work
 		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
 			t.Fatal(err)
@@ -186,6 +160,16 @@ func TestMemberChanges(t *testing.T) {
 		if c := meta.FindStatusCondition(cur.Status.Conditions, workv1alpha1.WorkApplied); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("Applied %+v after the finished Job went", c)
 		}
+
+		// A manifest changed without a new template generation (a label, a new division of the Job) is no new run.
+		updateManifests(t, host, w, job("1", "registry.example/migrate:1", map[string]any{"team": "db"}))
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		notMadeAgain(ctx, t, mem, "migrate", 5*time.Second)
+
+		// The template's spec changed: the Job runs again, once.
+		updateManifests(t, host, w, job("2", "registry.example/migrate:2", map[string]any{"team": "db"}))
+		ranAndCleanedUp(ctx, t, mem, "migrate", "registry.example/migrate:2", first)
+		notMadeAgain(ctx, t, mem, "migrate", 10*time.Second)
 		if err := host.Delete(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -250,4 +234,51 @@ func TestMemberChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// ranAndCleanedUp waits for Job name, of image and not of uid before, to complete in the member and be removed by
+// its ttlSecondsAfterFinished (2s); it returns the Job's uid.
+func ranAndCleanedUp(ctx context.Context, t *testing.T, mem kubernetes.Interface, name, image, before string) string {
+	t.Helper()
+	var uid string
+	fedtest.Eventually(t, 40*time.Second, "the Job completed in the member", func() error {
+		j, err := mem.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err
+		case string(j.UID) == before:
+			return fmt.Errorf("still the Job of before")
+		case j.Spec.TTLSecondsAfterFinished == nil || *j.Spec.TTLSecondsAfterFinished != 2:
+			return fmt.Errorf("ttlSecondsAfterFinished %v, the manifest's is 2", j.Spec.TTLSecondsAfterFinished)
+		case j.Spec.Template.Spec.Containers[0].Image != image:
+			return fmt.Errorf("image %s, want %s", j.Spec.Template.Spec.Containers[0].Image, image)
+		case j.Status.Succeeded == 0:
+			return fmt.Errorf("not completed: %+v", j.Status)
+		}
+		uid = string(j.UID)
+		return nil
+	})
+	fedtest.Eventually(t, 30*time.Second, "the finished Job removed by its TTL", func() error {
+		j, err := mem.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case string(j.UID) != uid:
+			return fmt.Errorf("the Job was made again (uid %s, first %s)", j.UID, uid)
+		}
+		return fmt.Errorf("still there")
+	})
+	return uid
+}
+
+// notMadeAgain fails t when Job name shows in the member within d.
+func notMadeAgain(ctx context.Context, t *testing.T, mem kubernetes.Interface, name string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if j, err := mem.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			t.Fatalf("the finished Job, removed by its ttlSecondsAfterFinished, was made again (uid %s)", j.UID)
+		}
+	}
 }

@@ -202,8 +202,8 @@ func appliedCondition(errs []error, generation int64) metav1.Condition {
 // missingInMember reports whether work, applied in full at its generation, has a manifest whose object its status
 // does not list. The work-status stage lists, by ordinal, each object it finds in the member, so that object is
 // not there: deleted there, or not seen there yet. A Work not applied at its generation is false: it is being
-// applied anyway (a new generation) or retried (a failed apply). An object recorded finished is not missing: it
-// is not applied again (FinishedAnnotation).
+// applied anyway (a new generation) or retried (a failed apply). An object recorded finished, for the run its
+// manifest asks for, is not missing: it is not applied again (FinishedAnnotation).
 func missingInMember(work *workv1alpha1.Work) bool {
 	if c, current := rendering.AppliedCondition(work); !current || c.Status != metav1.ConditionTrue {
 		return false
@@ -214,7 +214,12 @@ func missingInMember(work *workv1alpha1.Work) bool {
 		if slices.ContainsFunc(work.Status.ManifestStatuses, listed) {
 			continue
 		}
-		if obj, err := decodeManifest(i, m); err != nil || !finishedIn(finished, workrecord.RefOf(obj), work.Namespace) {
+		obj, err := decodeManifest(i, m)
+		if err != nil {
+			return true
+		}
+		ref := workrecord.RefOf(obj)
+		if skip, _ := finishedDecision(recordedEntry(finished, ref, work.Namespace), ref, runKey(obj), false, false); !skip {
 			return true
 		}
 	}
