@@ -226,9 +226,9 @@ func (p *Proxy) settle() {
 	p.writeGate.Lock()
 	p.writeGate.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writes is the point
 	own := p.ownership()
-	stale := p.watches.endStale(own)
-	p.relists.changed(own, stale, time.Now())
-	if n := len(stale); n > 0 {
+	// The relists are awaited before the watches end: a client that lists again at once is then counted.
+	n := p.watches.endStale(own, func(stale []servedKey) { p.relists.changed(own, stale, time.Now()) })
+	if n > 0 {
 		p.metrics.endedWatches.Add(float64(n))
 		if own == nil {
 			p.log.Info("owning nothing now; ended watches so clients relist", "watches", n)

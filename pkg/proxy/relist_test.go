@@ -1,6 +1,12 @@
 package proxy
 
 import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +38,9 @@ func TestRelistFence(t *testing.T) {
 	}
 	policies := servedKey{resource: schema.GroupResource{Group: "policy.fedmesh.io", Resource: "propagationpolicies"}}
 	configMaps := servedKey{resource: schema.GroupResource{Resource: "configmaps"}}
+	inGranted := servedKey{resource: schema.GroupResource{Resource: "configmaps"}, namespace: "granted"}
+	inOther := servedKey{resource: schema.GroupResource{Resource: "configmaps"}, namespace: "other"}
+	inMine := servedKey{resource: schema.GroupResource{Resource: "configmaps"}, namespace: "mine"}
 
 	// step is one thing that happens at t0+at; writable then lists what must be writable and the rest of
 	// mine, granted and other must not be.
@@ -119,6 +128,46 @@ func TestRelistFence(t *testing.T) {
 			{time.Second, change(both), nil, []string{"mine", "granted"}},
 			{time.Second + bound, stale(policies), nil, []string{"mine", "granted"}},
 		}},
+		{"a namespace waits only for the keys that can see it", []step{
+			{0, change(owning("mine")), nil, []string{"mine"}},
+			{time.Second, change(owning("mine", "granted", "other"), inGranted, inOther), nil, []string{"mine"}},
+			{2 * time.Second, listed(inGranted), nil, []string{"mine"}},
+			{3 * time.Second, resumed(inGranted), nil, []string{"mine", "granted"}},
+			{4 * time.Second, bookmark(inOther), nil, []string{"mine", "granted", "other"}},
+		}},
+		{"a key across namespaces holds every namespace granted", []step{
+			{0, change(owning("mine")), nil, []string{"mine"}},
+			{time.Second, change(owning("mine", "granted", "other"), inGranted, configMaps), nil, []string{"mine"}},
+			{2 * time.Second, bookmark(inGranted), nil, []string{"mine"}},
+			{3 * time.Second, bookmark(configMaps), nil, []string{"mine", "granted", "other"}},
+		}},
+		{"a key of a namespace not granted holds nothing", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(owning("granted", "mine"), inOther, inMine), nil, []string{"mine", "granted"}},
+			{2 * time.Second, stale(inMine), nil, []string{"mine", "granted"}},
+		}},
+		{"a key made stale again after its list awaits another list", []step{
+			{0, change(mine), nil, []string{"mine"}},
+			{time.Second, change(both, policies), nil, []string{"mine"}},
+			{2 * time.Second, listed(policies), nil, []string{"mine"}},
+			{3 * time.Second, stale(policies), nil, []string{"mine"}},
+			{4 * time.Second, resumed(policies), nil, []string{"mine"}},
+			{5 * time.Second, listed(policies), nil, []string{"mine"}},
+			{6 * time.Second, resumed(policies), nil, []string{"mine", "granted"}},
+		}},
+		{"a list before the key was found stale does not count", []step{
+			{0, change(mine), nil, []string{"mine"}},
+			{time.Second, listed(policies), nil, []string{"mine"}},
+			{time.Second, change(both, policies), nil, []string{"mine"}},
+			{2 * time.Second, resumed(policies), nil, []string{"mine"}},
+		}},
+		{"a revocation forgets what was awaited of its ranges", []step{
+			{0, change(owning("mine")), nil, []string{"mine"}},
+			{time.Second, change(owning("mine", "granted", "other"), inGranted, inOther), nil, []string{"mine"}},
+			{2 * time.Second, change(owning("mine", "other")), nil, []string{"mine"}},
+			{3 * time.Second, bookmark(inOther), nil, []string{"mine", "other"}},
+			{4 * time.Second, change(owning("mine", "other", "granted")), nil, []string{"mine", "other", "granted"}},
+		}},
 		{"a second grant before the first's relists", []step{
 			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
 			{time.Second, change(owning("mine", "other", "granted"), policies), nil, []string{"mine", "other"}},
@@ -171,5 +220,197 @@ func TestEndsInitialEvents(t *testing.T) {
 		if got := endsInitialEvents([]byte(tc.event)); got != tc.ends {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.ends)
 		}
+	}
+}
+
+// configMapUpstream answers discovery of ConfigMaps, their lists (empty, at resourceVersion 10), their watches (one
+// event, then held open) and their creates.
+func configMapUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/api/v1":
+			io.WriteString(w, `{"kind":"APIResourceList","groupVersion":"v1","resources":[
+				{"name":"configmaps","namespaced":true,"kind":"ConfigMap","verbs":["create","list","watch"]}]}`)
+		case !strings.HasSuffix(r.URL.Path, "/configmaps"):
+			http.NotFound(w, r)
+		case r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}`)
+		case r.URL.Query().Get("watch") == "true":
+			io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"seen","namespace":"mine","resourceVersion":"11"}}}`+"\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[]}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// informerClient does through a proxy what a reflector does: list, watch (from a list's resourceVersion), and the
+// operator's writes.
+type informerClient struct {
+	t   *testing.T
+	url string
+}
+
+func (c informerClient) list(path string) {
+	c.t.Helper()
+	resp, err := http.Get(c.url + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("list %s: %d %s", path, resp.StatusCode, body)
+	}
+}
+
+// watch opens a watch of path (from resourceVersion 10, the lists', when resume) and reads its first event.
+func (c informerClient) watch(path string, resume bool) *bufio.Reader {
+	c.t.Helper()
+	query := "?watch=true"
+	if resume {
+		query += "&resourceVersion=10"
+	}
+	resp, err := http.Get(c.url + path + query)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	lines := bufio.NewReader(resp.Body)
+	if line := lineWithin(lines, 5*time.Second); !strings.Contains(line, `"ADDED"`) {
+		c.t.Fatalf("watch %s%s: %d, first event %q", path, query, resp.StatusCode, line)
+	}
+	return lines
+}
+
+// ended checks that a watch was ended with a 410 ERROR event, for its client to list again.
+func (c informerClient) ended(what string, lines *bufio.Reader) {
+	c.t.Helper()
+	if line := lineWithin(lines, 5*time.Second); !strings.Contains(line, `"code":410`) {
+		c.t.Fatalf("%s: %q, want a 410 ERROR event", what, line)
+	}
+}
+
+// create is the status of a ConfigMap's create in namespace.
+func (c informerClient) create(namespace string) int {
+	c.t.Helper()
+	resp, err := http.Post(c.url+"/api/v1/namespaces/"+namespace+"/configmaps", "application/json",
+		strings.NewReader(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"generateName":"w-"}}`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// An operator with an informer per namespace (controller-runtime's cache limited to some namespaces): a grant of two
+// namespaces ends the watch of each, and each namespace is writable once its own informer has relisted, whatever the
+// other's does. The bound (minutes) is never reached.
+func TestGrantedNamespaceWaitsOnlyForItsInformers(t *testing.T) {
+	clientMode := `,"filterMode":"client"`
+	p, store := proxyOwning(t, configMapUpstream(t), shardOneOwning(1, rangesOf("mine"), clientMode))
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := informerClient{t, srv.URL}
+	one, two := "/api/v1/namespaces/one/configmaps", "/api/v1/namespaces/two/configmaps"
+	c.list(one)
+	watchOne := c.watch(one, true)
+	c.list(two)
+	watchTwo := c.watch(two, true)
+	if err := store.Apply(config.KindOwnership, "2", []byte(shardOneOwning(2, rangesOf("mine", "one", "two"), clientMode))); err != nil {
+		t.Fatal(err)
+	}
+	c.ended("the watch of namespace one", watchOne)
+	c.ended("the watch of namespace two", watchTwo)
+	if got := c.create("one"); got != http.StatusForbidden {
+		t.Errorf("a write in namespace one before its informer relisted: %d, want 403", got)
+	}
+	c.list(one)
+	c.watch(one, true)
+	if got := c.create("one"); got != http.StatusCreated {
+		t.Errorf("a write in namespace one once its informer relisted (namespace two's has not): %d, want 201", got)
+	}
+	if got := c.create("two"); got != http.StatusForbidden {
+		t.Errorf("a write in namespace two before its informer relisted: %d, want 403", got)
+	}
+	c.list(two)
+	c.watch(two, true)
+	if got := c.create("two"); got != http.StatusCreated {
+		t.Errorf("a write in namespace two once its informer relisted: %d, want 201", got)
+	}
+}
+
+// closeHolding holds the first watch body's Close, once the body is closed, until release: the proxy has ended that
+// watch and is still taking the change in.
+type closeHolding struct {
+	http.RoundTripper
+	once             sync.Once
+	closing, release chan struct{}
+}
+
+func (h *closeHolding) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.RoundTripper.RoundTrip(r)
+	if err == nil && r.URL.Query().Get("watch") == "true" {
+		resp.Body = heldCloser{resp.Body, h}
+	}
+	return resp, err
+}
+
+type heldCloser struct {
+	io.ReadCloser
+	h *closeHolding
+}
+
+func (b heldCloser) Close() error {
+	err := b.ReadCloser.Close()
+	b.h.once.Do(func() { close(b.h.closing); <-b.h.release })
+	return err
+}
+
+// A client that lists again as soon as the grant ends its watch, before the proxy is done taking the grant in, has
+// its list counted: its watch from that list lifts the fence, which otherwise would hold the granted namespace for
+// the bound.
+func TestRelistAsTheGrantEndsTheWatchLiftsTheFence(t *testing.T) {
+	clientMode := `,"filterMode":"client"`
+	p, store := proxyOwning(t, configMapUpstream(t), shardOneOwning(1, rangesOf("mine"), clientMode))
+	hold := &closeHolding{RoundTripper: p.host.forward.Transport, closing: make(chan struct{}), release: make(chan struct{})}
+	p.host.forward.Transport = hold
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	var released sync.Once
+	release := func() { released.Do(func() { close(hold.release) }) }
+	t.Cleanup(release)
+	c := informerClient{t, srv.URL}
+	all := "/api/v1/configmaps"
+	c.list(all)
+	watch := c.watch(all, true)
+	granted := make(chan error, 1)
+	go func() {
+		granted <- store.Apply(config.KindOwnership, "2", []byte(shardOneOwning(2, rangesOf("mine", "granted"), clientMode)))
+	}()
+	select {
+	case <-hold.closing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the grant did not end the watch")
+	}
+	c.ended("the watch across namespaces", watch)
+	c.list(all)
+	c.watch(all, true)
+	release()
+	if err := <-granted; err != nil {
+		t.Fatal(err)
+	}
+	if got := c.create("granted"); got != http.StatusCreated {
+		t.Errorf("a write in the granted namespace after the informer relisted under the grant: %d, want 201", got)
+	}
+	if got := c.create("mine"); got != http.StatusCreated {
+		t.Errorf("a write in a namespace owned before: %d, want 201", got)
 	}
 }

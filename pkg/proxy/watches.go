@@ -34,23 +34,27 @@ func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, key 
 	return b
 }
 
-// endStale ends every watch that cur (nil: owning nothing) changes, and returns the served key of each one it
-// ended.
-func (w *watches) endStale(cur *config.Ownership) []servedKey {
+// endStale ends every watch that cur (nil: owning nothing) changes, and returns how many it ended. Before it ends
+// them, it calls taking with their served keys: what their clients do on the ERROR event (list again at once)
+// comes after that. A watch ended already (on an earlier change, as it was answered, or refused with 410) is left
+// out: its client has been told, may have listed again since, and was counted when it was ended (madeStale), if
+// at all.
+func (w *watches) endStale(cur *config.Ownership, taking func(stale []servedKey)) int {
 	w.mu.Lock()
 	var stale []*relistingBody
 	var keys []servedKey
 	for b, t := range w.active {
-		if !t.unchanged(cur) {
+		if !b.isEnded() && !t.unchanged(cur) {
 			stale = append(stale, b)
 			keys = append(keys, t.key)
 		}
 	}
 	w.mu.Unlock()
+	taking(keys)
 	for _, b := range stale {
 		b.end()
 	}
-	return keys
+	return len(stale)
 }
 
 func (w *watches) remove(b *relistingBody) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
 // A relayed watch (nothing to filter: its events are not decoded) still ends at an event boundary when the
@@ -49,7 +51,7 @@ func TestRelayedWatchEndsBetweenEvents(t *testing.T) {
 		t.Fatalf("first event %q, %v; want %q", got, err, first)
 	}
 	time.Sleep(50 * time.Millisecond) // let the half of the second event reach the proxy
-	if n := len(p.watches.endStale(nil)); n != 1 {
+	if n := p.watches.endStale(nil, func([]servedKey) {}); n != 1 {
 		t.Fatalf("ended %d watches, want 1", n)
 	}
 	close(ended)
@@ -120,5 +122,27 @@ func TestRelayedBurstLeavesInOneWrite(t *testing.T) {
 	more <- struct{}{}
 	if got := next(); got != lone {
 		t.Errorf("then %q, want %q", got, lone)
+	}
+}
+
+// A change ends the watches it makes stale and counts their keys first; a watch ended already (a 410 refusal on its
+// way out, a watch ended by an earlier change) is neither ended again nor counted, so that no key waits for a client
+// that was told before.
+func TestEndStaleCountsOnlyTheWatchesItEnds(t *testing.T) {
+	w := newWatches()
+	never := func(*config.Ownership) bool { return false }
+	idle := func(bool) ([]byte, error) { return nil, nil }
+	open := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{namespace: "open"}, never)
+	refused := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{}, never)
+	refused.end()
+	var taken []servedKey
+	n := w.endStale(nil, func(stale []servedKey) {
+		if open.isEnded() {
+			t.Error("the stale watch was ended before its key was taken in")
+		}
+		taken = stale
+	})
+	if n != 1 || len(taken) != 1 || taken[0].namespace != "open" || !open.isEnded() {
+		t.Errorf("ended %d watches, keys %v (open ended: %v); want the open watch's alone", n, taken, open.isEnded())
 	}
 }
