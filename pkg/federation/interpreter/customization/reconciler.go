@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,10 +35,13 @@ const (
 // interact (two may not define the same operation for one kind).
 var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "resourceinterpretercustomizations"}}
 
-// Reconciler rebuilds Layer's set from every ResourceInterpreterCustomization of the host when one changes, and
-// writes each one's verdict to its status, the last accepted version included: that copy is what every federator
-// serves while a later version is refused. Customizations are cluster-scoped and every shard needs all of them, so
-// its manager must watch them unsharded; every shard writes the statuses too, each only over the version it read.
+// Reconciler rebuilds Layer's set from every ResourceInterpreterCustomization of the host when what serves changes
+// (not on a status write that leaves it as it was: every shard writes the statuses, and each write reconciles every
+// shard), and writes each one's verdict to its status, the last accepted version included: that copy is what every
+// federator serves while a later version is refused. Customizations are cluster-scoped and every shard needs all of
+// them, so its manager must watch them unsharded; every shard writes the statuses too, each only over the version it
+// read, and only when decideStatus says to, so that shards agreeing write nothing and versions disagreeing do not
+// take turns as fast as they can.
 type Reconciler struct {
 	// Client lists the customizations and writes their statuses.
 	Client client.Client
@@ -51,8 +53,12 @@ type Reconciler struct {
 	Timeout     time.Duration
 	MemoryLimit uint64
 
-	// mu makes one Reconcile at a time: two could hand the layer an older set last.
+	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built and stated.
 	mu sync.Mutex
+	// built is the fingerprint of the set the layer serves; "" before the first.
+	built string
+	// stated is this shard's verdict on each customization as it last wrote it or found it written.
+	stated map[statedKey]stated
 }
 
 // staleRetry is how soon a status written over by another federator since it was read is decided again.
@@ -72,10 +78,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile builds the set from the customizations in the host, hands it to the layer, and writes each verdict to
-// its customization's status. The federator whose write changes a customization's standing reports it: a refusal
-// with a Warning Event and a log line, serving with a Normal Event; so each change is reported once, whatever the
-// number of shards.
+// Reconcile selects the set from the customizations in the host, hands it to the layer if it changed, and writes
+// each verdict to its customization's status. The federator whose write changes a customization's standing reports
+// it: a refusal with a Warning Event and a log line, serving with a Normal Event; so each change is reported once,
+// whatever the number of shards.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	var list configv1alpha1.ResourceInterpreterCustomizationList
@@ -86,19 +92,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	serve, verdicts := Select(list.Items)
-	in, err := declarative.New(serve)
-	if err != nil {
-		// Select only keeps customizations that validate together, so this is a defect; keep the current set.
-		return reconcile.Result{}, fmt.Errorf("building the selected customizations: %w", err)
+	switch rebuilt, err := r.build(serve); {
+	case err != nil:
+		return reconcile.Result{}, err
+	case rebuilt:
+		logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "customizations", len(verdicts))
 	}
-	if r.Timeout > 0 {
-		in.WithTimeout(r.Timeout)
-	}
-	if r.MemoryLimit > 0 {
-		in.WithMemoryLimit(r.MemoryLimit)
-	}
-	r.Layer.Set(in)
-	logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "customizations", len(verdicts))
 
 	byName := map[string]*configv1alpha1.ResourceInterpreterCustomization{}
 	for i := range list.Items {
@@ -106,10 +105,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	// Refusals first: they are what needs a user's attention.
 	sort.SliceStable(verdicts, func(i, j int) bool { return !verdicts[i].Accepted() && verdicts[j].Accepted() })
-	stale := false
+	r.forget(list.Items)
+	stale, wait := false, time.Duration(0)
 	for i := range verdicts {
 		v := &verdicts[i]
-		switch changed, err := r.record(ctx, byName[v.Name], v); {
+		changed, after, err := r.record(ctx, byName[v.Name], v)
+		if after > 0 && (wait == 0 || after < wait) {
+			wait = after
+		}
+		switch {
 		case apierrors.IsConflict(err):
 			// Another federator wrote it since it was read: the newer object decides again.
 			logger.V(1).Info("customization status changed since it was read; deciding again", "customization", v.Name)
@@ -127,12 +131,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if stale {
 		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
-// record writes v to c's status when it says something new, only over the version of c it was decided from, and
-// tells whether the standing (the Accepted condition) changed.
-func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) (standingChanged bool, err error) {
+// build hands the layer the set serve compiles to, unless it already serves that set, and tells whether it did.
+func (r *Reconciler) build(serve []configv1alpha1.ResourceInterpreterCustomization) (bool, error) {
+	fp := fingerprint(serve)
+	if !needsBuild(r.built, fp) {
+		return false, nil
+	}
+	in, err := declarative.New(serve)
+	if err != nil {
+		// Select only keeps customizations that validate together, so this is a defect; keep the current set.
+		return false, fmt.Errorf("building the selected customizations: %w", err)
+	}
+	if r.Timeout > 0 {
+		in.WithTimeout(r.Timeout)
+	}
+	if r.MemoryLimit > 0 {
+		in.WithMemoryLimit(r.MemoryLimit)
+	}
+	r.Layer.Set(in)
+	r.built = fp
+	return true, nil
+}
+
+// forget drops the verdicts stated on customizations no longer in current.
+func (r *Reconciler) forget(current []configv1alpha1.ResourceInterpreterCustomization) {
+	if r.stated == nil {
+		r.stated = map[statedKey]stated{}
+	}
+	keep := make(map[statedKey]bool, len(current))
+	for i := range current {
+		keep[keyOf(&current[i])] = true
+	}
+	for k := range r.stated {
+		if !keep[k] {
+			delete(r.stated, k)
+		}
+	}
+}
+
+// statedKey is one customization: its UID tells one deleted and created again under its name from the first.
+type statedKey struct {
+	name string
+	uid  types.UID
+}
+
+func keyOf(c *configv1alpha1.ResourceInterpreterCustomization) statedKey {
+	return statedKey{c.Name, c.UID}
+}
+
+// record writes v to c's status when decideStatus says to, only over the version of c it was decided from, and
+// tells whether the standing (the Accepted condition) changed, or after how long to decide again.
+func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) (standingChanged bool, retryAfter time.Duration, err error) {
 	want := c.DeepCopy()
 	want.Status.ObservedGeneration = v.Generation
 	want.Status.ServedGeneration = v.ServedGeneration
@@ -142,15 +194,25 @@ func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInter
 	standingChanged = prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason ||
 		prev.Message != cond.Message || prev.ObservedGeneration != cond.ObservedGeneration
 	meta.SetStatusCondition(&want.Status.Conditions, cond)
-	if equality.Semantic.DeepEqual(c.Status, want.Status) {
-		return false, nil
+	verdict, now := ownedOf(&want.Status), time.Now()
+	var last *stated
+	if s, ok := r.stated[keyOf(c)]; ok {
+		last = &s
+	}
+	switch action, after := decideStatus(ownedOf(&c.Status), verdict, last, now); action {
+	case statusAgrees:
+		r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
+		return false, 0, nil
+	case statusWait:
+		return false, after, nil
 	}
 	// An update carries the resourceVersion read: a federator with an older view (a lagging cache) cannot write
 	// over a newer verdict.
 	if err := r.Client.Status().Update(ctx, want); err != nil {
-		return false, err
+		return false, 0, err
 	}
-	return standingChanged, nil
+	r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
+	return standingChanged, 0, nil
 }
 
 // report tells of c's new standing, v.
