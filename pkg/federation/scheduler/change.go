@@ -12,14 +12,16 @@ import (
 type Change int
 
 const (
-	// Unchanged: nothing the scheduler reads changed (a probe time, the Kubernetes version, the API list).
+	// Unchanged: nothing the scheduler reads changed (a probe time, the Kubernetes version).
 	Unchanged Change = iota
 	// CapacityChanged: only the resource summary. A member's free resources move with every pod it runs; placed
 	// bindings keep their placement (moving replicas with every such change would churn them), and only bindings
-	// that found no room may fit now.
+	// that found no room may fit now: those not placed, and duplicated ones left off the cluster for room
+	// (Result.NoRoom).
 	CapacityChanged
 	// PlacementChanged: something that filters, scores or fails over clusters (labels, provider, region, zones,
-	// taints, readiness), or the cluster is leaving. Every binding is looked at again.
+	// taints, readiness, the APIs served: a CRD installed there), or the cluster is leaving. Every binding is
+	// looked at again.
 	PlacementChanged
 )
 

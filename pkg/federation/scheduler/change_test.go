@@ -18,6 +18,8 @@ func TestClusterChange(t *testing.T) {
 			Spec:       clusterv1alpha1.ClusterSpec{Region: "eu", Zones: []string{"eu-1"}},
 			Status: clusterv1alpha1.ClusterStatus{
 				KubernetesVersion: "v1.36.3",
+				APIEnablements: []clusterv1alpha1.APIEnablement{{GroupVersion: "apps/v1",
+					Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}}},
 				Conditions: []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue,
 					LastTransitionTime: metav1.NewTime(time.Unix(100, 0))}},
 				ResourceSummary: &clusterv1alpha1.ResourceSummary{
@@ -55,6 +57,12 @@ func TestClusterChange(t *testing.T) {
 			c.Status.Conditions[0].Status = metav1.ConditionUnknown
 			c.Status.ResourceSummary = nil
 		}, PlacementChanged},
+		{"a CRD installed", func(c *clusterv1alpha1.Cluster) {
+			c.Status.APIEnablements = append(c.Status.APIEnablements, clusterv1alpha1.APIEnablement{GroupVersion: "apps.kruise.io/v1alpha1",
+				Resources: []clusterv1alpha1.APIResource{{Name: "clonesets", Kind: "CloneSet"}}})
+		}, PlacementChanged},
+		{"a kind gone", func(c *clusterv1alpha1.Cluster) { c.Status.APIEnablements[0].Resources = nil }, PlacementChanged},
+		{"APIs no longer reported", func(c *clusterv1alpha1.Cluster) { c.Status.APIEnablements = nil }, PlacementChanged},
 		{"being deleted", func(c *clusterv1alpha1.Cluster) { c.DeletionTimestamp = &metav1.Time{Time: time.Unix(300, 0)} }, PlacementChanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

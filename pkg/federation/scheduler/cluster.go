@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -37,6 +39,9 @@ type Cluster struct {
 	// Deleting is set once the Cluster has a deletionTimestamp (a finalizer may hold it for long): it is leaving,
 	// so no binding is placed or kept there.
 	Deleting bool
+	// APIs are the API resources the cluster serves (status.apiEnablements, shared with the Cluster read, not
+	// copied). Empty until reported: an unknown list is no reason to leave the cluster out.
+	APIs []clusterv1alpha1.APIEnablement
 }
 
 // NewCluster describes c for scheduling replicas that each need req (nil: nothing known).
@@ -48,6 +53,7 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 		Region:   c.Spec.Region,
 		Taints:   c.Spec.Taints,
 		Deleting: !c.DeletionTimestamp.IsZero(),
+		APIs:     c.Status.APIEnablements,
 	}
 	if c.Spec.Zone != "" {
 		out.Zones = append(out.Zones, c.Spec.Zone)
@@ -123,6 +129,28 @@ func timesFit(free, per resource.Quantity) int64 {
 		return n
 	}
 	return math.MaxInt32
+}
+
+// serves says why c does not serve the kind gvk (its API list, when reported, lacks it), or "" when it does, gvk is
+// empty, or c has not reported its APIs. Karmada keeps a target whose list it does not trust (its
+// CompleteAPIEnablements condition) and leaves out any other cluster; fedmesh's cluster controller writes the list
+// with the first Ready, so a Ready cluster without one is one whose status another writer keeps (Pull mode):
+// leaving it out would leave it unusable, so its list does not count until there is one.
+func (c *Cluster) serves(gvk schema.GroupVersionKind) string {
+	if gvk.Kind == "" || len(c.APIs) == 0 {
+		return ""
+	}
+	gv := gvk.GroupVersion().String()
+	for _, e := range c.APIs {
+		if e.GroupVersion != gv {
+			continue
+		}
+		if slices.ContainsFunc(e.Resources, func(r clusterv1alpha1.APIResource) bool { return r.Kind == gvk.Kind }) {
+			return ""
+		}
+		break
+	}
+	return fmt.Sprintf("does not serve %s %s", gv, gvk.Kind)
 }
 
 // ready reports whether the cluster is Ready.

@@ -19,11 +19,11 @@ func TestNewCluster(t *testing.T) {
 		Spec:       clusterv1alpha1.ClusterSpec{Provider: "aws", Region: "eu", Zone: "z1", Zones: []string{"z1", "z2"}},
 		Status: clusterv1alpha1.ClusterStatus{Conditions: []metav1.Condition{
 			{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)},
-		}},
+		}, APIEnablements: []clusterv1alpha1.APIEnablement{{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "pods", Kind: "Pod"}}}}},
 	}
 	got := NewCluster(c, nil)
 	want := Cluster{Name: "m1", Labels: map[string]string{"env": "prod"}, Provider: "aws", Region: "eu",
-		Zones: []string{"z1", "z2"}, Ready: metav1.ConditionFalse, ReadyChanged: now}
+		Zones: []string{"z1", "z2"}, Ready: metav1.ConditionFalse, ReadyChanged: now, APIs: c.Status.APIEnablements}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

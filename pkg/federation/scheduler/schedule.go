@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -19,6 +20,9 @@ type Input struct {
 	Placement *policyv1alpha1.Placement
 	// Replicas is the template's replica count; 0 for templates without replicas.
 	Replicas int32
+	// GVK is the template's group, version and kind: a cluster whose reported APIs lack it (a CRD installed only
+	// in some members) is no candidate, and a target no more. Empty: not checked.
+	GVK schema.GroupVersionKind
 	// Clusters are all member clusters.
 	Clusters []Cluster
 	// Previous is the binding's current result. Its clusters keep their replicas as far as the placement allows,
@@ -31,10 +35,11 @@ type Input struct {
 	// after it. Empty starts at the first term.
 	PreviousAffinity string
 	// Settled says the placement has not changed since Previous was made. A settled result of divided replicas
-	// stands while it holds every replica and each of its clusters still fits (matches the affinity, is neither
-	// evicted nor being deleted), as Karmada keeps it: a binding is placed afresh when its placement or replicas
-	// change, not when a cluster comes, recovers or changes otherwise (which would move running replicas back and
-	// forth); spread constraints are not checked again either. Duplicated placements follow the clusters.
+	// stands while it holds every replica and each of its clusters still fits (matches the affinity, serves the
+	// kind, is neither evicted nor being deleted), as Karmada keeps it: a binding is placed afresh when its
+	// placement or replicas change, not when a cluster comes, recovers or changes otherwise (which would move
+	// running replicas back and forth); spread constraints are not checked again either. Duplicated placements
+	// follow the clusters.
 	Settled bool
 	// Evicted are clusters failover is taking the binding off; they are not candidates.
 	Evicted []string
@@ -48,6 +53,9 @@ type Result struct {
 	Clusters []workv1alpha1.TargetCluster
 	// AffinityName is the clusterAffinities term used; empty with clusterAffinity.
 	AffinityName string
+	// NoRoom are the clusters a duplicated binding was left off for want of room there alone, sorted: room freed
+	// on one of them may place the binding there too.
+	NoRoom []string
 }
 
 // UnschedulableError says why no clusterAffinities term (or the clusterAffinity) could place the binding.
@@ -123,9 +131,10 @@ func Schedule(in Input) (Result, error) {
 	}
 	var failed UnschedulableError
 	for _, term := range terms[max(start, 0):] {
-		targets, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
+		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
 		if failure == nil {
-			return Result{Clusters: targets, AffinityName: term.AffinityName}, nil
+			result.AffinityName = term.AffinityName
+			return result, nil
 		}
 		failure.AffinityName = term.AffinityName
 		failed.Terms = append(failed.Terms, *failure)
@@ -163,33 +172,38 @@ func Duplicated(p *policyv1alpha1.Placement, replicas int32) bool {
 
 // scheduleTerm places the binding on the clusters one affinity selects.
 func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
-	previous map[string]int32) ([]workv1alpha1.TargetCluster, *TermFailure) {
+	previous map[string]int32) (Result, *TermFailure) {
 	rs := p.ReplicaScheduling
 	duplicated := Duplicated(p, in.Replicas)
 	filtered := map[string]string{}
 	var candidates []Cluster
+	var noRoom []string
 	for _, c := range in.Clusters {
 		why := fit(&c, in, p, affinity, previous, duplicated)
 		if why != "" {
 			filtered[c.Name] = why
+			if room := lacksRoom(&c, in, duplicated); room != "" && why == room { // every other filter passed
+				noRoom = append(noRoom, c.Name)
+			}
 			continue
 		}
 		candidates = append(candidates, c)
 	}
 	if len(candidates) == 0 {
-		return nil, &TermFailure{Filtered: filtered, Reason: "no cluster fits"}
+		return Result{}, &TermFailure{Filtered: filtered, Reason: "no cluster fits"}
 	}
 	preferenceOrder(candidates, previous)
 	candidates, err := spread(candidates, p.SpreadConstraints, previous)
 	if err != nil {
-		return nil, &TermFailure{Filtered: filtered, Reason: err.Error()}
+		return Result{}, &TermFailure{Filtered: filtered, Reason: err.Error()}
 	}
 	if duplicated {
 		out := make([]workv1alpha1.TargetCluster, len(candidates))
 		for i, c := range candidates {
 			out[i] = workv1alpha1.TargetCluster{Name: c.Name, Replicas: in.Replicas}
 		}
-		return sortTargets(out), nil
+		slices.Sort(noRoom)
+		return Result{Clusters: sortTargets(out), NoRoom: noRoom}, nil
 	}
 	// Clusters of the previous result that would not be taken now keep what they have, but get no more.
 	closed := map[string]string{}
@@ -205,7 +219,7 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 		for name, why := range closed {
 			filtered[name] = fmt.Sprintf("%s, keeps its %d replicas", why, previous[name])
 		}
-		return nil, &TermFailure{Filtered: filtered, Reason: err.Error()}
+		return Result{}, &TermFailure{Filtered: filtered, Reason: err.Error()}
 	}
 	var out []workv1alpha1.TargetCluster
 	for name, r := range replicas {
@@ -213,11 +227,11 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 			out = append(out, workv1alpha1.TargetCluster{Name: name, Replicas: r})
 		}
 	}
-	return sortTargets(out), nil
+	return Result{Clusters: sortTargets(out)}, nil
 }
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
-// affinity and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
+// affinity, serve the template's kind and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
 // taint or a blip (though it takes no new replicas: closedToNew); a cluster being deleted is left at once, as it
 // would be once it is gone.
 func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
@@ -229,6 +243,9 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 		return "being deleted"
 	}
 	if why := matchAffinity(affinity, c); why != "" {
+		return why
+	}
+	if why := c.serves(in.GVK); why != "" {
 		return why
 	}
 	if _, placed := previous[c.Name]; placed {
@@ -246,6 +263,12 @@ func closedToNew(c *Cluster, in Input, p *policyv1alpha1.Placement, duplicated b
 	if t := untolerated(c, p.ClusterTolerations, in.Now, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute); t != nil {
 		return fmt.Sprintf("taint %s not tolerated", t.ToString())
 	}
+	return lacksRoom(c, in, duplicated)
+}
+
+// lacksRoom says why c has no room for a duplicated copy of the replicas, or "" when it has (or its room is not
+// known, or the replicas are divided: a cluster takes what room it has).
+func lacksRoom(c *Cluster, in Input, duplicated bool) string {
 	if duplicated && in.Replicas > 0 && c.AvailableKnown && c.Available < in.Replicas {
 		return fmt.Sprintf("room for %d of %d replicas", c.Available, in.Replicas)
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -55,6 +56,7 @@ type Reconciler struct {
 	Cached *cachewait.Waiter
 
 	unhealthy unhealthyMemory
+	room      roomMemory
 }
 
 // SetupWithManager registers the controller; it looks at bindings again when a Cluster changes (see
@@ -127,12 +129,13 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], b *workv
 }
 
 // clusterEvents enqueues, on a Cluster change, the bindings whose placement it can change: every
-// one when a Cluster comes, goes or changes what filters and scores clusters; only those not scheduled when just
-// its free resources moved (see scheduler.ClusterChange). Scheduling a binding whose result does not change costs
-// no write, but with many bindings, looking at each again on every capacity report would keep the scheduler busy.
+// one when a Cluster comes, goes or changes what filters and scores clusters; when just its free resources moved
+// (see scheduler.ClusterChange), only those not scheduled and those waiting for room on it (roomMemory).
+// Scheduling a binding whose result does not change costs no write, but with many bindings, looking at each again
+// on every capacity report would keep the scheduler busy.
 func (r *Reconciler) clusterEvents() handler.EventHandler {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		r.enqueueBindings(ctx, q, func(*workv1alpha1.ResourceBindingStatus) bool { return true })
+		r.enqueueBindings(ctx, q, func(*workv1alpha1.ResourceBinding) bool { return true })
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -154,16 +157,18 @@ func (r *Reconciler) clusterEvents() handler.EventHandler {
 			case scheduler.PlacementChanged:
 				all(ctx, q)
 			case scheduler.CapacityChanged:
-				r.enqueueBindings(ctx, q, func(st *workv1alpha1.ResourceBindingStatus) bool {
-					return !meta.IsStatusConditionTrue(st.Conditions, workv1alpha1.ConditionScheduled)
+				waiting := r.room.on(cur.Name)
+				r.enqueueBindings(ctx, q, func(b *workv1alpha1.ResourceBinding) bool {
+					return waiting[client.ObjectKeyFromObject(b)] ||
+						!meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionScheduled)
 				})
 			}
 		},
 	}
 }
 
-// enqueueBindings adds the bindings whose status passes keep.
-func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], keep func(*workv1alpha1.ResourceBindingStatus) bool) {
+// enqueueBindings adds the bindings that pass keep.
+func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], keep func(*workv1alpha1.ResourceBinding) bool) {
 	var l workv1alpha1.ResourceBindingList
 	// Read only: the cache's objects need no copies.
 	if err := r.Client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
@@ -171,7 +176,7 @@ func (r *Reconciler) enqueueBindings(ctx context.Context, q workqueue.TypedRateL
 		return
 	}
 	for i := range l.Items {
-		if keep(&l.Items[i].Status) {
+		if keep(&l.Items[i]) {
 			enqueue(q, &l.Items[i])
 		}
 	}
@@ -182,18 +187,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj := &workv1alpha1.ResourceBinding{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.unhealthy.set(req.NamespacedName, nil)
+			r.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
-		r.unhealthy.set(req.NamespacedName, nil)
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	if spec := obj.Spec; spec.SchedulerName != "" && spec.SchedulerName != r.SchedulerName {
-		r.unhealthy.set(req.NamespacedName, nil)
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	r.room.waitAll(req.NamespacedName) // before the Clusters are read; the decision narrows it
 	var clusters clusterv1alpha1.ClusterList
 	// Read, never written: a Cluster's status lists every API its member serves, a copy not worth making per pass.
 	if err := r.Client.List(ctx, &clusters, client.UnsafeDisableDeepCopy); err != nil {
@@ -204,6 +210,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: recheck}, err
+}
+
+// forget drops what the controller remembers of a binding it no longer places.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.unhealthy.set(key, nil)
+	r.room.set(key, nil)
 }
 
 // failoverInputChanged passes a status update of a binding with application failover that changes a cluster's health,

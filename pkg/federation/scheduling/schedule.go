@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,6 +110,7 @@ func decide(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resourc
 	in := scheduler.Input{
 		Placement:        spec.Placement,
 		Replicas:         spec.Replicas,
+		GVK:              schema.FromAPIVersionAndKind(spec.Resource.APIVersion, spec.Resource.Kind),
 		Clusters:         clusters,
 		Previous:         spec.Clusters,
 		PreviousAffinity: status.SchedulerObservedAffinityName,
@@ -275,6 +277,11 @@ func (r *Reconciler) schedule(ctx context.Context, obj *workv1alpha1.ResourceBin
 		return 0, fmt.Errorf("write spec.clusters: %w", err)
 	}
 	r.unhealthy.set(key, d.unhealthySince)
+	if d.err == nil {
+		// Unplaced, it stays waiting on every cluster: until its Scheduled=False shows in the cache, its status
+		// would not say so.
+		r.room.set(key, d.result.NoRoom)
+	}
 	if len(d.stayed) > 0 {
 		log.V(1).Info("application failover: nowhere healthy to go, staying", "clusters", d.stayed)
 	}
