@@ -87,13 +87,13 @@ type ClientOptions struct {
 	// DialOptions are added to the gRPC client's (a test's bufconn dialer, say).
 	DialOptions []grpc.DialOption
 	// OnContact, if set, hears true when a stream first delivers a document of the first of TypeURLs that Apply
-	// accepts (the ownership: contact vouches for what the proxy owns, which a response of another type, one without
-	// the proxy's document, as a manager that has not published yet sends, or one the proxy refused and so does
-	// not enforce, does not tell) and false as soon as that stream ends, though Apply may still be busy with a
-	// response (the manager counts from then): whether the proxy is in contact with the manager, for its
-	// ownership lease. A new stream is sent the
-	// current documents at once (go-control-plane's caches resend everything to a stream that has been sent
-	// nothing), so contact returns with the first response.
+	// accepts, or refuses while the client holds one it accepted before (the ownership: contact vouches for what the
+	// proxy owns, which a response of another type, one without the proxy's document, as a manager that has not
+	// published yet sends, or one the proxy refused while it holds none, does not tell; a refusal names the version
+	// held, so the manager knows what the proxy enforces), and false as soon as that stream ends, though Apply may
+	// still be busy with a response (the manager counts from then): whether the proxy is in contact with the
+	// manager, for its ownership lease. A new stream is sent the current documents at once (go-control-plane's
+	// caches resend everything to a stream that has been sent nothing), so contact returns with the first response.
 	OnContact func(inContact bool)
 
 	clock clock.Clock    // test hook; default the real clock
@@ -237,7 +237,8 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 		}
 		reply := c.handle(r.resp)
 		got = true
-		if r.resp.GetTypeUrl() == c.opts.TypeURLs[0] && len(r.resp.GetResources()) > 0 && reply.GetErrorDetail() == nil {
+		own := c.opts.TypeURLs[0]
+		if r.resp.GetTypeUrl() == own && len(r.resp.GetResources()) > 0 && (reply.GetErrorDetail() == nil || c.holds(own)) {
 			contact.gain()
 		}
 		if err := stream.Send(reply); err != nil {
@@ -258,6 +259,19 @@ func (c *Client) readToken() (string, error) {
 }
 
 func (c *Client) names() []string { return []string{c.opts.Node.ResourceName()} }
+
+// holds reports whether the client holds an accepted document of typeURL for its node. A refusal of a new one then
+// still vouches for what the proxy owns: it keeps enforcing the one it holds, and the NACK names that version, so
+// the manager knows it (else a proxy refusing the manager's current document would never regain contact after a
+// reconnect, and would give up the ranges it holds and the manager counts it for).
+func (c *Client) holds(typeURL string) bool {
+	st := c.state[typeURL]
+	if st == nil || !st.applied {
+		return false
+	}
+	_, ok := st.docs[c.opts.Node.ResourceName()]
+	return ok
+}
 
 // handle applies a response and returns the ACK or NACK to send. In state-of-the-world for these types a response
 // carries the resources that changed, so they are merged into the accepted set; Apply is called only if the result

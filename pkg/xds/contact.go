@@ -7,8 +7,9 @@ import (
 )
 
 // contact is one stream's contact with the manager, for OnContact: gained with the first ownership document the
-// proxy accepts, lost as soon as the stream ends, even while the proxy is still applying a response (waiting for
-// its writes, say). The manager counts a proxy's lease from the end of the stream, so the proxy must too.
+// proxy accepts (or refuses while it holds one it accepted before, see Client.holds), lost as soon as the stream
+// ends, even while the proxy is still applying a response (waiting for its writes, say). The manager counts a
+// proxy's lease from the end of the stream, so the proxy must too.
 type contact struct {
 	on func(inContact bool) // nil: nobody to tell
 

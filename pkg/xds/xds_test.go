@@ -316,3 +316,39 @@ func TestContactLostWhileApplying(t *testing.T) {
 		t.Fatal("contact not lost while the proxy was applying: its lease would start late")
 	}
 }
+
+// A proxy that holds an ownership (e1) and refuses the manager's current one (e2) regains contact on a new stream
+// (a manager failover, a network blip): it enforces e1, and its NACK tells the manager so. Without contact its
+// ownership lease would run out, and it would own nothing while the manager counts it for e1's ranges.
+func TestContactAfterReconnectWithRefusedDocument(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	contacts := make(chan bool, 10)
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"]}`, "e1")
+	runClient(t, m, node, "tok-a", func(o *ClientOptions) { o.OnContact = func(in bool) { contacts <- in } })
+	if in := <-contacts; !in {
+		t.Fatal("no contact after e1")
+	}
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"],"bad":1}`, "e2")
+	m.waitAcks(t, "NACK of e2", func(a map[string]NodeState) bool {
+		return a[node.NodeID()].Resources[ResourceKey{OwnershipType, node.ResourceName()}].Nacked == "e2"
+	})
+	m.start(fakeAuth(tokens), "b") // the new leader publishes the same e2 from the status
+	m.set(t, OwnershipType, 0, `{"ranges":["0-7"],"bad":1}`, "e2")
+	if in := <-contacts; in {
+		t.Fatal("want contact lost at the stream's end first")
+	}
+	m.waitAcks(t, "NACK of e2 on the new stream, naming e1 as held", func(a map[string]NodeState) bool {
+		st := a[node.NodeID()]
+		r := st.Resources[ResourceKey{OwnershipType, node.ResourceName()}]
+		return st.Connected && r.Nacked == "e2" && r.Acked == "e1"
+	})
+	select {
+	case in := <-contacts:
+		if !in {
+			t.Fatal("contact false again")
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("connected, holding e1 (which the manager knows from the NACK), the proxy never regains contact")
+	}
+}

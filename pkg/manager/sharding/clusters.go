@@ -25,7 +25,8 @@ import (
 // memberClusters are the Push-mode member Clusters the proxies front at /clusters/<name>/, so a sharded federator
 // reaches members through its proxy (fenced and filtered like its host traffic). Only the endpoint and the CA
 // travel; credentials stay with the federator, which the proxy passes through. unread says that a member was left
-// out because its Secret could not be read and no CA of it is known yet.
+// out because its Secret could not be read and no CA of it is known yet. A member the proxies would refuse is left
+// out too (leaveOut): one bad Cluster must not make every proxy refuse its whole ownership document.
 func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, unread bool, _ error) {
 	var list clusterv1alpha1.ClusterList
 	// Read only: a Cluster's status lists every API its member serves, a copy not worth making per reconcile.
@@ -36,13 +37,19 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 	}
 	out := make([]config.Cluster, 0, len(list.Items))
 	read := map[ktypes.NamespacedName]secretCA{}
-	for _, c := range list.Items {
+	leftOut := map[string]string{}
+	for i := range list.Items {
+		c := &list.Items[i]
 		// A Cluster being deleted stays until it is gone: the federator removes its Works' objects from the member
 		// through the proxies meanwhile (kubectl-fedmesh unjoin holds it for that).
 		if c.Spec.SyncMode == clusterv1alpha1.Pull || c.Spec.APIEndpoint == "" {
 			continue
 		}
 		mc := config.Cluster{Name: c.Name, Server: c.Spec.APIEndpoint}
+		if problem := clusterProblem(mc); problem != nil {
+			r.leaveOut(ctx, c, problem, leftOut)
+			continue
+		}
 		if ref := c.Spec.SecretRef; ref != nil {
 			key := ktypes.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 			ca, err := r.caOf(ctx, key)
@@ -71,7 +78,8 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 		out = append(out, mc)
 	}
 	r.mu.Lock()
-	r.cas = read // Secrets no Cluster refers to any more are forgotten
+	r.cas = read        // Secrets no Cluster refers to any more are forgotten
+	r.leftOut = leftOut // a Cluster fixed, then broken again, is told again
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, unread, nil

@@ -81,6 +81,9 @@ type Reconciler struct {
 	// cas are the CAs of the member Clusters' Secrets as last read, so that a Secret is read again only when it
 	// changed.
 	cas map[ktypes.NamespacedName]secretCA
+	// leftOut are the member Clusters left out of the proxies' configuration as they would refuse them, with why,
+	// as last told (leaveOut).
+	leftOut map[string]string
 	// released are the proxies (by key in Acks) seen to acknowledge a version that left their shard no ranges, with
 	// nothing published to that shard since but more of the same: disconnected, such a proxy owns nothing, and a
 	// handover need not wait for it (see waitedFor). Lost at a restart, which only makes the manager wait longer.
@@ -187,7 +190,8 @@ func (r *Reconciler) servingSince() time.Time {
 	return r.serving
 }
 
-// SetupWithManager registers the controller: ShardingConfigs, and the pods that form their shards.
+// SetupWithManager registers the controller: ShardingConfigs, the pods that form their shards and the
+// TrafficPolicies they name; and PolicyStatus, the TrafficPolicies' status.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.setDefaults()
 	r.objects = &objectCounter{reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interval: r.ObjectCountInterval}
@@ -198,10 +202,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager.RunnableFunc(r.relayAcks)); err != nil {
 		return err
 	}
+	if err := (&PolicyStatus{Client: mgr.GetClient(), Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&meshv1alpha1.ShardingConfig{}).
 		WatchesRawSource(source.Channel(r.acked, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.configsOfPod)).
+		// A TrafficPolicy's spec is the proxies' traffic document; its status is the manager's own verdict.
+		Watches(&meshv1alpha1.TrafficPolicy{}, handler.EnqueueRequestsFromMapFunc(r.configsOfPolicy),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Of a Cluster, the proxies' configuration reads the spec (a Cluster being deleted stays in it until it is
 		// gone); its status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.configsOfCluster),
@@ -347,7 +357,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}()
 	}
 	if err := r.publish(ctx, &sc, pub, members); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.refuseInvalid(ctx, &sc, err)
 	}
 	pending := r.pendingAcks(&sc, pub, members, time.Now())
 	stable := stableTarget(&sc, pub, shards, namespaces)
@@ -391,7 +401,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	// The proxies' acknowledgements of this step bring it back (relayAcks); the poll is a backstop.
 	r.setWaiting(req.NamespacedName, true)
 	if err := r.publish(ctx, &sc, next, members); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, r.refuseInvalid(ctx, &sc, err)
 	}
 	return reconcile.Result{RequeueAfter: r.Poll}, nil
 }
@@ -432,7 +442,7 @@ func epochOf(v string) (epoch int64, ok bool) {
 // publish hands every shard's proxies its ownership document: the shards of the spec, those that still own
 // ranges, those that still have pods (which learn they own nothing), and those of the strays a handover waits for.
 func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member) error {
-	traffic, trafficVersion, err := r.traffic(ctx, sc)
+	traffic, err := r.traffic(ctx, sc)
 	if err != nil {
 		return err
 	}
@@ -444,19 +454,29 @@ func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		}
 	}
 	ids = sortedUnique(ids)
-	r.granting(sc, pub, ids)
-	for _, id := range ids {
-		own := ownership(sc, pub, id)
-		doc, err := json.Marshal(own)
+	// Every document is checked before any is published: all shards move to a step, or none does.
+	docs := make([][]byte, len(ids))
+	for i, id := range ids {
+		doc, err := json.Marshal(ownership(sc, pub, id))
 		if err != nil {
 			return err
 		}
-		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
-		if err := r.Publisher.Set(xds.OwnershipType, name, doc, version(sc, pub)); err != nil {
+		if err := checkOwnership(doc); err != nil {
 			return err
 		}
-		if err := r.Publisher.Set(xds.TrafficPolicyType, name, traffic, trafficVersion); err != nil {
+		docs[i] = doc
+	}
+	r.granting(sc, pub, ids)
+	for i, id := range ids {
+		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
+		if err := r.Publisher.Set(xds.OwnershipType, name, docs[i], version(sc, pub)); err != nil {
 			return err
+		}
+		// A policy the proxies would refuse is not sent: they keep the last good one (the status tells why).
+		if traffic.invalid == nil {
+			if err := r.Publisher.Set(xds.TrafficPolicyType, name, traffic.doc, traffic.version); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -504,22 +524,6 @@ func ownership(sc *meshv1alpha1.ShardingConfig, pub Published, id shard.ShardID)
 		}
 	}
 	return own
-}
-
-// traffic is the TrafficPolicy spec the ShardingConfig names, as the proxies' traffic document.
-func (r *Reconciler) traffic(ctx context.Context, sc *meshv1alpha1.ShardingConfig) ([]byte, string, error) {
-	if sc.Spec.TrafficPolicyRef == nil {
-		return []byte("{}"), "none", nil
-	}
-	var tp meshv1alpha1.TrafficPolicy
-	key := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Spec.TrafficPolicyRef.Name}
-	if err := r.Client.Get(ctx, key, &tp); apierrors.IsNotFound(err) {
-		return []byte("{}"), "none", nil
-	} else if err != nil {
-		return nil, "", err
-	}
-	doc, err := json.Marshal(tp.Spec)
-	return doc, fmt.Sprintf("%s.g%d", tp.UID, tp.Generation), err
 }
 
 // forgetter is the part of the xDS server (xds.Callbacks.Forget) that drops the record of a disconnected proxy.

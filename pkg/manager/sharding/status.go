@@ -57,22 +57,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	setShardGauges(sc.Namespace+"/"+sc.Name, st.Assignment, counted)
 	epochGauge.WithLabelValues(sc.Namespace + "/" + sc.Name).Set(float64(pub.Epoch))
 
+	traffic, err := r.traffic(ctx, sc)
+	if err != nil {
+		return err
+	}
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
 	st.Proxies, st.ReadyProxies = nil, 0
+	var trafficRefused string
 	for _, m := range members {
 		_, node, _ := nodeOf(acks, sc.Namespace, m)
-		ack := ackOf(sc, node, m.shard)
-		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error}
+		ack, tack := ackOf(sc, node, m.shard), trafficAckOf(sc, node, m.shard)
+		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error,
+			TrafficNackReason: tack.Error}
 		if ack.Acked == want {
 			st.ReadyProxies++
 		}
-		if ack.Error != "" && ack.Nacked != "" && ack.Error != previousNack(orig, m.pod) {
+		prev := previousProxy(orig, m.pod)
+		if ack.Error != "" && ack.Nacked != "" && ack.Error != prev.NackReason {
 			nacks.WithLabelValues(sc.Namespace + "/" + sc.Name).Inc()
 			r.Recorder.Eventf(sc, corev1.EventTypeWarning, "ProxyRefused", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
 		}
+		if tack.Error != "" && tack.Nacked != "" && tack.Error != prev.TrafficNackReason {
+			nacks.WithLabelValues(sc.Namespace + "/" + sc.Name).Inc()
+			r.Recorder.Eventf(sc, corev1.EventTypeWarning, "ProxyRefused", "proxy of pod %s refused traffic policy version %s: %s", m.pod, tack.Nacked, tack.Error)
+		}
+		if tack.Error != "" && tack.Nacked == traffic.version && trafficRefused == "" {
+			trafficRefused = fmt.Sprintf("the proxy of pod %s: %s", m.pod, tack.Error)
+		}
 		st.Proxies = append(st.Proxies, ps)
 	}
+	r.setTrafficCondition(sc, orig, trafficCondition(sc, traffic, trafficRefused))
 	// The strays a handover waits for: otherwise a handover held up by one would name no proxy that holds it.
 	serving, now := r.servingSince(), time.Now()
 	strays := 0
@@ -83,7 +98,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		id := shard.ShardID(s.node.Metadata.Shard)
 		ack := ackOf(sc, s.node, id)
 		ps := meshv1alpha1.ProxyStatus{Pod: s.node.Metadata.Pod.Name, Shard: int32(id), Stray: true, PodUID: s.node.PodUID,
-			AckedVersion: ack.Acked, NackReason: ack.Error}
+			AckedVersion: ack.Acked, NackReason: ack.Error, TrafficNackReason: trafficAckOf(sc, s.node, id).Error}
 		if ps.AckedVersion != want {
 			strays++
 		}
@@ -143,14 +158,15 @@ func describe(from, to shard.Assignment) string {
 	return strings.Join(parts, "; ")
 }
 
-// previousNack is the refusal the status already reports for pod, so each refusal is counted and told once.
-func previousNack(sc *meshv1alpha1.ShardingConfig, pod string) string {
+// previousProxy is what the status already reports of pod's proxy (its refusals), so each refusal is counted and
+// told once.
+func previousProxy(sc *meshv1alpha1.ShardingConfig, pod string) meshv1alpha1.ProxyStatus {
 	for _, p := range sc.Status.Proxies {
-		if p.Pod == pod {
-			return p.NackReason
+		if p.Pod == pod && !p.Stray {
+			return p
 		}
 	}
-	return ""
+	return meshv1alpha1.ProxyStatus{}
 }
 
 // ReasonShardUnserved: a shard owns namespaces but has no live pod, so nobody reconciles them.

@@ -46,8 +46,10 @@ type ClusterSpec struct {
 	// +optional
 	SyncMode ClusterSyncMode `json:"syncMode,omitempty"`
 
-	// APIEndpoint is the cluster's API server URL, e.g. "https://10.0.0.1:6443". Required for Push.
+	// APIEndpoint is the cluster's API server URL, e.g. "https://10.0.0.1:6443". Required for Push. Only https:
+	// the mesh proxies front the member at it, and refuse any other.
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() != '')",message="apiEndpoint must be an https URL, e.g. https://10.0.0.1:6443"
 	// +optional
 	APIEndpoint string `json:"apiEndpoint,omitempty"`
 

@@ -119,14 +119,18 @@ type GroupResource struct {
 
 // LeaderElection names the Lease an operator elects its leader with.
 type LeaderElection struct {
-	// LeaseName is the name of the operator's Lease.
+	// LeaseName is the name of the operator's Lease: a DNS-1123 subdomain, as each shard's
+	// <leaseName>-shard-<ordinal> must be too. At most 200 characters, which leaves room for the longest suffix
+	// ("-shard-256") within a name's 253.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +required
 	LeaseName string `json:"leaseName"`
 
 	// LeaseNamespace is the namespace of the Lease; empty means the operator's own namespace.
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	// +optional
 	LeaseNamespace string `json:"leaseNamespace,omitempty"`
 }
@@ -248,9 +252,14 @@ type ProxyStatus struct {
 	// +optional
 	AckedVersion string `json:"ackedVersion,omitempty"`
 
-	// NackReason is why the proxy refused the latest version, if it did.
+	// NackReason is why the proxy refused the latest version of its ownership, if it did.
 	// +optional
 	NackReason string `json:"nackReason,omitempty"`
+
+	// TrafficNackReason is why the proxy refused the latest version of the TrafficPolicy, if it did; it keeps
+	// enforcing the last one it accepted.
+	// +optional
+	TrafficNackReason string `json:"trafficNackReason,omitempty"`
 
 	// Stray marks a proxy that serves a shard of this ShardingConfig for no member pod: the proxy of a pod deleted
 	// with --force (its containers may still run), of a pod relabeled out of spec.selector or of its ordinal, or

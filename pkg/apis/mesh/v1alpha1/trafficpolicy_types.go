@@ -263,15 +263,16 @@ type Fault struct {
 }
 
 // FaultDelay holds a share of requests for a while.
+// +kubebuilder:validation:XValidation:rule="duration(self.duration) > duration('0s')",message="a delay's duration must be more than 0s"
 type FaultDelay struct {
-	// Duration of the delay.
+	// Duration of the delay; more than 0s.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +required
 	Duration metav1.Duration `json:"duration"`
 
-	// Percent of matching requests to delay.
-	// +kubebuilder:validation:Minimum=0
+	// Percent of matching requests to delay; at least 1 (0 would never delay one).
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +required
 	Percent int32 `json:"percent"`
@@ -285,8 +286,8 @@ type FaultAbort struct {
 	// +required
 	Code int32 `json:"code"`
 
-	// Percent of matching requests to fail.
-	// +kubebuilder:validation:Minimum=0
+	// Percent of matching requests to fail; at least 1 (0 would never fail one).
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +required
 	Percent int32 `json:"percent"`
