@@ -207,7 +207,8 @@ func specVersion(c *clusterv1alpha1.Cluster) string {
 	if r := c.Spec.SecretRef; r != nil {
 		ref = r.Namespace + "/" + r.Name
 	}
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", c.UID, c.Spec.APIEndpoint, ref, c.Spec.ProxyURL, c.Spec.InsecureSkipTLSVerification)
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%t", c.UID, c.Spec.APIEndpoint, ref, c.Spec.ProxyURL,
+		proxyHeaderVersion(c.Spec.ProxyHeader), c.Spec.InsecureSkipTLSVerification)
 }
 
 // Forget drops the cached client of a cluster, e.g. when the Cluster is deleted. A client being made meanwhile is
@@ -239,11 +240,16 @@ func (f *Factory) config(c *clusterv1alpha1.Cluster, secret *corev1.Secret) (*re
 			return nil, fmt.Errorf("cluster %s: proxyURL: %w", c.Name, err)
 		}
 		cfg.Proxy = func(*http.Request) (*url.URL, error) { return u, nil }
+		if h := proxyConnectHeader(c.Spec.ProxyHeader); h != nil {
+			// Sent on the CONNECT that opens a connection through the proxy (an https apiEndpoint), as Karmada does.
+			cfg.Wrap(withProxyConnectHeader(h))
+		}
 	}
 	if f.ProxyConfig != nil {
 		cfg.Host = strings.TrimRight(f.ProxyConfig.Host, "/") + "/clusters/" + c.Name
 		cfg.TLSClientConfig = *f.ProxyConfig.TLSClientConfig.DeepCopy()
 		cfg.Proxy = nil
+		cfg.WrapTransport = nil // the fedmesh proxy is reached directly: the member's proxy headers are not for it
 	}
 	return cfg, nil
 }

@@ -103,11 +103,12 @@ func TestOverriders(t *testing.T) {
 		want func(obj map[string]any)
 		err  string
 	}{{
-		name: "image without predicate: every container and init container",
+		// Karmada's imageOverrider without a predicate walks spec(.template.spec).containers only: a ported policy
+		// leaves init containers (busybox here) as they are.
+		name: "image without predicate: every container, no init container",
 		obj:  deployment,
 		o:    policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "replace", "mirror.example")}},
 		want: func(o map[string]any) {
-			setContainer(o, "initContainers", 0, "image", "mirror.example/busybox")
 			setContainer(o, "containers", 0, "image", "mirror.example/nginx:1.27")
 			setContainer(o, "containers", 1, "image", "mirror.example/team/proxy:v1")
 		},
@@ -119,6 +120,14 @@ func TestOverriders(t *testing.T) {
 			Component: "Tag", Operator: "replace", Value: "v2",
 		}}},
 		want: func(o map[string]any) { setContainer(o, "containers", 1, "image", "reg.example/team/proxy:v2") },
+	}, {
+		name: "image with predicate: an init container's too",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{{
+			Predicate: &policyv1alpha1.ImagePredicate{Path: "/spec/template/spec/initContainers/0/image"},
+			Component: "Registry", Operator: "replace", Value: "mirror.example",
+		}}},
+		want: func(o map[string]any) { setContainer(o, "initContainers", 0, "image", "mirror.example/busybox") },
 	}, {
 		name: "image predicate on a missing field",
 		obj:  deployment,
@@ -136,9 +145,11 @@ func TestOverriders(t *testing.T) {
 				{ContainerName: "web", Operator: "remove", Value: []string{"--a"}},
 				{ContainerName: "sidecar", Operator: "add", Value: []string{"--verbose"}},
 				{ContainerName: "absent", Operator: "add", Value: []string{"--ignored"}},
+				{ContainerName: "init", Operator: "add", Value: []string{"--once"}},
 			},
 		},
 		want: func(o map[string]any) {
+			setContainer(o, "initContainers", 0, "args", []any{"--once"})
 			setContainer(o, "containers", 0, "command", []any{"nginx", "-g", "daemon off;", "-T"})
 			setContainer(o, "containers", 0, "args", []any{"--b"})
 			setContainer(o, "containers", 1, "args", []any{"--verbose"})
@@ -234,4 +245,44 @@ func setContainer(o map[string]any, list string, i int, field string, v any) {
 	cs, _, _ := unstructured.NestedSlice(o, "spec", "template", "spec", list)
 	cs[i].(map[string]any)[field] = v
 	_ = unstructured.SetNestedSlice(o, cs, "spec", "template", "spec", list)
+}
+
+// Karmada's imageOverrider without a predicate changes the images of spec.containers of a Pod, and of
+// spec.template.spec.containers of the workloads, never of init containers: a policy ported unchanged (a registry
+// mirror, say) must not rewrite them either.
+func TestImageOverriderWithoutPredicateLeavesInitContainers(t *testing.T) {
+	const pod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo}
+spec:
+  initContainers: [{name: init, image: busybox}]
+  containers: [{name: web, image: nginx:1.27}]
+`
+	ps := Policies{Namespaced: []policyv1alpha1.OverridePolicy{namespaced("mirror", rule(policyv1alpha1.Overriders{
+		ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "replace", "mirror.example")}}))}}
+	for _, tc := range []struct {
+		name, obj string
+		spec      []string
+	}{
+		{"Deployment", deployment, []string{"spec", "template", "spec"}},
+		{"Pod", pod, []string{"spec"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := Apply(object(t, tc.obj), member1, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			image := func(list string) any {
+				cs, _, _ := unstructured.NestedSlice(out.Object, append(tc.spec, list)...)
+				return cs[0].(map[string]any)["image"]
+			}
+			if got := image("initContainers"); got != "busybox" {
+				t.Errorf("init container image %v; want busybox, untouched as in Karmada", got)
+			}
+			if got := image("containers"); got != "mirror.example/nginx:1.27" {
+				t.Errorf("container image %v; want mirror.example/nginx:1.27", got)
+			}
+		})
+	}
 }

@@ -62,8 +62,9 @@ func applyOverriders(obj *unstructured.Unstructured, o *policyv1alpha1.Overrider
 	return nil
 }
 
-// applyImage changes the image at the predicate's path, or every container and init container image of the pod
-// spec of obj's kind (none for kinds without one).
+// applyImage changes the image at the predicate's path (which may name an init container's), or else every
+// container image of the pod spec of obj's kind (none for kinds without one). Init containers are left alone
+// then, as Karmada's imageOverrider leaves them: a ported policy must not start pulling them from a mirror.
 func applyImage(obj *unstructured.Unstructured, o policyv1alpha1.ImageOverrider) error {
 	if o.Predicate != nil {
 		v, err := get(obj.Object, o.Predicate.Path)
@@ -81,7 +82,7 @@ func applyImage(obj *unstructured.Unstructured, o policyv1alpha1.ImageOverrider)
 		_, err = patch(obj.Object, policyv1alpha1.OverriderOpReplace, o.Predicate.Path, changed)
 		return err
 	}
-	return eachContainer(obj, func(c map[string]any) error {
+	return eachContainer(obj, []string{"containers"}, func(c map[string]any) error {
 		image, ok := c["image"].(string)
 		if !ok {
 			return nil
@@ -96,9 +97,10 @@ func applyImage(obj *unstructured.Unstructured, o policyv1alpha1.ImageOverrider)
 }
 
 // applyCommandArgs appends to, or removes entries from, field ("command" or "args") of the named containers.
-// A workload without that container is left alone: one policy may serve workloads of different shapes.
+// A workload without that container is left alone: one policy may serve workloads of different shapes. An init
+// container is found by its name too (Karmada's finds only containers; a ported policy never names one).
 func applyCommandArgs(obj *unstructured.Unstructured, field string, o policyv1alpha1.CommandArgsOverrider) error {
-	return eachContainer(obj, func(c map[string]any) error {
+	return eachContainer(obj, []string{"initContainers", "containers"}, func(c map[string]any) error {
 		if c["name"] != o.ContainerName {
 			return nil
 		}
@@ -125,8 +127,8 @@ func applyCommandArgs(obj *unstructured.Unstructured, field string, o policyv1al
 	})
 }
 
-// eachContainer calls f with every container and init container of obj's pod spec.
-func eachContainer(obj *unstructured.Unstructured, f func(map[string]any) error) error {
+// eachContainer calls f with every container of lists ("containers", "initContainers") of obj's pod spec.
+func eachContainer(obj *unstructured.Unstructured, lists []string, f func(map[string]any) error) error {
 	path, ok := podSpecPaths[obj.GroupVersionKind().GroupKind()]
 	if !ok {
 		return nil
@@ -139,7 +141,7 @@ func eachContainer(obj *unstructured.Unstructured, f func(map[string]any) error)
 	if !ok {
 		return nil
 	}
-	for _, list := range []string{"initContainers", "containers"} {
+	for _, list := range lists {
 		cs, _ := podSpec[list].([]any)
 		for _, c := range cs {
 			if m, ok := c.(map[string]any); ok {
