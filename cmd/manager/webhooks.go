@@ -40,6 +40,7 @@ type webhookOptions struct {
 	caFile      string
 	caResync    time.Duration
 	proxyImage  string
+	proxyPull   string // the proxy's imagePullPolicy
 	proxyXDS    string
 	proxyXDSCA  string
 	proxyTokenA string
@@ -59,6 +60,7 @@ func (o *webhookOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.caResync, "webhook-ca-resync", 5*time.Second, "How often --webhook-ca-file is read again; a changed CA is written to the webhook registrations, beside the one before it for 5 minutes.")
 	fs.StringVar(&o.labelOwner, "label-webhook-owner", "", "ClusterRole (the manager's own) that owns label mode's webhook registration, which the manager makes at run time: deleting it (helm uninstall) deletes the registration. Empty sets no owner.")
 	fs.StringVar(&o.proxyImage, "proxy-image", "", "Image of the injected proxy sidecar; empty turns injection off.")
+	fs.StringVar(&o.proxyPull, "proxy-image-pull-policy", string(corev1.PullIfNotPresent), "imagePullPolicy of the injected proxy sidecar: Always, IfNotPresent or Never.")
 	fs.StringVar(&o.proxyXDS, "proxy-xds-address", "", "The xDS address injected proxies dial (the manager's Service, host:port).")
 	fs.StringVar(&o.proxyXDSCA, "proxy-xds-ca-file", "", "CA injected proxies verify the xDS server with.")
 	fs.StringVar(&o.proxyTokenA, "proxy-xds-audience", "", "Audience of the token injected proxies present (match --xds-token-audiences).")
@@ -79,8 +81,9 @@ func (o *webhookOptions) proxyResources() (corev1.ResourceRequirements, error) {
 	}
 	for name, limit := range limits {
 		if request, ok := requests[name]; ok && request.Cmp(limit) > 0 {
-			return corev1.ResourceRequirements{}, fmt.Errorf("--proxy-requests %s=%s is more than --proxy-limits %s=%s",
-				name, request.String(), name, limit.String())
+			return corev1.ResourceRequirements{}, fmt.Errorf("--proxy-requests %s=%s is more than --proxy-limits %s=%s: "+
+				"Kubernetes refuses a container whose request exceeds its limit; lower the request, or leave it out "+
+				"(a limit alone is the request too)", name, request.String(), name, limit.String())
 		}
 	}
 	return corev1.ResourceRequirements{Requests: requests, Limits: limits}, nil
@@ -104,7 +107,7 @@ func resourceList(flag string, pairs map[string]string) (corev1.ResourceList, er
 			}
 			out[rn] = q
 		default:
-			return nil, fmt.Errorf("--%s: %q is not cpu, memory or ephemeral-storage", flag, name)
+			return nil, fmt.Errorf("--%s: %q is not cpu, memory or ephemeral-storage, the only resources the proxy is sized by", flag, name)
 		}
 	}
 	return out, nil
@@ -128,6 +131,11 @@ func (o *webhookOptions) validate() error {
 	}
 	if o.proxyImage != "" && (o.proxyXDS == "" || o.proxyXDSCA == "") {
 		errs = append(errs, errors.New("--proxy-image needs --proxy-xds-address and --proxy-xds-ca-file"))
+	}
+	switch corev1.PullPolicy(o.proxyPull) {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		errs = append(errs, fmt.Errorf("--proxy-image-pull-policy %q is not Always, IfNotPresent or Never", o.proxyPull))
 	}
 	if _, err := o.proxyResources(); err != nil {
 		errs = append(errs, err)
@@ -196,20 +204,28 @@ func (o *webhookOptions) setup(mgr ctrl.Manager, proxyLease time.Duration, recor
 	if _, err := xdsCA.current(); err != nil {
 		return err
 	}
-	resources, err := o.proxyResources()
+	opts, err := o.injectOptions(proxyLease)
 	if err != nil {
 		return err
 	}
 	server.Register(inject.Path, &admission.Webhook{Handler: &currentCAInjection{ca: xdsCA, handler: inject.Handler{
-		Reader: mgr.GetClient(),
-		Options: inject.Options{Image: o.proxyImage, XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
-			OwnershipLease: proxyLease, ProxyConfig: o.proxyConfig},
-	}}})
+		Reader: mgr.GetClient(), Options: opts}}})
 	caBundle.injection = func(ctx context.Context, ca []byte) error {
 		return apply(ctx, mgr.GetClient(), inject.MutatingWebhookConfiguration(injectionConfigurationName, o.clientConfig(inject.Path, ca)))
 	}
 	return (&inject.Readmitter{Client: mgr.GetClient(), Registration: injectionConfigurationName,
 		Recorder: recorder}).SetupWithManager(mgr)
+}
+
+// injectOptions are the injected proxy's settings, but for its xDS CA, which is read at each pod's admission
+// (currentCAInjection).
+func (o *webhookOptions) injectOptions(proxyLease time.Duration) (inject.Options, error) {
+	resources, err := o.proxyResources()
+	if err != nil {
+		return inject.Options{}, err
+	}
+	return inject.Options{Image: o.proxyImage, ImagePullPolicy: corev1.PullPolicy(o.proxyPull), XDSAddress: o.proxyXDS, XDSAudience: o.proxyTokenA, Resources: resources,
+		OwnershipLease: proxyLease, ProxyConfig: o.proxyConfig}, nil
 }
 
 // apply creates or replaces the webhooks of a MutatingWebhookConfiguration.

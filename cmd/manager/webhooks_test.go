@@ -61,6 +61,24 @@ func TestProxyResources(t *testing.T) {
 	}
 }
 
+func TestProxyImagePullPolicy(t *testing.T) {
+	for policy, valid := range map[string]bool{"Always": true, "IfNotPresent": true, "Never": true, "always": false, "": false} {
+		var o webhookOptions
+		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+		o.addFlags(fs)
+		err := fs.Parse([]string{"--webhook-cert-dir=/certs", "--webhook-service=ns/manager", "--webhook-ca-file=/certs/ca.crt",
+			"--proxy-image-pull-policy=" + policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.validate(); (err == nil) != valid {
+			t.Errorf("--proxy-image-pull-policy=%q: validation error %v", policy, err)
+		} else if !valid && !strings.Contains(err.Error(), "is not Always, IfNotPresent or Never") {
+			t.Errorf("--proxy-image-pull-policy=%q: error %v does not say what is allowed", policy, err)
+		}
+	}
+}
+
 func list(pairs ...string) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for i := 0; i < len(pairs); i += 2 {

@@ -257,7 +257,7 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 	dir = filepath.Join(dir, pod.Name)
 	lc := newLocalContainer(t, c, host.Clientset(), pod, inject.ProxyContainerName, dir)
 	if got := lc.Env["GOMAXPROCS"]; got != "1" {
-		t.Errorf("pod %s: the proxy's GOMAXPROCS is %q, want 1 (the chart's CPU request, 50m, rounded up)", pod.Name, got)
+		t.Errorf("pod %s: the proxy's GOMAXPROCS is %q, want 1 (the default CPU request, 50m, rounded up)", pod.Name, got)
 	}
 	upstream := filepath.Join(dir, "in-cluster.kubeconfig")
 	if err := fedrun.WriteKubeconfig(upstream, host.Host(), string(lc.Read(t, serviceAccountDir+"/token")),

@@ -182,6 +182,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		{"federator.env=GOMAXPROCS", "/federator/env"},
 		{"federator.env[0].name=GOMAXPROCS,federator.env[0].value=4", "/federator/env/0/value"},
+		{`proxy.resources.limits.nvidia\.com/gpu=1`, "/proxy/resources/limits"},
+		{"proxy.resources.requests.cpu=lots", "/proxy/resources/requests/cpu"},
+		{"proxy.resources.claims[0].name=x", "/proxy/resources"},
 	} {
 		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
 		if err == nil {
@@ -200,6 +203,9 @@ func TestSchemaRejects(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
 		{"manager.pprofPort=18000", "manager.pprofPort must differ from manager.xdsPort"},
 		{"certificates.validityDays=7", "renewBeforeDays must be less than certificates.validityDays"},
+		{"proxy.resources.requests.memory=1Gi,proxy.resources.limits.memory=1000Mi",
+			"proxy.resources.requests.memory (1Gi) is more than proxy.resources.limits.memory (1000Mi)"},
+		{"proxy.resources.limits.cpu=0m", "proxy.resources.limits.cpu (0m) must be more than 0"},
 	} {
 		if _, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set); err == nil ||
 			!strings.Contains(err.Error(), tc.want) {

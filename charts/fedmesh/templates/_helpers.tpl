@@ -142,6 +142,37 @@ the new pods, so that none gets the old settings in the upgrade. */}}
 {{- join "," $pairs -}}
 {{- end -}}
 
+{{/* A quantity (50m, 64Mi, 1e3, 0.5) as a plain number: 0.05, 67108864, 1000, 0.5. Only to compare two. */}}
+{{- define "fedmesh.quantity" -}}
+{{- $q := toString . -}}
+{{- $re := `^[+]?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$` -}}
+{{- if not (regexMatch $re $q) -}}
+{{- fail (printf "%q is not a quantity" $q) -}}
+{{- end -}}
+{{- $units := dict "" 1.0 "n" 1e-9 "u" 1e-6 "m" 1e-3 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+  "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- $number := regexReplaceAll $re $q "${1}${2}" | float64 -}}
+{{- mulf $number (get $units (regexReplaceAll $re $q "${3}")) -}}
+{{- end -}}
+
+{{/* Refuses proxy.resources the manager would refuse at start: a quantity of 0, or a request above its limit. */}}
+{{- define "fedmesh.checkProxyResources" -}}
+{{- $r := .Values.proxy.resources -}}
+{{- range $kind := list "requests" "limits" -}}
+{{- range $name, $q := get $r $kind | default dict -}}
+{{- if le (include "fedmesh.quantity" $q | float64) 0.0 -}}
+{{- fail (printf "proxy.resources.%s.%s (%v) must be more than 0" $kind $name $q) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $name, $limit := $r.limits | default dict -}}
+{{- $request := get ($r.requests | default dict) $name -}}
+{{- if and $request (gt (include "fedmesh.quantity" $request | float64) (include "fedmesh.quantity" $limit | float64)) -}}
+{{- fail (printf "proxy.resources.requests.%s (%v) is more than proxy.resources.limits.%s (%v): Kubernetes refuses a container whose request exceeds its limit. Lower the request, or leave it out: a limit alone is the request too" $name $request $name $limit) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The federator's replicas of one shard preferably on different nodes (a podAntiAffinity). */}}
 {{- define "fedmesh.federatorShardSpread" -}}
 preferredDuringSchedulingIgnoredDuringExecution:

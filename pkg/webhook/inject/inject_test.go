@@ -354,6 +354,9 @@ func TestInjectResources(t *testing.T) {
 			wantCPU: "2", wantM: "64Mi"},
 		{name: "a memory limit alone", resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("256Mi")}},
 			wantCPU: "50m"},
+		// No 50m request above the 25m limit, which Kubernetes would refuse: it makes the request the limit.
+		{name: "a CPU limit below the default request", resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("25m")}},
+			wantM: "64Mi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := testOptions

@@ -53,7 +53,8 @@ const (
 // Options configures the injected proxy.
 type Options struct {
 	// Image of the proxy (cmd/proxy). Required.
-	Image           string
+	Image string
+	// ImagePullPolicy of the proxy (the manager's --proxy-image-pull-policy); defaults to IfNotPresent.
 	ImagePullPolicy corev1.PullPolicy
 	// XDSAddress is the manager's xDS address, host:port. Required.
 	XDSAddress string
