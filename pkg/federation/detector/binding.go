@@ -10,7 +10,7 @@ import (
 
 // DesiredSpec is the part of a binding's spec the detector owns, for template obj claimed by p, with the replicas
 // and per-replica requirements the interpreter found (0 and nil for kinds without replicas). The scheduler's
-// fields (clusters, eviction tasks, requiredBy, reschedule trigger) are left empty: see SetDesired. So is the
+// fields (clusters, eviction tasks, reschedule trigger) are left empty: see SetDesired. So is the
 // schedule priority, which needs the policy's PriorityClass read.
 func DesiredSpec(obj *unstructured.Unstructured, p Policy, replicas int32, req *workv1alpha1.ReplicaRequirements) workv1alpha1.ResourceBindingSpec {
 	s := p.Spec

@@ -39,7 +39,7 @@ type OverrideSpec struct {
 
 // RuleWithCluster is a set of overriders for some clusters.
 type RuleWithCluster struct {
-	// TargetCluster selects the clusters the overriders apply to; unset means every cluster.
+	// TargetCluster selects the clusters the overriders apply to; unset or empty means every cluster.
 	// +optional
 	TargetCluster *ClusterAffinity `json:"targetCluster,omitempty"`
 

@@ -8,8 +8,8 @@ import (
 // Placement says which member clusters a resource may go to and how its replicas are divided among them.
 // +kubebuilder:validation:XValidation:rule="!(has(self.clusterAffinity) && has(self.clusterAffinities))",message="clusterAffinity and clusterAffinities are mutually exclusive"
 type Placement struct {
-	// ClusterAffinity restricts the candidate clusters. Unset (and no clusterAffinities) means every cluster is a
-	// candidate. Mutually exclusive with clusterAffinities.
+	// ClusterAffinity restricts the candidate clusters. Unset or empty (and no clusterAffinities) means every
+	// cluster is a candidate. Mutually exclusive with clusterAffinities.
 	// +optional
 	ClusterAffinity *ClusterAffinity `json:"clusterAffinity,omitempty"`
 
@@ -40,8 +40,7 @@ type Placement struct {
 }
 
 // ClusterAffinity selects member clusters. A cluster is selected when it matches every selector that is set, and is
-// not excluded. At least one of the fields must be set.
-// +kubebuilder:validation:XValidation:rule="has(self.labelSelector) || has(self.fieldSelector) || (has(self.clusterNames) && size(self.clusterNames) > 0) || (has(self.exclude) && size(self.exclude) > 0)",message="clusterAffinity must select clusters by clusterNames, exclude, labelSelector or fieldSelector"
+// not excluded. An empty affinity ({}) selects every cluster, as in Karmada.
 type ClusterAffinity struct {
 	// LabelSelector selects clusters by their labels.
 	// +optional
@@ -68,7 +67,7 @@ type ClusterAffinity struct {
 	ExcludeClusters []string `json:"exclude,omitempty"`
 }
 
-// ClusterAffinityTerm is a named group of clusters.
+// ClusterAffinityTerm is a named group of clusters; a term with no selector is every cluster.
 type ClusterAffinityTerm struct {
 	// AffinityName names the group; the binding's status reports which group the scheduler used.
 	// +kubebuilder:validation:MinLength=1
@@ -188,7 +187,7 @@ type ClusterPreferences struct {
 
 // StaticClusterWeight weighs the clusters a selector picks.
 type StaticClusterWeight struct {
-	// TargetCluster selects the clusters this weight is for.
+	// TargetCluster selects the clusters this weight is for; empty selects every cluster.
 	// +required
 	TargetCluster ClusterAffinity `json:"targetCluster"`
 

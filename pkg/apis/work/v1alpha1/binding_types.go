@@ -158,23 +158,6 @@ type SchedulePriority struct {
 	Priority int32 `json:"priority,omitempty"`
 }
 
-// BindingSnapshot is a dependent binding and where it was scheduled.
-type BindingSnapshot struct {
-	// Namespace of the binding.
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
-
-	// Name of the binding.
-	// +kubebuilder:validation:MinLength=1
-	// +required
-	Name string `json:"name"`
-
-	// Clusters the binding was scheduled to.
-	// +listType=atomic
-	// +optional
-	Clusters []TargetCluster `json:"clusters,omitempty"`
-}
-
 // AggregatedStatusItem is a template's status in one cluster.
 type AggregatedStatusItem struct {
 	// ClusterName is the cluster.

@@ -38,7 +38,8 @@ type ResourceBindingSpec struct {
 	// +required
 	Resource ObjectReference `json:"resource"`
 
-	// PropagateDeps propagates the template's dependencies too; copied from the policy.
+	// PropagateDeps propagates the template's dependencies too; copied from the policy. They go in this binding's
+	// Works after the template, not in bindings of their own.
 	// +optional
 	PropagateDeps bool `json:"propagateDeps,omitempty"`
 
@@ -70,13 +71,6 @@ type ResourceBindingSpec struct {
 	// +listType=atomic
 	// +optional
 	GracefulEvictionTasks []GracefulEvictionTask `json:"gracefulEvictionTasks,omitempty"`
-
-	// RequiredBy lists the bindings whose templates depend on this one's, with their clusters; a dependency goes
-	// wherever its dependents go.
-	// +kubebuilder:validation:MaxItems=1024
-	// +listType=atomic
-	// +optional
-	RequiredBy []BindingSnapshot `json:"requiredBy,omitempty"`
 
 	// SchedulerName is the scheduler that places this binding; copied from the policy.
 	// +optional
