@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +73,7 @@ type Proxy struct {
 
 // New builds a Proxy and subscribes it to the store's changes.
 func New(opts Options) (*Proxy, error) {
-	host, err := newUpstream("", opts.Host)
+	host, err := newUpstream("", opts.Host, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -244,15 +243,15 @@ func (p *Proxy) rebuildMembers(own *config.Ownership) {
 	p.mu.Unlock()
 	members := map[string]*upstream{}
 	for _, c := range own.Clusters {
-		if u := old[c.Name]; u != nil && u.host == c.Server && bytes.Equal(u.ca, c.CAData) {
-			// The same API server: keep the upstream, its connections (each upstream has a transport of its
-			// own, so a new one would dial again on every configuration) and what discovery told of it (a
-			// resource it does not know yet is looked up again anyway).
+		if u := old[c.Name]; u != nil && u.member.Same(c) {
+			// The same API server, reached the same way: keep the upstream, its connections (each upstream has a
+			// transport of its own, so a new one would dial again on every configuration) and what discovery told
+			// of it (a resource it does not know yet is looked up again anyway).
 			members[c.Name] = u
 			continue
 		}
-		u, err := newUpstream(c.Name, &rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData}})
-		if err != nil {
+		u, err := newMemberUpstream(c)
+		if err != nil { // names no proxy header value (config.Cluster)
 			p.log.Error(err, "member cluster not reachable through the proxy", "cluster", c.Name)
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/pkg/breaker"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
 // upstreamStreamWindow is how much of one response HTTP/2 buffers in the proxy before the caller has read it. x/net's
@@ -24,34 +25,36 @@ const upstreamStreamWindow = 1 << 20
 type upstream struct {
 	name      string // "" for the host
 	target    *url.URL
-	host      string // the address and CA it was made from, as configured
-	ca        []byte
+	host      string         // the address it was made from, as configured
+	member    config.Cluster // what a member's upstream was made from (rebuildMembers keeps it while unchanged)
 	transport http.RoundTripper
 	forward   *httputil.ReverseProxy
 }
 
-// newUpstream prepares forwarding to the API server of cfg. Only cfg's address and CA are used: the proxy never
-// adds its own identity, so the caller's Authorization header decides what the API server allows. A response
+// newUpstream prepares forwarding to the API server of cfg. Only cfg's address, CA and proxy are used: the proxy
+// never adds its own identity, so the caller's Authorization header decides what the API server allows.
+// connectHeader goes on each CONNECT to cfg's proxy. A response
 // without a Content-Length (a watch, a list the API server streams) is flushed at every write, so events are
 // relayed as they arrive; httputil.ReverseProxy does that by itself. A response of known length is not flushed
 // write by write: that cost a small GET about 4% of its latency.
-func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
+func newUpstream(name string, cfg *rest.Config, connectHeader http.Header) (*upstream, error) {
 	target, err := url.Parse(cfg.Host)
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("upstream %q: %q is not a URL", name, cfg.Host)
 	}
 	anonymous := rest.AnonymousClientConfig(cfg)
 	if anonymous.Proxy == nil {
-		// client-go's transport cache never shares a transport made for a config with a Proxy function, so the
-		// window set below is this upstream's alone, set before its first connection. The function is client-go's
-		// default one.
+		// client-go's transport cache never shares a transport made for a config with a Proxy function (a member's
+		// own proxy is one too), so the window and CONNECT headers set below are this upstream's alone, set before
+		// its first connection. The function is client-go's default one.
 		anonymous.Proxy = http.ProxyFromEnvironment
 	}
 	transport, err := rest.TransportFor(anonymous)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
-	if t := innermostTransport(transport); t != nil {
+	t := innermostTransport(transport)
+	if t != nil {
 		h2 := http.HTTP2Config{}
 		if t.HTTP2 != nil {
 			h2 = *t.HTTP2
@@ -59,7 +62,14 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 		h2.MaxReceiveBufferPerStream = upstreamStreamWindow
 		t.HTTP2 = &h2
 	}
-	u := &upstream{name: name, target: target, host: cfg.Host, ca: cfg.CAData, transport: transport}
+	if len(connectHeader) > 0 {
+		if t == nil {
+			// Better unreachable, saying why, than reaching the proxy without the headers it asks for.
+			return nil, fmt.Errorf("upstream %q: its proxy's headers cannot be set on a %T", name, transport)
+		}
+		t.ProxyConnectHeader = connectHeader.Clone()
+	}
+	u := &upstream{name: name, target: target, host: cfg.Host, transport: transport}
 	u.forward = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.Host = target.Scheme, target.Host, target.Host
@@ -69,6 +79,24 @@ func newUpstream(name string, cfg *rest.Config) (*upstream, error) {
 		Transport:    transport,
 		ErrorHandler: upstreamError,
 	}
+	return u, nil
+}
+
+// newMemberUpstream prepares forwarding to member c, through its proxy if it has one.
+func newMemberUpstream(c config.Cluster) (*upstream, error) {
+	cfg := &rest.Config{Host: c.Server, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData}}
+	proxyURL, err := c.Proxy() // validated by the store already
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", c.Name, err)
+	}
+	if proxyURL != nil {
+		cfg.Proxy = http.ProxyURL(proxyURL)
+	}
+	u, err := newUpstream(c.Name, cfg, c.ConnectHeader())
+	if err != nil {
+		return nil, err
+	}
+	u.member = c
 	return u, nil
 }
 
@@ -111,7 +139,7 @@ func upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 // caller's credentials only: the proxy's forwarding without its classification, ownership and traffic policy,
 // which the benchmark runs as the cost of a hop alone.
 func NewUpstream(cfg *rest.Config) (http.Handler, error) {
-	u, err := newUpstream("", cfg)
+	u, err := newUpstream("", cfg, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,15 @@
 package proxy
 
 import (
+	"encoding/json"
 	"encoding/pem"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,7 +40,7 @@ func TestUpstreamBuffersOneStreamWindow(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	u, err := newUpstream("", &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	u, err := newUpstream("", &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +100,72 @@ func TestMemberUpstreamKeptAcrossConfigurations(t *testing.T) {
 	}
 	if b3 != b2 {
 		t.Errorf("member b did not change but got a new upstream")
+	}
+}
+
+// A member behind an egress proxy is reached through it: CONNECT to the Cluster's proxyURL with its proxyHeader,
+// the member's CA verified through the tunnel. A changed header makes a new upstream that sends it.
+func TestMemberReachedThroughItsProxy(t *testing.T) {
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"major":"1","minor":"36"}`)
+	}))
+	t.Cleanup(api.Close)
+	var mu sync.Mutex
+	var seen []string
+	egress := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.Host+" "+r.Header.Get("X-Proxy-Token"))
+		mu.Unlock()
+		if r.Method != http.MethodConnect || r.Header.Get("X-Proxy-Token") != "s3cret" {
+			http.Error(w, "proxy auth required", http.StatusProxyAuthRequired)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		go func() { _, _ = io.Copy(up, conn); up.Close() }()
+		_, _ = io.Copy(conn, up)
+		conn.Close()
+	}))
+	t.Cleanup(egress.Close)
+	host := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(host.Close)
+	p := newOwningProxy(t, host)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})
+
+	get := func(version, token string) (int, string) {
+		t.Helper()
+		doc, err := json.Marshal(config.Ownership{Assignment: shard.Assignment{0: shard.Full()}, Clusters: []config.Cluster{{
+			Name: "m", Server: api.URL, CAData: ca, ProxyURL: egress.URL, ProxyHeader: map[string]string{"x-proxy-token": token}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.store.Apply(config.KindOwnership, version, doc); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters/m/version", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("2", "s3cret"); code != http.StatusOK || !strings.Contains(body, `"minor":"36"`) {
+		t.Errorf("through the egress proxy: %d %s, want the member's version", code, body)
+	}
+	if code, body := get("3", "stale"); code != http.StatusBadGateway || strings.Contains(body, "stale") {
+		t.Errorf("with a header the egress proxy refuses: %d %s, want 502 naming no header value", code, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	apiHost := strings.TrimPrefix(api.URL, "https://")
+	if want := []string{"CONNECT " + apiHost + " s3cret", "CONNECT " + apiHost + " stale"}; !slices.Equal(seen, want) {
+		t.Errorf("the egress proxy saw %q, want %q", seen, want)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -23,10 +26,12 @@ import (
 )
 
 // memberClusters are the Push-mode member Clusters the proxies front at /clusters/<name>/, so a sharded federator
-// reaches members through its proxy (fenced and filtered like its host traffic). Only the endpoint and the CA
-// travel; credentials stay with the federator, which the proxy passes through. unread says that a member was left
-// out because its Secret could not be read and no CA of it is known yet. A member the proxies would refuse is left
-// out too (leaveOut): one bad Cluster must not make every proxy refuse its whole ownership document.
+// reaches members through its proxy (fenced and filtered like its host traffic). The endpoint, the CA and the way
+// to the member (spec.proxyURL and spec.proxyHeader, which the federator does not use behind the proxy) travel;
+// credentials stay with the federator, which the proxy passes through. unread says that a member was left out
+// because its Secret could not be read and no CA of it is known yet. A member the proxies would refuse is left out
+// too (leaveOut): one bad Cluster must not make every proxy refuse its whole ownership document; so is one that
+// skips TLS verification, which the proxies never do.
 func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, unread bool, _ error) {
 	var list clusterv1alpha1.ClusterList
 	// Read only: a Cluster's status lists every API its member serves, a copy not worth making per reconcile.
@@ -47,8 +52,20 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 		}
 		mc := config.Cluster{Name: c.Name, Server: c.Spec.APIEndpoint}
 		if problem := clusterProblem(mc); problem != nil {
-			r.leaveOut(ctx, c, problem, leftOut)
+			r.leaveOut(ctx, c, ReasonInvalidAPIEndpoint, problem, leftOut)
 			continue
+		}
+		if c.Spec.InsecureSkipTLSVerification {
+			r.leaveOut(ctx, c, ReasonInsecureNotProxied, errInsecureNotProxied, leftOut)
+			continue
+		}
+		if c.Spec.ProxyURL != "" {
+			// The header values may be secrets; they reach the proxies as the endpoint and CA do (see config.Cluster).
+			mc.ProxyURL, mc.ProxyHeader = c.Spec.ProxyURL, c.Spec.ProxyHeader
+			if problem := clusterProblem(mc); problem != nil {
+				r.leaveOut(ctx, c, ReasonInvalidProxy, problem, leftOut)
+				continue
+			}
 		}
 		if ref := c.Spec.SecretRef; ref != nil {
 			key := ktypes.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
@@ -84,6 +101,19 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, unread, nil
 }
+
+// ReasonInsecureNotProxied: a member Cluster with spec.insecureSkipTLSVerification is left out of the proxies'
+// configuration: they always verify a member's certificate, and a sharded federator reaches members only through
+// them.
+const ReasonInsecureNotProxied = "InsecureNotProxied"
+
+// ReasonInvalidProxy: a member Cluster whose spec.proxyURL or spec.proxyHeader the proxies would refuse is left out
+// of their configuration.
+const ReasonInvalidProxy = "InvalidProxy"
+
+var errInsecureNotProxied = errors.New("spec.insecureSkipTLSVerification is set, and the mesh proxies always " +
+	"verify a member's certificate: put the member's CA in the Secret of spec.secretRef (key " +
+	clusterv1alpha1.SecretCADataKey + ") and unset it")
 
 // secretRetry is how soon a member left out because its Secret could not be read is looked at again.
 const secretRetry = 5 * time.Second
@@ -131,7 +161,11 @@ func clustersVersion(cs []config.Cluster) string {
 	}
 	h := sha256.New()
 	for _, c := range cs {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", c.Name, c.Server, c.CAData)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", c.Name, c.Server, c.CAData, c.ProxyURL)
+		for _, k := range slices.Sorted(maps.Keys(c.ProxyHeader)) {
+			fmt.Fprintf(h, "%q=%q\x00", k, c.ProxyHeader[k])
+		}
+		h.Write([]byte{0})
 	}
 	return ".c" + hex.EncodeToString(h.Sum(nil))[:8]
 }

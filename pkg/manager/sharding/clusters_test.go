@@ -3,6 +3,8 @@ package sharding
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,11 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
 // A member's Secret that cannot be read for a moment keeps the member in the proxies' configuration with the CA
@@ -78,5 +84,82 @@ func TestMemberClustersKeepALeavingCluster(t *testing.T) {
 	got, _, err := r.memberClusters(context.Background())
 	if err != nil || len(got) != 1 || got[0].Name != "member2" {
 		t.Fatalf("members %+v, %v; want member2, being deleted", got, err)
+	}
+}
+
+// Behind the mesh proxy the federator reaches a member only through the proxies, so they are told the way to it:
+// the Cluster's proxyURL and proxyHeader reach the published document, and the proxies take it. A member that skips
+// TLS verification, which the proxies never do, and one whose proxy they would refuse, are left out, each told once
+// on its Cluster with a reason of its own; the others stay.
+func TestMemberClustersCarryTheirProxy(t *testing.T) {
+	cluster := func(name string, edit func(*clusterv1alpha1.ClusterSpec)) *clusterv1alpha1.Cluster {
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://10.0.0.1:6443"}}
+		edit(&c.Spec)
+		return c
+	}
+	c := storedClient(t, testConfig(1),
+		cluster("proxied", func(s *clusterv1alpha1.ClusterSpec) {
+			s.ProxyURL, s.ProxyHeader = "http://egress.example:3128", map[string]string{"X-Proxy-Token": "s3cret"}
+		}),
+		cluster("direct", func(*clusterv1alpha1.ClusterSpec) {}),
+		cluster("insecure", func(s *clusterv1alpha1.ClusterSpec) { s.InsecureSkipTLSVerification = true }),
+		cluster("ftp", func(s *clusterv1alpha1.ClusterSpec) { s.ProxyURL = "ftp://user:pw@egress.example" }),
+		cluster("badheader", func(s *clusterv1alpha1.ClusterSpec) {
+			s.ProxyURL, s.ProxyHeader = "http://egress.example:3128", map[string]string{"X-Token": "s3cret\r\nX-Other: 1"}
+		}))
+	pub := &docPublisher{}
+	rec := record.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, Publisher: pub, Recorder: rec}
+	r.setDefaults()
+	ctx := context.Background()
+	for range 2 {
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(testConfig(1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, ok := pub.get(xds.OwnershipType, shard0)
+	if !ok {
+		t.Fatal("no ownership document published")
+	}
+	own, err := config.DecodeOwnership(d.Data)
+	if err != nil {
+		t.Fatalf("the proxies refuse the ownership document: %v", err)
+	}
+	want := []config.Cluster{
+		{Name: "direct", Server: "https://10.0.0.1:6443"},
+		{Name: "proxied", Server: "https://10.0.0.1:6443", ProxyURL: "http://egress.example:3128", ProxyHeader: map[string]string{"X-Proxy-Token": "s3cret"}},
+	}
+	if !reflect.DeepEqual(own.Clusters, want) {
+		t.Errorf("published members %+v, want %+v", own.Clusters, want)
+	}
+	told := map[string]int{}
+	for _, e := range events(rec) {
+		if strings.Contains(e, "s3cret") || strings.Contains(e, ":pw@") {
+			t.Errorf("event %q shows a secret", e)
+		}
+		for _, reason := range []string{ReasonInsecureNotProxied, ReasonInvalidProxy, ReasonInvalidAPIEndpoint} {
+			if strings.Contains(e, reason) {
+				told[reason]++
+			}
+		}
+	}
+	if wantTold := map[string]int{ReasonInsecureNotProxied: 1, ReasonInvalidProxy: 2}; !reflect.DeepEqual(told, wantTold) {
+		t.Errorf("events told %v, want %v (once each)", told, wantTold)
+	}
+}
+
+// A changed proxy header is a new member configuration for the proxies: a new version, so it reaches them.
+func TestClustersVersionFollowsTheProxy(t *testing.T) {
+	base := config.Cluster{Name: "m", Server: "https://10.0.0.1:6443", ProxyURL: "http://egress:3128", ProxyHeader: map[string]string{"X-A": "1"}}
+	other := base
+	other.ProxyHeader = map[string]string{"X-A": "2"}
+	noProxy := base
+	noProxy.ProxyURL, noProxy.ProxyHeader = "", nil
+	v := clustersVersion([]config.Cluster{base})
+	for name, c := range map[string]config.Cluster{"another header value": other, "no proxy": noProxy} {
+		if clustersVersion([]config.Cluster{c}) == v {
+			t.Errorf("%s: the version did not change", name)
+		}
 	}
 }

@@ -69,8 +69,9 @@ func trafficDocument(spec meshv1alpha1.TrafficPolicySpec) (doc []byte, invalid e
 }
 
 // leaveOut records that member Cluster c is left out of the proxies' configuration because of problem, and tells
-// it (log, Warning Event on the Cluster) when that is news. reported are the Clusters left out at this listing.
-func (r *Reconciler) leaveOut(ctx context.Context, c *clusterv1alpha1.Cluster, problem error, reported map[string]string) {
+// it (log, Warning Event on the Cluster with reason) when that is news. reported are the Clusters left out at this
+// listing.
+func (r *Reconciler) leaveOut(ctx context.Context, c *clusterv1alpha1.Cluster, reason string, problem error, reported map[string]string) {
 	reported[c.Name] = problem.Error()
 	r.mu.Lock()
 	told := r.leftOut[c.Name] == problem.Error()
@@ -80,7 +81,7 @@ func (r *Reconciler) leaveOut(ctx context.Context, c *clusterv1alpha1.Cluster, p
 	}
 	log.FromContext(ctx).Error(problem, "member cluster left out of the proxies' configuration: they would refuse it", "cluster", c.Name)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonInvalidAPIEndpoint,
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, reason,
 			"left out of the mesh proxies' configuration, which would refuse it: %v", problem)
 	}
 }

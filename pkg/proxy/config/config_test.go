@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +43,12 @@ func TestDecodeOwnership(t *testing.T) {
 		{name: "bad cluster-scoped policy", extra: "clusterScoped: some\n", wantErr: `clusterScoped "some"`},
 		{name: "duplicate cluster", extra: "clusters: [{name: m, server: \"https://a\"}, {name: m, server: \"https://b\"}]\n", wantErr: `clusters[1].name "m": duplicate`},
 		{name: "plain-http cluster", extra: "clusters: [{name: m, server: \"http://a\"}]\n", wantErr: "must be an https URL"},
+		{name: "cluster behind a proxy", extra: "clusters: [{name: m, server: \"https://a\", proxyURL: \"socks5://egress:1080\"}, {name: n, server: \"https://b\", proxyURL: \"http://egress:3128\", proxyHeader: {X-Proxy-Token: s3cret}}]\n"},
+		{name: "ftp proxy", extra: "clusters: [{name: m, server: \"https://a\", proxyURL: \"ftp://user:pw@egress\"}]\n", wantErr: `proxyURL "ftp://user:xxxxx@egress": must be an http, https or socks5 URL`},
+		{name: "proxy without host", extra: "clusters: [{name: m, server: \"https://a\", proxyURL: \"http://\"}]\n", wantErr: "has no host"},
+		{name: "header without proxy", extra: "clusters: [{name: m, server: \"https://a\", proxyHeader: {X-A: b}}]\n", wantErr: "proxyHeader: without a proxyURL"},
+		{name: "bad header name", extra: "clusters: [{name: m, server: \"https://a\", proxyURL: \"http://e\", proxyHeader: {\"X A\": b}}]\n", wantErr: `clusters[0].proxyHeader "X A"`},
+		{name: "header value with a newline", extra: "clusters: [{name: m, server: \"https://a\", proxyURL: \"http://e\", proxyHeader: {X-A: \"s3cret\\r\\nX-B: c\"}}]\n", wantErr: `proxyHeader "X-A": its value has control characters`},
 		{name: "bad lease name", extra: "leaderElection: {leaseName: Op_1}\n", wantErr: `leaderElection.leaseName "Op_1"`},
 		{name: "resource without name", extra: "resources: [{group: apps}]\n", wantErr: "has no resource name"},
 	}
@@ -50,6 +58,9 @@ func TestDecodeOwnership(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), ":pw@") {
+					t.Errorf("the error %q shows a secret", err)
 				}
 				return
 			}
@@ -250,5 +261,23 @@ func TestStoreRefusesEpochConflicts(t *testing.T) {
 	}
 	if v := s.Current().OwnershipVersion; v != "v1b" {
 		t.Fatalf("serving %q, want v1b", v)
+	}
+}
+
+// A member's proxyHeader becomes CONNECT headers as the federator sends them itself: commas separate values, keys
+// differing in case add up, whatever the map order.
+func TestClusterConnectHeader(t *testing.T) {
+	tests := []struct {
+		spec map[string]string
+		want http.Header
+	}{
+		{spec: nil, want: nil},
+		{spec: map[string]string{"x-proxy-token": "t"}, want: http.Header{"X-Proxy-Token": {"t"}}},
+		{spec: map[string]string{"X-A": "1, 2", "x-a": "3"}, want: http.Header{"X-A": {"1", "2", "3"}}},
+	}
+	for _, tt := range tests {
+		if got := (Cluster{ProxyHeader: tt.spec}).ConnectHeader(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ConnectHeader of %v = %v, want %v", tt.spec, got, tt.want)
+		}
 	}
 }

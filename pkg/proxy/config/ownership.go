@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/url"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,15 +44,6 @@ const (
 	// ClusterScopedShared: every shard lists, watches and writes cluster-scoped objects unchanged.
 	ClusterScopedShared ClusterScopedPolicy = "shared"
 )
-
-// Cluster is a member API server the proxy fronts; callers' credentials are passed to it unchanged.
-type Cluster struct {
-	Name string `json:"name"`
-	// Server is the API server's https URL.
-	Server string `json:"server"`
-	// CAData verifies the server's certificate (PEM).
-	CAData []byte `json:"caData,omitempty"`
-}
 
 // Owned is the set of namespace hashes this shard owns.
 func (o *Ownership) Owned() shard.Set {
@@ -155,9 +145,7 @@ func (o *Ownership) Validate() error {
 			errs = append(errs, fmt.Errorf("clusters[%d].name %q: duplicate", i, c.Name))
 		}
 		seen[c.Name] = true
-		if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("clusters[%d].server %q: must be an https URL", i, c.Server))
-		}
+		errs = append(errs, c.validate(fmt.Sprintf("clusters[%d]", i))...)
 	}
 	return errors.Join(errs...)
 }
