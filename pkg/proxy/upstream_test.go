@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
+	"github.com/fedmesh/fedmesh/test/egress"
 )
 
 // A response the caller does not read holds at most the stream window in the proxy: the API server's writes stop
@@ -111,32 +110,7 @@ func TestMemberReachedThroughItsProxy(t *testing.T) {
 		_, _ = io.WriteString(w, `{"major":"1","minor":"36"}`)
 	}))
 	t.Cleanup(api.Close)
-	var mu sync.Mutex
-	var seen []string
-	egress := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.Host+" "+r.Header.Get("X-Proxy-Token"))
-		mu.Unlock()
-		if r.Method != http.MethodConnect || r.Header.Get("X-Proxy-Token") != "s3cret" {
-			http.Error(w, "proxy auth required", http.StatusProxyAuthRequired)
-			return
-		}
-		up, err := net.Dial("tcp", r.Host)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			up.Close()
-			return
-		}
-		go func() { _, _ = io.Copy(up, conn); up.Close() }()
-		_, _ = io.Copy(conn, up)
-		conn.Close()
-	}))
-	t.Cleanup(egress.Close)
+	proxy := egress.Start(t, "s3cret")
 	host := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(host.Close)
 	p := newOwningProxy(t, host)
@@ -145,7 +119,7 @@ func TestMemberReachedThroughItsProxy(t *testing.T) {
 	get := func(version, token string) (int, string) {
 		t.Helper()
 		doc, err := json.Marshal(config.Ownership{Assignment: shard.Assignment{0: shard.Full()}, Clusters: []config.Cluster{{
-			Name: "m", Server: api.URL, CAData: ca, ProxyURL: egress.URL, ProxyHeader: map[string]string{"x-proxy-token": token}}}})
+			Name: "m", Server: api.URL, CAData: ca, ProxyURL: proxy.URL, ProxyHeader: map[string]string{"x-proxy-token": token}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +136,10 @@ func TestMemberReachedThroughItsProxy(t *testing.T) {
 	if code, body := get("3", "stale"); code != http.StatusBadGateway || strings.Contains(body, "stale") {
 		t.Errorf("with a header the egress proxy refuses: %d %s, want 502 naming no header value", code, body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var seen []string
+	for _, r := range proxy.Requests() {
+		seen = append(seen, r.Method+" "+r.Host+" "+r.Header.Get(egress.TokenHeader))
+	}
 	apiHost := strings.TrimPrefix(api.URL, "https://")
 	if want := []string{"CONNECT " + apiHost + " s3cret", "CONNECT " + apiHost + " stale"}; !slices.Equal(seen, want) {
 		t.Errorf("the egress proxy saw %q, want %q", seen, want)

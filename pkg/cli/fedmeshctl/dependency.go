@@ -1,7 +1,6 @@
 package fedmeshctl
 
 import (
-	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 // Requirer is a binding that propagates the template as a dependency of its own template (its policy has
@@ -55,36 +55,21 @@ func DependencyWorks(tmpl *unstructured.Unstructured, works []workv1alpha1.Work,
 			continue
 		}
 		for ordinal := 1; ordinal < len(w.Spec.Workload.Manifests); ordinal++ {
-			m, ok := manifestRef(w.Spec.Workload.Manifests[ordinal].Raw)
+			m, ok := workrecord.ManifestRef(w.Spec.Workload.Manifests[ordinal])
 			if !ok {
 				continue
 			}
-			ns := m.Metadata.Namespace
+			ns := m.Namespace
 			if ns == "" && tmpl.GetNamespace() != "" {
 				ns = w.Namespace // a namespaced manifest without one goes to its Work's
 			}
-			if schema.FromAPIVersionAndKind(m.APIVersion, m.Kind).GroupKind() == gk && m.Metadata.Name == tmpl.GetName() && ns == tmpl.GetNamespace() {
+			if schema.FromAPIVersionAndKind(m.APIVersion, m.Kind).GroupKind() == gk && m.Name == tmpl.GetName() && ns == tmpl.GetNamespace() {
 				out = append(out, DependencyWork{Work: w, Ordinal: ordinal})
 				break
 			}
 		}
 	}
 	return out
-}
-
-// manifestHead is what DependencyWorks reads of a manifest: what it is.
-type manifestHead struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"metadata"`
-}
-
-func manifestRef(raw []byte) (manifestHead, bool) {
-	var m manifestHead
-	return m, json.Unmarshal(raw, &m) == nil
 }
 
 // AddRequirers adds to v, the view of a template, the bindings whose Works carry it as a dependency (deps, from
@@ -108,8 +93,8 @@ func AddRequirers(v *TemplateView, deps []DependencyWork, bindings []workv1alpha
 		r := Requirer{Binding: names.BindingOf(w)}
 		if rb != nil {
 			r.Binding, r.Template = rb.Name, objectID(rb.Spec.Resource.Kind, rb.Spec.Resource.Namespace, rb.Spec.Resource.Name)
-		} else if m, ok := manifestRef(w.Spec.Workload.Manifests[0].Raw); ok {
-			r.Template = objectID(m.Kind, m.Metadata.Namespace, m.Metadata.Name)
+		} else if m, ok := workrecord.ManifestRef(w.Spec.Workload.Manifests[0]); ok {
+			r.Template = objectID(m.Kind, m.Namespace, m.Name)
 		}
 		if !slices.Contains(v.RequiredBy, r) {
 			v.RequiredBy = append(v.RequiredBy, r)

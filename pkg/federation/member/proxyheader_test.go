@@ -3,11 +3,9 @@ package member
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	"github.com/fedmesh/fedmesh/test/egress"
 )
 
 func TestProxyConnectHeader(t *testing.T) {
@@ -50,42 +49,13 @@ func TestProxyConnectHeader(t *testing.T) {
 	}
 }
 
-// connectProxy is a loopback CONNECT proxy that lets through only a CONNECT whose X-Proxy-Token is token, and
-// records the X-Proxy-Token and X-Route values of every request it is sent.
-type connectProxy struct {
-	token string
-	mu    sync.Mutex
-	seen  [][]string
-}
-
-func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.seen = append(p.seen, append(r.Header.Values("X-Proxy-Token"), r.Header.Values("X-Route")...))
-	p.mu.Unlock()
-	if r.Method != http.MethodConnect || r.Header.Get("X-Proxy-Token") != p.token {
-		http.Error(w, "proxy auth required", http.StatusProxyAuthRequired)
-		return
+// proxyHeaders are the X-Proxy-Token and X-Route values of each request p was sent.
+func proxyHeaders(p *egress.Proxy) [][]string {
+	var out [][]string
+	for _, r := range p.Requests() {
+		out = append(out, append(r.Header.Values(egress.TokenHeader), r.Header.Values("X-Route")...))
 	}
-	upstream, err := net.Dial("tcp", r.Host)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		upstream.Close()
-		return
-	}
-	go func() { _, _ = io.Copy(upstream, conn); upstream.Close() }()
-	_, _ = io.Copy(conn, upstream)
-	conn.Close()
-}
-
-func (p *connectProxy) requests() [][]string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([][]string(nil), p.seen...)
+	return out
 }
 
 // proxiedClusters is a fake host with a Cluster and its Secret for each name, reaching api through proxy with
@@ -117,10 +87,8 @@ func TestProxyHeaderReachesTheProxy(t *testing.T) {
 		_, _ = io.WriteString(w, `{"major":"1","minor":"36","gitVersion":"v1.36.0"}`)
 	}))
 	defer api.Close()
-	proxy := &connectProxy{token: "s3cret"}
-	ps := httptest.NewServer(proxy)
-	defer ps.Close()
-	fc := proxiedClusters(t, api.URL, ps.URL, map[string]map[string]string{
+	proxy := egress.Start(t, "s3cret")
+	fc := proxiedClusters(t, api.URL, proxy.URL, map[string]map[string]string{
 		"member1": {"X-Proxy-Token": "s3cret", "x-route": "eu,blue"},
 		"member2": {"X-Proxy-Token": "other"},
 	})
@@ -132,9 +100,9 @@ func TestProxyHeaderReachesTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := mc.Kubernetes.Discovery().ServerVersion(); err != nil {
-		t.Errorf("member1 through spec.proxyURL with spec.proxyHeader: %v (the proxy saw %q)", err, proxy.requests())
+		t.Errorf("member1 through spec.proxyURL with spec.proxyHeader: %v (the proxy saw %q)", err, proxyHeaders(proxy))
 	}
-	if diff := cmp.Diff([][]string{{"s3cret", "eu", "blue"}}, proxy.requests()); diff != "" {
+	if diff := cmp.Diff([][]string{{"s3cret", "eu", "blue"}}, proxyHeaders(proxy)); diff != "" {
 		t.Errorf("headers the proxy saw for member1 (-want +got):\n%s", diff)
 	}
 
@@ -145,7 +113,7 @@ func TestProxyHeaderReachesTheProxy(t *testing.T) {
 	if _, err := other.Kubernetes.Discovery().ServerVersion(); err == nil {
 		t.Error("member2, whose proxy header the proxy refuses, was reached")
 	}
-	got := proxy.requests()
+	got := proxyHeaders(proxy)
 	if len(got) < 2 {
 		t.Fatalf("the proxy saw %q; want member2's CONNECT too", got)
 	}

@@ -121,25 +121,33 @@ func SetManifests(w *workv1alpha1.Work, next []workv1alpha1.Manifest) {
 func Refs(manifests []workv1alpha1.Manifest) []Ref {
 	var out []Ref
 	for _, m := range manifests {
-		raw := m.Raw
-		if m.Object != nil {
-			var err error
-			if raw, err = json.Marshal(m.Object); err != nil {
-				continue
-			}
+		if ref, ok := ManifestRef(m); ok {
+			out = append(out, ref)
 		}
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(raw, &head) != nil || head.APIVersion == "" || head.Kind == "" || head.Metadata.Name == "" {
-			continue
-		}
-		out = append(out, Ref{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name})
 	}
 	return out
+}
+
+// ManifestRef names the object of manifest m, as written (a namespaced object without a namespace has none); false
+// when m does not name one.
+func ManifestRef(m workv1alpha1.Manifest) (Ref, bool) {
+	raw := m.Raw
+	if m.Object != nil {
+		var err error
+		if raw, err = json.Marshal(m.Object); err != nil {
+			return Ref{}, false
+		}
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(raw, &head) != nil || head.APIVersion == "" || head.Kind == "" || head.Metadata.Name == "" {
+		return Ref{}, false
+	}
+	return Ref{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: head.Metadata.Namespace, Name: head.Metadata.Name}, true
 }
