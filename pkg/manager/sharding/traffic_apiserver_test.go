@@ -75,10 +75,10 @@ func nackCount(t *testing.T) float64 {
 // shard0 is the resource name of shard 0 of ops/op.
 var shard0 = xds.ResourceName(ktypes.NamespacedName{Namespace: "ops", Name: "op"}, 0)
 
-// An edit of the TrafficPolicy a ShardingConfig names reaches its proxies, though nothing else about the
-// ShardingConfig changes; and the running manager writes the policy's Accepted condition.
-func TestTrafficPolicyEditReachesProxies(t *testing.T) {
-	host, c := fedtest.Host(t)
+// createWithPolicy creates, in namespace ops, the TrafficPolicy tp (one rate limit of 1 QPS) and a ShardingConfig
+// of one shard that names it.
+func createWithPolicy(t *testing.T, c client.Client) (*meshv1alpha1.TrafficPolicy, *meshv1alpha1.ShardingConfig) {
+	t.Helper()
 	ctx := t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}}); err != nil {
 		t.Fatal(err)
@@ -93,6 +93,15 @@ func TestTrafficPolicyEditReachesProxies(t *testing.T) {
 	if err := c.Create(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
+	return tp, sc
+}
+
+// An edit of the TrafficPolicy a ShardingConfig names reaches its proxies, though nothing else about the
+// ShardingConfig changes; and the running manager writes the policy's Accepted condition.
+func TestTrafficPolicyEditReachesProxies(t *testing.T) {
+	host, c := fedtest.Host(t)
+	ctx := t.Context()
+	tp, _ := createWithPolicy(t, c)
 	pub := &docPublisher{}
 	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
 		return (&Reconciler{Client: mgr.GetClient(), Publisher: pub, Recorder: record.NewFakeRecorder(1000)}).SetupWithManager(mgr)
@@ -141,19 +150,7 @@ func TestTrafficPolicyEditReachesProxies(t *testing.T) {
 func TestTrafficPolicyNackIsReported(t *testing.T) {
 	_, c := fedtest.Host(t)
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}}); err != nil {
-		t.Fatal(err)
-	}
-	tp := &meshv1alpha1.TrafficPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "tp"},
-		Spec: meshv1alpha1.TrafficPolicySpec{RateLimits: []meshv1alpha1.RateLimit{{Name: "slow", QPS: 1}}}}
-	if err := c.Create(ctx, tp); err != nil {
-		t.Fatal(err)
-	}
-	sc := testConfig(1)
-	sc.Spec.TrafficPolicyRef = &meshv1alpha1.LocalObjectReference{Name: "tp"}
-	if err := c.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	_, sc := createWithPolicy(t, c)
 	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
