@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
@@ -88,12 +90,12 @@ func (r *Reconciler) removeAll(ctx context.Context, work *workv1alpha1.Work) err
 	return nil
 }
 
-// removeObject deletes ref from the member, or with preserve releases it (drops fedmesh's labels and field
-// ownership). Only an object that carries this Work's labels is touched, and none that another live Work of the
-// same cluster and namespace still has (a dependency two templates share). A kind the member does not serve has
-// no object there: there is nothing to remove, and a Work that waited for it would never go. One whose API the
-// member's discovery failed to read is not that (member.DiscoveryFailedError): its objects may be there, and the
-// removal is retried.
+// removeObject deletes ref from the member, or with preserve releases it (takes fedmesh's marks and field
+// ownership off it, releasePatch). Only an object that carries this Work's labels is touched, and none that
+// another live Work of the same cluster and namespace still has (a dependency two templates share). A kind the
+// member does not serve has no object there: there is nothing to remove, and a Work that waited for it would never
+// go. One whose API the member's discovery failed to read is not that (member.DiscoveryFailedError): its objects
+// may be there, and the removal is retried.
 func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *workv1alpha1.Work, ref workrecord.Ref, preserve bool) error {
 	ri, err := resourceForRef(mc, ref, work.Namespace)
 	var outside *outOfScopeError
@@ -132,7 +134,7 @@ func (r *Reconciler) removeObject(ctx context.Context, mc *member.Client, work *
 		}
 		return err
 	}
-	patch, err := releasePatch(observed.GetResourceVersion(), observed.GetManagedFields())
+	patch, err := releasePatch(observed)
 	if err != nil {
 		return err
 	}
@@ -153,30 +155,87 @@ func handoverPatch(work string) []byte {
 	return patch
 }
 
-// releasePatch removes fedmesh's identity labels and annotation and its field ownership from an object, so that a
-// later Work finds it as not fedmesh's (and conflictResolution applies again). The resourceVersion makes the patch
-// fail rather than overwrite a newer list of managers.
-func releasePatch(resourceVersion string, managed []metav1.ManagedFieldsEntry) ([]byte, error) {
+// releasedMarks are the labels and annotations other than its identity that fedmesh's rendering puts on a member's
+// copy: the claim of the template's policy, the template generation it was rendered from, and a paced rollout's
+// pod template hash and hold. The template's own labels and annotations are not among them.
+var releasedMarks = struct{ labels, annotations []string }{
+	labels: []string{names.PropagationPolicyLabel, names.ClusterPropagationPolicyLabel},
+	annotations: []string{interpreter.TemplateGenerationAnnotation, names.PodTemplateHashAnnotation,
+		names.RolloutHeldAnnotation},
+}
+
+// releasePatch removes from observed, a member object, fedmesh's identity labels and annotation, its other marks
+// (releasedMarks) and its field ownership, so that a later Work finds it as not fedmesh's (and conflictResolution
+// applies again) and nothing on it says a policy claims it. A mark goes only while fedmesh's field manager owns it:
+// one the member set, or wrote over, stays. The resourceVersion makes the patch fail rather than overwrite a
+// newer list of managers.
+func releasePatch(observed metav1.Object) ([]byte, error) {
 	var kept []any
-	for _, f := range managed {
+	ownedLabels, ownedAnnotations := map[string]bool{}, map[string]bool{}
+	for _, f := range observed.GetManagedFields() {
 		if f.Manager != names.FieldManager {
 			kept = append(kept, f)
+			continue
+		}
+		if err := ownedMetadata(f.FieldsV1, ownedLabels, ownedAnnotations); err != nil {
+			return nil, err
 		}
 	}
 	if len(kept) == 0 {
 		// An empty list leaves managedFields unchanged; a single empty entry clears them.
 		kept = []any{map[string]any{}}
 	}
-	return json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": resourceVersion,
+	labels := map[string]any{names.ManagedLabel: nil, names.WorkNamespaceLabel: nil, names.WorkNameLabel: nil}
+	for _, k := range releasedMarks.labels {
+		if _, ok := observed.GetLabels()[k]; ok && ownedLabels[k] {
+			labels[k] = nil
+		}
+	}
+	annotations := map[string]any{names.WorkNameAnnotation: nil}
+	for _, k := range releasedMarks.annotations {
+		if _, ok := observed.GetAnnotations()[k]; ok && ownedAnnotations[k] {
+			annotations[k] = nil
+		}
+	}
+	patch := map[string]any{"metadata": map[string]any{
+		"resourceVersion": observed.GetResourceVersion(),
 		"managedFields":   kept,
-		"labels": map[string]any{
-			names.ManagedLabel:       nil,
-			names.WorkNamespaceLabel: nil,
-			names.WorkNameLabel:      nil,
-		},
-		"annotations": map[string]any{names.WorkNameAnnotation: nil},
-	}})
+		"labels":          labels,
+		"annotations":     annotations,
+	}}
+	if _, held := annotations[names.RolloutHeldAnnotation]; held {
+		// The hold paused the Deployment until its turn, which will not come now: left paused, it would never roll.
+		patch["spec"] = map[string]any{"paused": nil}
+	}
+	return json.Marshal(patch)
+}
+
+// ownedMetadata adds to labels and annotations the keys of metadata.labels and metadata.annotations that the
+// managed fields set fields owns.
+func ownedMetadata(fields *metav1.FieldsV1, labels, annotations map[string]bool) error {
+	if fields == nil || len(fields.Raw) == 0 {
+		return nil
+	}
+	var set struct {
+		Metadata struct {
+			Labels      map[string]json.RawMessage `json:"f:labels"`
+			Annotations map[string]json.RawMessage `json:"f:annotations"`
+		} `json:"f:metadata"`
+	}
+	if err := json.Unmarshal(fields.Raw, &set); err != nil {
+		return fmt.Errorf("managed fields of %s: %w", names.FieldManager, err)
+	}
+	for k := range set.Metadata.Labels {
+		if key, ok := strings.CutPrefix(k, "f:"); ok {
+			labels[key] = true
+		}
+	}
+	for k := range set.Metadata.Annotations {
+		if key, ok := strings.CutPrefix(k, "f:"); ok {
+			annotations[key] = true
+		}
+	}
+	return nil
 }
 
 // sharedWithOtherWork names another Work of the same cluster in work's namespace, not being deleted, that has a

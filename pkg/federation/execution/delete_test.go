@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
@@ -154,4 +156,146 @@ func TestClusterGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleasePatch: releasing an object takes off fedmesh's identity, its field ownership and the marks its
+// rendering put there (releasedMarks) while its field manager owns them; the template's own labels and
+// annotations, and a mark the member set or wrote over, stay.
+func TestReleasePatch(t *testing.T) {
+	identity := []string{names.ManagedLabel, names.WorkNamespaceLabel, names.WorkNameLabel}
+	fedmesh := func(labels, annotations []string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: names.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsV1: ownedFields(labels, annotations)}
+	}
+	kubectl := func(labels, annotations []string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: "kubectl-label", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsV1: ownedFields(labels, annotations)}
+	}
+	marked := map[string]string{"app": "web", names.PropagationPolicyLabel: "web", names.ManagedLabel: "true",
+		names.WorkNamespaceLabel: "shop", names.WorkNameLabel: "web-deployment-m1"}
+	stamped := map[string]string{"team": "blue", interpreter.TemplateGenerationAnnotation: "3",
+		names.PodTemplateHashAnnotation: "abc", names.RolloutHeldAnnotation: "true"}
+	for _, tc := range []struct {
+		name                   string
+		labels, annotations    map[string]string
+		managed                []metav1.ManagedFieldsEntry
+		wantManagers           []string // "" for the single empty entry that clears them
+		wantLabels, wantAnnots []string // keys the patch removes
+		wantUnpaused           bool     // the patch removes spec.paused
+		wantErr                bool
+	}{{
+		name:         "identity only; another manager's fields stay",
+		labels:       map[string]string{"app": "web", names.ManagedLabel: "true"},
+		managed:      []metav1.ManagedFieldsEntry{fedmesh(append([]string{"app"}, identity...), nil), {Manager: "hpa"}},
+		wantManagers: []string{"hpa"},
+		wantLabels:   identity,
+		wantAnnots:   []string{names.WorkNameAnnotation},
+	}, {
+		name:         "fedmesh's marks go, the template's own labels and annotations stay",
+		labels:       marked,
+		annotations:  stamped,
+		managed:      []metav1.ManagedFieldsEntry{fedmesh(slices.Collect(maps.Keys(marked)), slices.Collect(maps.Keys(stamped)))},
+		wantManagers: []string{""},
+		wantLabels:   append([]string{names.PropagationPolicyLabel}, identity...),
+		wantAnnots: []string{names.WorkNameAnnotation, interpreter.TemplateGenerationAnnotation,
+			names.PodTemplateHashAnnotation, names.RolloutHeldAnnotation},
+		wantUnpaused: true,
+	}, {
+		name: "a mark the member set or wrote over stays",
+		labels: map[string]string{names.PropagationPolicyLabel: "web", names.ClusterPropagationPolicyLabel: "theirs",
+			names.ManagedLabel: "true"},
+		annotations: map[string]string{interpreter.TemplateGenerationAnnotation: "7"},
+		managed: []metav1.ManagedFieldsEntry{
+			fedmesh([]string{names.PropagationPolicyLabel, names.ManagedLabel}, nil),
+			kubectl([]string{names.ClusterPropagationPolicyLabel}, []string{interpreter.TemplateGenerationAnnotation}),
+		},
+		wantManagers: []string{"kubectl-label"},
+		wantLabels:   append([]string{names.PropagationPolicyLabel}, identity...),
+		wantAnnots:   []string{names.WorkNameAnnotation},
+	}, {
+		name:         "a mark fedmesh owns but the object lacks is not in the patch",
+		labels:       map[string]string{names.ManagedLabel: "true"},
+		managed:      []metav1.ManagedFieldsEntry{fedmesh([]string{names.ClusterPropagationPolicyLabel}, []string{names.RolloutHeldAnnotation})},
+		wantManagers: []string{""},
+		wantLabels:   identity,
+		wantAnnots:   []string{names.WorkNameAnnotation},
+	}, {
+		name:    "unreadable managed fields",
+		managed: []metav1.ManagedFieldsEntry{{Manager: names.FieldManager, FieldsV1: &metav1.FieldsV1{Raw: []byte("{")}}},
+		wantErr: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{ResourceVersion: "9", Labels: tc.labels, Annotations: tc.annotations, ManagedFields: tc.managed}
+			p, err := releasePatch(obj)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("no error; patch %s", p)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Spec     map[string]any `json:"spec"`
+				Metadata struct {
+					ResourceVersion string                      `json:"resourceVersion"`
+					ManagedFields   []metav1.ManagedFieldsEntry `json:"managedFields"`
+					Labels          map[string]*string          `json:"labels"`
+					Annotations     map[string]*string          `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(p, &got); err != nil {
+				t.Fatal(err)
+			}
+			var managers []string
+			for _, f := range got.Metadata.ManagedFields {
+				managers = append(managers, f.Manager)
+			}
+			if got.Metadata.ResourceVersion != "9" || !slices.Equal(managers, tc.wantManagers) {
+				t.Errorf("resourceVersion %q, managers %q; want 9, %q", got.Metadata.ResourceVersion, managers, tc.wantManagers)
+			}
+			if keys := removed(got.Metadata.Labels); !sameKeys(keys, tc.wantLabels) {
+				t.Errorf("labels removed %q, want %q (patch %s)", keys, tc.wantLabels, p)
+			}
+			if _, unpaused := got.Spec["paused"]; unpaused != tc.wantUnpaused {
+				t.Errorf("spec.paused removed: %v, want %v (patch %s)", unpaused, tc.wantUnpaused, p)
+			}
+			if keys := removed(got.Metadata.Annotations); !sameKeys(keys, tc.wantAnnots) {
+				t.Errorf("annotations removed %q, want %q (patch %s)", keys, tc.wantAnnots, p)
+			}
+		})
+	}
+}
+
+// ownedFields is the managed fields set of the labels and annotations keys.
+func ownedFields(labels, annotations []string) *metav1.FieldsV1 {
+	set := func(keys []string) map[string]any {
+		m := map[string]any{}
+		for _, k := range keys {
+			m["f:"+k] = map[string]any{}
+		}
+		return m
+	}
+	raw, _ := json.Marshal(map[string]any{"f:metadata": map[string]any{"f:labels": set(labels), "f:annotations": set(annotations)}})
+	return &metav1.FieldsV1{Raw: raw}
+}
+
+// removed lists the keys a merge patch sets to null; a key it sets to a value fails sameKeys.
+func removed(m map[string]*string) []string {
+	var keys []string
+	for k, v := range m {
+		if v != nil {
+			k += "=" + *v
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func sameKeys(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

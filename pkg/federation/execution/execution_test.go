@@ -342,6 +342,62 @@ func TestExecution(t *testing.T) {
 		})
 	})
 
+	t.Run("a preserved object loses fedmesh's marks, not the member's", func(t *testing.T) {
+		// As rendered: the template's policy claim and the generation stamp ride on the manifest.
+		kept := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "kept",
+				Labels:      map[string]string{"app": "kept", names.PropagationPolicyLabel: "kept-policy"},
+				Annotations: map[string]string{"team": "blue", interpreter.TemplateGenerationAnnotation: "4"}},
+			Data: map[string]string{"a": "1"}}
+		w := work("kept-configmap-"+cluster, cluster, "", kept)
+		w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		// The member puts a label of fedmesh's key on it itself.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cm, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "kept", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cm.Labels[names.ClusterPropagationPolicyLabel] = "member-own"
+			_, err = mem.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "member-admin"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		fedtest.Eventually(t, 20*time.Second, "Work gone, object preserved without fedmesh's marks", func() error {
+			if err := host.Get(ctx, client.ObjectKeyFromObject(w), &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("work still there: %v", err)
+			}
+			cm, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "kept", metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("preserved config map: %w", err)
+			}
+			for _, k := range []string{names.ManagedLabel, names.WorkNameLabel, names.PropagationPolicyLabel} {
+				if v, ok := cm.Labels[k]; ok {
+					return fmt.Errorf("label %s=%s left on a released object: %v", k, v, cm.Labels)
+				}
+			}
+			if v, ok := cm.Annotations[interpreter.TemplateGenerationAnnotation]; ok {
+				return fmt.Errorf("annotation %s=%s left on a released object", interpreter.TemplateGenerationAnnotation, v)
+			}
+			if cm.Labels["app"] != "kept" || cm.Annotations["team"] != "blue" {
+				return fmt.Errorf("the template's own metadata was removed: labels %v, annotations %v", cm.Labels, cm.Annotations)
+			}
+			if cm.Labels[names.ClusterPropagationPolicyLabel] != "member-own" {
+				return fmt.Errorf("the member's label was removed: %v", cm.Labels)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a dependency shared by another Work is kept", func(t *testing.T) {
 		shared := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"a": "1"}}

@@ -1,7 +1,6 @@
 package execution
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -193,39 +192,6 @@ func TestAppliedCondition(t *testing.T) {
 	if bad.Status != metav1.ConditionFalse || bad.Reason != ReasonConflictAbort ||
 		!strings.Contains(bad.Message, "shop/web") || !strings.Contains(bad.Message, "connection refused") {
 		t.Errorf("failures: %+v", bad)
-	}
-}
-
-func TestReleasePatch(t *testing.T) {
-	p, err := releasePatch("9", []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}, {Manager: "hpa"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Metadata struct {
-			ResourceVersion string                      `json:"resourceVersion"`
-			ManagedFields   []metav1.ManagedFieldsEntry `json:"managedFields"`
-			Labels          map[string]*string          `json:"labels"`
-			Annotations     map[string]*string          `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(p, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Metadata.ResourceVersion != "9" || len(got.Metadata.ManagedFields) != 1 || got.Metadata.ManagedFields[0].Manager != "hpa" {
-		t.Errorf("patch %s", p)
-	}
-	for _, l := range []string{names.ManagedLabel, names.WorkNamespaceLabel, names.WorkNameLabel} {
-		if v, ok := got.Metadata.Labels[l]; !ok || v != nil {
-			t.Errorf("label %s not removed: %s", l, p)
-		}
-	}
-	if v, ok := got.Metadata.Annotations[names.WorkNameAnnotation]; !ok || v != nil {
-		t.Errorf("annotation %s not removed: %s", names.WorkNameAnnotation, p)
-	}
-	only, _ := releasePatch("9", []metav1.ManagedFieldsEntry{{Manager: names.FieldManager}})
-	if !strings.Contains(string(only), `"managedFields":[{}]`) {
-		t.Errorf("clearing the only manager: %s", only)
 	}
 }
 
