@@ -61,6 +61,7 @@ type options struct {
 	workers            int
 	statusCoalesce     time.Duration
 	evictionTimeout    time.Duration
+	releaseGrace       time.Duration
 }
 
 func (o *options) AddFlags(fs *pflag.FlagSet) {
@@ -81,6 +82,8 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 		"How many objects each stage reconciles at once (templates, bindings, Works); with many templates, raise it together with --kube-api-qps.")
 	fs.DurationVar(&o.evictionTimeout, "graceful-eviction-timeout", eviction.DefaultTimeout,
 		"How long a workload failed over from a cluster with purgeMode Gracefully keeps its copy there waiting for the substitute to be healthy, when the eviction task names no grace period.")
+	fs.DurationVar(&o.releaseGrace, "release-grace", detector.DefaultReleaseGrace,
+		"How long a template no policy selects any more keeps its claim and binding before it is released (the members keep their copies). A template deleted meanwhile, or whose namespace is being deleted, is not released: its copies go as with its deletion, so `kubectl delete -f` of a policy and its template removes the workload whatever the order of the file.")
 	fs.DurationVar(&o.statusCoalesce, "status-coalesce-window", 250*time.Millisecond,
 		"How long status changes are gathered before they are written up (member objects to Works, Works to bindings, bindings to templates): Works are applied and observed one after another and a rollout changes a workload's status once per pod, while each write up costs host API calls. A binding's status also waits until every target cluster has reported, while each reports within 4 windows of the one before (up to 20 when reports come further apart). 0 writes every change.")
 }
@@ -95,6 +98,9 @@ func (o *options) Validate() error {
 	}
 	if o.evictionTimeout <= 0 {
 		errs = append(errs, errors.New("--graceful-eviction-timeout must be positive"))
+	}
+	if o.releaseGrace <= 0 {
+		errs = append(errs, errors.New("--release-grace must be positive"))
 	}
 	if o.workers <= 0 {
 		errs = append(errs, errors.New("--concurrent-reconciles must be positive"))
@@ -185,7 +191,7 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: elected.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
 		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached,
-			ClusterScoped: elected},
+			ClusterScoped: elected, ReleaseGrace: o.releaseGrace},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Cached: cached},
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.

@@ -38,6 +38,9 @@ type Options struct {
 	// Workloads runs kube-controller-manager, kube-scheduler and kwok fake nodes in every member, so Deployments
 	// get pods that become Running and Ready.
 	Workloads bool
+	// HostControllerManager runs kube-controller-manager in the host, so deleting a namespace there deletes what
+	// it holds (the namespace controller) and owned objects follow their owners (the garbage collector).
+	HostControllerManager bool
 	// Labels, Region, Zone and Provider of each member Cluster, by member name.
 	Labels   map[string]map[string]string
 	Region   map[string]string
@@ -93,7 +96,8 @@ func New(ctx context.Context, opts Options) (*Federation, error) {
 		member.ControllerManager = true
 		member.FakeNodes = 2
 	}
-	cf, err := cluster.StartFederation(ctx, cluster.FederationOptions{Members: opts.Members, Member: member})
+	cf, err := cluster.StartFederation(ctx, cluster.FederationOptions{Members: opts.Members, Member: member,
+		Host: cluster.Options{ControllerManager: opts.HostControllerManager}})
 	if err != nil {
 		return nil, fmt.Errorf("start federation: %w", err)
 	}

@@ -60,20 +60,6 @@ func (r *Reconciler) claim(ctx context.Context, obj *unstructured.Unstructured, 
 	return out, nil
 }
 
-// release removes obj's claim and deletes its binding. The propagated copies stay in the member clusters: losing
-// its policy does not delete a workload, only its template's deletion does.
-func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured) error {
-	if !hasLabels(obj, noClaimLabels) {
-		out, err := r.patchLabels(ctx, obj, noClaimLabels)
-		if err != nil {
-			return err
-		}
-		logf.FromContext(ctx).Info("released: no policy selects it")
-		r.Recorder.Eventf(out, corev1.EventTypeNormal, ReasonReleased, "no policy selects it any more")
-	}
-	return r.deleteBinding(ctx, templates.KeyOf(obj), true)
-}
-
 func (r *Reconciler) patchLabels(ctx context.Context, obj *unstructured.Unstructured, labels map[string]any) (*unstructured.Unstructured, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {

@@ -44,7 +44,7 @@ func TestPartialCacheNeitherReleasesNorMovesClaims(t *testing.T) {
 
 	cached := &hidingClient{}
 	live := &countingReader{}
-	r := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: &fedtest.Events{}}
+	r := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: &fedtest.Events{}, ReleaseGrace: testReleaseGrace}
 	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
 		cached.Client = mgr.GetClient()
 		r.Client = cached

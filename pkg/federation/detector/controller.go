@@ -81,7 +81,8 @@ type Reconciler struct {
 	// Mapper resolves the selected kinds to resources; the manager's when nil.
 	Mapper meta.RESTMapper
 	// APIReader reads policies from the API server, uncached, to confirm a verdict that takes a template from the
-	// policy holding it (holderLossConfirmed); the manager's when nil.
+	// policy holding it (holderLossConfirmed), and a template and its namespace, to tell a release from a deletion
+	// (templateGoing); the manager's when nil.
 	APIReader client.Reader
 	// Interpreter finds replicas and replica requirements.
 	Interpreter ReplicaInterpreter
@@ -92,9 +93,15 @@ type Reconciler struct {
 	// UnknownKindRetry is how soon a policy selecting a kind the API server does not serve is looked at again
 	// (its CRD may be installed later); default 30s.
 	UnknownKindRetry time.Duration
+	// ReleaseGrace is how long a template no policy selects any more keeps its claim and binding before it is
+	// released; DefaultReleaseGrace when zero, none when negative.
+	ReleaseGrace time.Duration
 
 	queue *templateQueue
 	log   logr.Logger
+	// releases are the ends of the graces of templates waiting for their release.
+	releases releaseDeadlines
+	now      func() time.Time
 	// Cached waits for the cache to show a binding once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
@@ -125,6 +132,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.UnknownKindRetry == 0 {
 		r.UnknownKindRetry = defaultUnknownKindRetry
+	}
+	if r.ReleaseGrace == 0 {
+		r.ReleaseGrace = DefaultReleaseGrace
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	if r.Dynamic == nil {
 		d, err := dynamic.NewForConfig(mgr.GetConfig())
@@ -211,8 +224,8 @@ func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
 	return r.Templates.Kinds()
 }
 
-// reconcileTemplate claims the template for the policy that wins it and writes its binding, or releases it and
-// deletes its binding when no policy selects it or it is gone.
+// reconcileTemplate claims the template for the policy that wins it and writes its binding, deletes its binding
+// when it is gone, or releases it after a grace when no policy selects it (releaseOrWait).
 func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (reconcile.Result, error) {
 	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
 		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped).
@@ -226,6 +239,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		return reconcile.Result{}, err
 	}
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
+		r.releases.forget(key)
 		return reconcile.Result{}, r.deleteBinding(ctx, key, false)
 	}
 	candidates, err := r.candidates(ctx, r.Client, obj.GetNamespace())
@@ -245,7 +259,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		}
 	}
 	if !ok {
-		return reconcile.Result{}, r.release(ctx, obj)
+		return r.releaseOrWait(ctx, key, obj)
 	}
 	// A policy takes effect once the overrides it depends on exist (dependentOverrides); their creation queues the
 	// template again (policiesDependingOn).
@@ -262,8 +276,10 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	case actWait:
 		return reconcile.Result{}, nil
 	case actRelease:
-		return reconcile.Result{}, r.release(ctx, obj)
+		return r.releaseOrWait(ctx, key, obj)
 	}
+	// Selected (again): a release it waited for is off.
+	r.releases.forget(key)
 	if obj, err = r.inVersion(ctx, obj, policy.PropagatedVersion(obj)); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -118,7 +118,7 @@ func TestDetector(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A second detector takes up every template, as a restarted one would.
-		restarted := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: events}
+		restarted := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: events, ReleaseGrace: testReleaseGrace}
 		fedtest.StartManager(t, host.Config(), restarted.SetupWithManager)
 		eventually(t, func() error {
 			if kinds := restarted.WatchedKinds(); !slices.Contains(kinds, deploymentKind) {
@@ -367,7 +367,8 @@ func TestDetector(t *testing.T) {
 	})
 }
 
-// startHost starts a host API server with fedmesh's CRDs and returns a client of it.
+// testReleaseGrace is short: the tests wait for releases (TestReleaseGrace tests the grace).
+const testReleaseGrace = 500 * time.Millisecond
 
 // startDetector runs a detector; with elector nil, it handles cluster-scoped templates unelected.
 func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events, elector *testElector) *Reconciler {
@@ -376,6 +377,7 @@ func startDetector(t *testing.T, host *cluster.Cluster, events *fedtest.Events, 
 		Interpreter:      interpreter.Layers{Native: native.New()}.Chain(),
 		Recorder:         events,
 		UnknownKindRetry: time.Second,
+		ReleaseGrace:     testReleaseGrace,
 	}
 	if elector != nil {
 		r.ClusterScoped = elector
