@@ -173,10 +173,12 @@ func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *
 	if result.Outcome != Healthy {
 		return result, nil
 	}
-	obs, err := observe(st.kc, st.usage)
+	obs, err := observe(st.kc, st.usage, c.Spec.ResourceModels)
 	if err != nil {
 		// Healthy but not readable (e.g. the credentials lack rights): readiness stands, the summary stays as it was.
 		logf.FromContext(ctx).Info("Could not read the member's status; keeping the last one", "error", err)
+	} else if obs.discoveryErr != nil {
+		logf.FromContext(ctx).Info("The member's discovery failed for some API groups", "error", obs.discoveryErr)
 	}
 	return result, obs
 }
@@ -197,7 +199,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 		ready = *meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ClusterConditionReady)
 		if obs != nil {
 			status.KubernetesVersion = obs.version
-			status.APIEnablements = obs.apis
+			status.APIEnablements = keepFailed(obs.apis, cur.Status.APIEnablements, obs.failedAPIs)
+			meta.SetStatusCondition(&status.Conditions, apisCondition(obs.failedAPIs, cur.Generation))
 			if obs.nodes != nil { // nil while they are listed: the last summaries stand
 				status.NodeSummary = obs.nodes
 				status.ResourceSummary = obs.resources

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
@@ -45,16 +46,20 @@ func trim(s string) string {
 
 // observed is what the controller read from a healthy member for the Cluster's status.
 type observed struct {
-	version   string
-	apis      []clusterv1alpha1.APIEnablement
-	nodes     *clusterv1alpha1.NodeSummary
-	resources *clusterv1alpha1.ResourceSummary
+	version string
+	apis    []clusterv1alpha1.APIEnablement
+	// failedAPIs are the group versions discovery failed to list, sorted: apis lacks them.
+	failedAPIs []schema.GroupVersion
+	// discoveryErr is discovery's error for failedAPIs, to log.
+	discoveryErr error
+	nodes        *clusterv1alpha1.NodeSummary
+	resources    *clusterv1alpha1.ResourceSummary
 }
 
-// observe reads the member's version and served APIs, and sums its nodes and pods from usage; the summaries are
-// nil while usage is still listing them. kc must bound each request in time itself (rest.Config.Timeout):
-// discovery takes no context.
-func observe(kc kubernetes.Interface, usage *usageWatch) (*observed, error) {
+// observe reads the member's version and served APIs, and sums its nodes and pods from usage, counting the nodes
+// by the grades of models; the summaries are nil while usage is still listing them. kc must bound each request in
+// time itself (rest.Config.Timeout): discovery takes no context.
+func observe(kc kubernetes.Interface, usage *usageWatch, models []clusterv1alpha1.ResourceModel) (*observed, error) {
 	v, err := kc.Discovery().ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("version: %w", err)
@@ -65,6 +70,9 @@ func observe(kc kubernetes.Interface, usage *usageWatch) (*observed, error) {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	obs := &observed{version: v.GitVersion, apis: apiEnablements(lists)}
-	obs.nodes, obs.resources, _ = usage.summaries()
+	if failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok {
+		obs.failedAPIs, obs.discoveryErr = failedGroupVersions(failed), err
+	}
+	obs.nodes, obs.resources, _ = usage.summaries(models)
 	return obs, nil
 }

@@ -38,13 +38,17 @@ func watchUsage(kc kubernetes.Interface) *usageWatch {
 	return &usageWatch{nodes: nodes, pods: pods, stop: cancel}
 }
 
-// summaries are the member's node and resource summaries, or false while its nodes or pods are still listed.
-func (w *usageWatch) summaries() (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, bool) {
+// summaries are the member's node and resource summaries, the nodes counted by the grades of models, or false
+// while its nodes or pods are still listed.
+func (w *usageWatch) summaries(models []clusterv1alpha1.ResourceModel) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, bool) {
 	if !w.nodes.HasSynced() || !w.pods.HasSynced() {
 		return nil, nil, false
 	}
 	nodes := typed[corev1.Node](w.nodes.GetStore().List())
-	return nodeSummary(nodes), resourceSummary(nodes, typed[corev1.Pod](w.pods.GetStore().List())), true
+	pods := typed[corev1.Pod](w.pods.GetStore().List())
+	resources := resourceSummary(nodes, pods)
+	resources.AllocatableModelings = allocatableModelings(models, nodes, pods)
+	return nodeSummary(nodes), resources, true
 }
 
 func typed[T any](items []any) []*T {

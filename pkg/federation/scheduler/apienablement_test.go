@@ -9,9 +9,11 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
-// serving adds to a cluster's reported APIs the kinds of group version gv.
+// serving adds to a cluster's reported APIs the kinds of group version gv; the list is complete unless incomplete
+// follows.
 func serving(gv string, kinds ...string) func(*Cluster) {
 	return func(c *Cluster) {
+		c.APIsComplete = true
 		e := clusterv1alpha1.APIEnablement{GroupVersion: gv}
 		for _, k := range kinds {
 			e.Resources = append(e.Resources, clusterv1alpha1.APIResource{Name: k + "s", Kind: k})
@@ -19,6 +21,9 @@ func serving(gv string, kinds ...string) func(*Cluster) {
 		c.APIs = append(c.APIs, e)
 	}
 }
+
+// incomplete marks a cluster's API list as partial (CompleteAPIEnablements False: discovery failed for a group).
+func incomplete(c *Cluster) { c.APIsComplete = false }
 
 // As Karmada's APIEnablement filter: a cluster whose reported APIs lack the template's kind (a CRD installed only
 // in some members) is no candidate, nor a target any more; one that reported none is not left out for it.
@@ -76,6 +81,28 @@ func TestScheduleAPIEnablement(t *testing.T) {
 			in: Input{Replicas: 4, GVK: cloneSet, Placement: equal, Settled: true, Previous: targets("a", 2, "b", 2),
 				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps)}},
 			want: targets("a", 4),
+		},
+		{
+			name: "an incomplete list: a target stays though the list lacks the kind",
+			in: Input{Replicas: 2, GVK: cloneSet, Previous: targets("a", 2, "b", 2),
+				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps, incomplete)}},
+			want: targets("a", 2, "b", 2),
+		},
+		{
+			name: "settled divided: a target with an incomplete list keeps its replicas",
+			in: Input{Replicas: 4, GVK: cloneSet, Placement: equal, Settled: true, Previous: targets("a", 2, "b", 2),
+				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps, incomplete)}},
+			want: targets("a", 2, "b", 2),
+		},
+		{
+			name: "an incomplete list lacking the kind gets no new binding",
+			in:   Input{Replicas: 2, GVK: cloneSet, Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps, incomplete)}},
+			want: targets("a", 2),
+		},
+		{
+			name: "an incomplete list that has the kind is served",
+			in:   Input{Replicas: 2, GVK: cloneSet, Clusters: []Cluster{cluster("a", withCRD, incomplete)}},
+			want: targets("a", 2),
 		},
 		{
 			name: "served nowhere: the error names the clusters that do not serve it",

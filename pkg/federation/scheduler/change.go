@@ -14,7 +14,7 @@ type Change int
 const (
 	// Unchanged: nothing the scheduler reads changed (a probe time, the Kubernetes version).
 	Unchanged Change = iota
-	// CapacityChanged: only the resource summary. A member's free resources move with every pod it runs; placed
+	// CapacityChanged: only the resource summary, or the resource models it is read with. A member's free resources move with every pod it runs; placed
 	// bindings keep their placement (moving replicas with every such change would churn them), and only bindings
 	// that found no room may fit now: those not placed, and duplicated ones left off the cluster for room
 	// (Result.NoRoom).
@@ -40,7 +40,8 @@ func ClusterChange(old, cur *clusterv1alpha1.Cluster) Change {
 	if !reflect.DeepEqual(o, c) {
 		return PlacementChanged
 	}
-	if !equality.Semantic.DeepEqual(old.Status.ResourceSummary, cur.Status.ResourceSummary) {
+	if !equality.Semantic.DeepEqual(old.Status.ResourceSummary, cur.Status.ResourceSummary) ||
+		!equality.Semantic.DeepEqual(old.Spec.ResourceModels, cur.Spec.ResourceModels) {
 		return CapacityChanged
 	}
 	return Unchanged

@@ -43,6 +43,11 @@ func TestClusterChange(t *testing.T) {
 			c.Status.ResourceSummary.Allocated[corev1.ResourcePods] = resource.MustParse("11")
 		}, CapacityChanged},
 		{"summary gone", func(c *clusterv1alpha1.Cluster) { c.Status.ResourceSummary = nil }, CapacityChanged},
+		{"resource models", func(c *clusterv1alpha1.Cluster) { c.Spec.ResourceModels = grades() }, CapacityChanged},
+		{"API list known complete", func(c *clusterv1alpha1.Cluster) {
+			c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{
+				Type: clusterv1alpha1.ClusterConditionCompleteAPIEnablements, Status: metav1.ConditionTrue})
+		}, PlacementChanged},
 		{"label", func(c *clusterv1alpha1.Cluster) { c.Labels["env"] = "dev" }, PlacementChanged},
 		{"region", func(c *clusterv1alpha1.Cluster) { c.Spec.Region = "us" }, PlacementChanged},
 		{"zones", func(c *clusterv1alpha1.Cluster) { c.Spec.Zones = append(c.Spec.Zones, "eu-2") }, PlacementChanged},

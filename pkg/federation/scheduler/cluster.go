@@ -42,6 +42,9 @@ type Cluster struct {
 	// APIs are the API resources the cluster serves (status.apiEnablements, shared with the Cluster read, not
 	// copied). Empty until reported: an unknown list is no reason to leave the cluster out.
 	APIs []clusterv1alpha1.APIEnablement
+	// APIsComplete is whether the Cluster's CompleteAPIEnablements condition is True: its member's discovery
+	// answered for every group. A kind missing from a list not known complete may yet be served.
+	APIsComplete bool
 }
 
 // NewCluster describes c for scheduling replicas that each need req (nil: nothing known).
@@ -54,6 +57,8 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 		Taints:   c.Spec.Taints,
 		Deleting: !c.DeletionTimestamp.IsZero(),
 		APIs:     c.Status.APIEnablements,
+		APIsComplete: meta.IsStatusConditionTrue(c.Status.Conditions,
+			clusterv1alpha1.ClusterConditionCompleteAPIEnablements),
 	}
 	if c.Spec.Zone != "" {
 		out.Zones = append(out.Zones, c.Spec.Zone)
@@ -67,14 +72,16 @@ func NewCluster(c *clusterv1alpha1.Cluster, req *workv1alpha1.ReplicaRequirement
 		out.Ready = cond.Status
 		out.ReadyChanged = cond.LastTransitionTime.Time
 	}
-	out.Available, out.AvailableKnown = availableReplicas(c.Status.ResourceSummary, req)
+	out.Available, out.AvailableKnown = availableReplicas(c.Status.ResourceSummary, c.Spec.ResourceModels, req)
 	return out
 }
 
 // availableReplicas estimates how many replicas needing req fit in what summary says is free: for each resource a
 // replica requests (and one pod each, when the cluster counts pods), free / request, the smallest of them; none
-// when the cluster has none of a resource requested.
-func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alpha1.ReplicaRequirements) (int32, bool) {
+// when the cluster has none of a resource requested. With resource models and the nodes counted per grade, the
+// estimate is at most what the grades allow (modelReplicas), as Karmada's.
+func availableReplicas(summary *clusterv1alpha1.ResourceSummary, models []clusterv1alpha1.ResourceModel,
+	req *workv1alpha1.ReplicaRequirements) (int32, bool) {
 	if summary == nil || len(summary.Allocatable) == 0 {
 		return 0, false // no nodes seen (yet): nothing to go by
 	}
@@ -117,6 +124,9 @@ func availableReplicas(summary *clusterv1alpha1.ResourceSummary, req *workv1alph
 	if !known {
 		return 0, false
 	}
+	if byModels, ok := modelReplicas(models, summary.AllocatableModelings, requests); ok {
+		fits = min(fits, byModels)
+	}
 	return int32(fits), true
 }
 
@@ -132,11 +142,12 @@ func timesFit(free, per resource.Quantity) int64 {
 }
 
 // serves says why c does not serve the kind gvk (its API list, when reported, lacks it), or "" when it does, gvk is
-// empty, or c has not reported its APIs. Karmada keeps a target whose list it does not trust (its
-// CompleteAPIEnablements condition) and leaves out any other cluster; fedmesh's cluster controller writes the list
-// with the first Ready, so a Ready cluster without one is one whose status another writer keeps (Pull mode):
-// leaving it out would leave it unusable, so its list does not count until there is one.
-func (c *Cluster) serves(gvk schema.GroupVersionKind) string {
+// empty, or c has not reported its APIs. As Karmada, a cluster the binding is on (placed) stays while its list is
+// not known complete: discovery that failed for the kind's group (an aggregated API down) says nothing of the kind.
+// fedmesh's cluster controller writes the list with the first Ready, so a Ready cluster without one is one whose
+// status another writer keeps (Pull mode): leaving it out would leave it unusable, so its list does not count
+// until there is one.
+func (c *Cluster) serves(gvk schema.GroupVersionKind, placed bool) string {
 	if gvk.Kind == "" || len(c.APIs) == 0 {
 		return ""
 	}
@@ -149,6 +160,12 @@ func (c *Cluster) serves(gvk schema.GroupVersionKind) string {
 			return ""
 		}
 		break
+	}
+	if !c.APIsComplete {
+		if placed {
+			return ""
+		}
+		return fmt.Sprintf("does not serve %s %s (as far as its incomplete API list tells)", gv, gvk.Kind)
 	}
 	return fmt.Sprintf("does not serve %s %s", gv, gvk.Kind)
 }

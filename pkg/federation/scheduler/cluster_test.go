@@ -28,6 +28,11 @@ func TestNewCluster(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionCompleteAPIEnablements, Status: metav1.ConditionTrue})
+	if !NewCluster(c, nil).APIsComplete {
+		t.Error("a Cluster whose CompleteAPIEnablements is True is not APIsComplete")
+	}
+
 	c.DeletionTimestamp = &metav1.Time{Time: now}
 	if !NewCluster(c, nil).Deleting {
 		t.Error("a Cluster with a deletionTimestamp is not Deleting")
@@ -80,7 +85,7 @@ func TestAvailableReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, known := availableReplicas(tt.summary, tt.req)
+			got, known := availableReplicas(tt.summary, nil, tt.req)
 			if got != tt.want || known != tt.known {
 				t.Errorf("got %d (known %v), want %d (known %v)", got, known, tt.want, tt.known)
 			}

@@ -12,9 +12,10 @@ import (
 )
 
 // The readiness taint keys: a binding's clusterTolerations name them to say how long it stays on an unhealthy
-// cluster (effect NoExecute, with tolerationSeconds), as in Karmada. They match the taints the Cluster controller
-// (pkg/federation/cluster) puts on such clusters; failover also derives them from the Ready condition itself, so it
-// does not depend on those taints being there.
+// cluster (effect NoExecute, with tolerationSeconds), as in Karmada; a toleration of Karmada's keys
+// (cluster.karmada.io/not-ready, /unreachable) counts as one of these (tolerates). They match the taints the
+// Cluster controller (pkg/federation/cluster) puts on such clusters; failover also derives them from the Ready
+// condition itself, so it does not depend on those taints being there.
 const (
 	// NotReadyTaintKey: the member answers, but not ok; failover reads a Ready condition that is False as this
 	// taint.

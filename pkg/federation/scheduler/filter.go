@@ -70,7 +70,7 @@ func untolerated(c *Cluster, tolerations []corev1.Toleration, now time.Time, eff
 func tolerationOf(t *corev1.Taint, tolerations []corev1.Toleration) (seconds *int64, ok bool) {
 	for i := range tolerations {
 		tol := &tolerations[i]
-		if !tol.ToleratesTaint(klog.Background(), t, false) {
+		if !tolerates(tol, t) {
 			continue
 		}
 		if tol.TolerationSeconds == nil || t.Effect != corev1.TaintEffectNoExecute {
@@ -91,4 +91,26 @@ func expired(t *corev1.Taint, tolerations []corev1.Toleration, now time.Time) bo
 		return false
 	}
 	return !now.Before(t.TimeAdded.Add(time.Duration(max(*seconds, 0)) * time.Second))
+}
+
+// karmadaTaintAliases maps Karmada's readiness taint keys to fedmesh's: policies ported from Karmada name Karmada's
+// keys in clusterTolerations, and would otherwise tolerate nothing here (and fail over after the default 300s).
+var karmadaTaintAliases = map[string]string{
+	"cluster.karmada.io/not-ready":   NotReadyTaintKey,
+	"cluster.karmada.io/unreachable": UnreachableTaintKey,
+}
+
+// tolerates says whether tol tolerates t, a toleration of a Karmada readiness key also tolerating fedmesh's taint
+// of that meaning. It still matches its own key literally: a Cluster copied from Karmada may carry Karmada's taints.
+func tolerates(tol *corev1.Toleration, t *corev1.Taint) bool {
+	if tol.ToleratesTaint(klog.Background(), t, false) {
+		return true
+	}
+	alias, ok := karmadaTaintAliases[tol.Key]
+	if !ok {
+		return false
+	}
+	aliased := *tol
+	aliased.Key = alias
+	return aliased.ToleratesTaint(klog.Background(), t, false)
 }

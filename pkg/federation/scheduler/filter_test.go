@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,5 +22,47 @@ func TestPlacementZoneInNeedsEveryZone(t *testing.T) {
 	a.FieldSelector.MatchExpressions[0].Values = []string{"z2", "z1"}
 	if why := matchAffinity(a, &c); why != "" {
 		t.Errorf("placement clusterAffinity zone In [z2 z1] refuses a cluster in zones z1 and z2: %s", why)
+	}
+}
+
+// A policy ported from Karmada tolerates cluster.karmada.io/not-ready and /unreachable: fedmesh's taints of the
+// same meaning must honour it, in scheduling and in failover alike (both ask tolerationOf).
+func TestKarmadaTaintKeysTolerateFedmeshTaints(t *testing.T) {
+	forever := func(key string) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	}
+	added := metav1.NewTime(now.Add(-time.Hour))
+	down := cluster("a", func(c *Cluster) {
+		c.Ready, c.ReadyChanged = metav1.ConditionFalse, added.Time
+		c.Taints = []corev1.Taint{{Key: UnreachableTaintKey, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}}
+	})
+	tests := []struct {
+		name       string
+		toleration corev1.Toleration
+		evicted    bool
+	}{
+		{"fedmesh key", forever(UnreachableTaintKey), false},
+		{"Karmada key", forever("cluster.karmada.io/unreachable"), false},
+		{"Karmada key of the other taint", forever("cluster.karmada.io/not-ready"), true},
+		{"Karmada key, other effect", corev1.Toleration{Key: "cluster.karmada.io/unreachable", Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoSchedule}, true},
+		{"another karmada.io key", forever("cluster.karmada.io/other"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Failover(FailoverInput{Failover: &policyv1alpha1.FailoverBehavior{}, Clusters: []Cluster{down},
+				Targets: targets("a", 1), Tolerations: []corev1.Toleration{tt.toleration}, Now: now})
+			if got := len(d.Evict) > 0; got != tt.evicted {
+				t.Errorf("evicted = %v, want %v (%+v)", got, tt.evicted, d)
+			}
+			if got := untolerated(&down, []corev1.Toleration{tt.toleration}, now, corev1.TaintEffectNoExecute) != nil; got != tt.evicted {
+				t.Errorf("untolerated = %v, want %v", got, tt.evicted)
+			}
+		})
+	}
+	// A Karmada taint left on a Cluster copied from Karmada still matches its own key.
+	stale := &corev1.Taint{Key: "cluster.karmada.io/not-ready", Effect: corev1.TaintEffectNoSchedule}
+	if _, ok := tolerationOf(stale, []corev1.Toleration{{Key: stale.Key, Operator: corev1.TolerationOpExists}}); !ok {
+		t.Errorf("a toleration of cluster.karmada.io/not-ready no longer tolerates that very taint")
 	}
 }

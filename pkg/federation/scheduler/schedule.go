@@ -231,9 +231,9 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 }
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
-// affinity, serve the template's kind and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
-// taint or a blip (though it takes no new replicas: closedToNew); a cluster being deleted is left at once, as it
-// would be once it is gone.
+// affinity, serve the template's kind (as far as a complete API list tells) and be neither evicted nor being
+// deleted: a cluster the binding is on is left by failover, not by a new taint or a blip (though it takes no new
+// replicas: closedToNew); a cluster being deleted is left at once, as it would be once it is gone.
 func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32, duplicated bool) string {
 	if slices.Contains(in.Evicted, c.Name) {
@@ -245,10 +245,11 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 	if why := matchAffinity(affinity, c); why != "" {
 		return why
 	}
-	if why := c.serves(in.GVK); why != "" {
+	_, placed := previous[c.Name]
+	if why := c.serves(in.GVK, placed); why != "" {
 		return why
 	}
-	if _, placed := previous[c.Name]; placed {
+	if placed {
 		return ""
 	}
 	return closedToNew(c, in, p, duplicated)

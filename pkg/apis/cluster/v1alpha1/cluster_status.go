@@ -16,7 +16,8 @@ type ClusterStatus struct {
 	// +optional
 	APIEnablements []APIEnablement `json:"apiEnablements,omitempty"`
 
-	// Conditions: Ready (the API server answers its health check).
+	// Conditions: Ready (the API server answers its health check) and CompleteAPIEnablements (apiEnablements lists
+	// every group the member serves: False when its discovery of some failed).
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -35,6 +36,12 @@ type ClusterStatus struct {
 
 // ClusterConditionReady is the condition type that is true while the cluster is healthy.
 const ClusterConditionReady = "Ready"
+
+// ClusterConditionCompleteAPIEnablements is the condition type that is true while status.apiEnablements is the
+// member's whole list: False when discovery failed for some groups (an aggregated API down), whose kinds may then
+// be missing, and the scheduler keeps a binding on such a cluster though its list lacks the binding's kind. As
+// Karmada's condition of the same name.
+const ClusterConditionCompleteAPIEnablements = "CompleteAPIEnablements"
 
 // APIEnablement is the resources one group version serves.
 type APIEnablement struct {

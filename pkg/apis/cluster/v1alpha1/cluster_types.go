@@ -101,9 +101,15 @@ type ClusterSpec struct {
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 
-	// ResourceModels are node size classes ("grades") for estimating how many replicas fit: each grade is a
-	// range of cpu, memory and so on. Unset means the default grades 0 to 8.
+	// ResourceModels are node size classes ("grades") for estimating how many replicas fit, as Karmada's: each
+	// grade is a range of cpu, memory and so on, every grade ranging the same resources, each range of a grade
+	// starting where the same resource's range of the grade below ends (Karmada's webhook refuses others; the CRD
+	// checks only the resources, quantities being too costly for its rules). The cluster controller counts the nodes
+	// of each grade (status.resourceSummary.allocatableModelings), and the scheduler fits a replica only on nodes
+	// of a grade whose minimum covers its requests. Unset: no grades (Karmada's webhook writes its default grades
+	// 0 to 8 instead; a Cluster copied from Karmada carries them), room is estimated from summed resources alone.
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.all(p, p.ranges.size() == m.ranges.size() && p.ranges.all(r, m.ranges.exists(s, s.name == r.name))))",message="every grade must range the same resources"
 	// +listType=map
 	// +listMapKey=grade
 	// +optional
@@ -140,7 +146,8 @@ const (
 	SecretCADataKey = "caBundle"
 )
 
-// ResourceModel is one grade: nodes whose allocatable resources fall in all of the ranges.
+// ResourceModel is one grade: nodes whose free resources (allocatable less what their pods request) reach every
+// range's min, and not the next grade's.
 type ResourceModel struct {
 	// Grade orders the models, from 0 for the smallest nodes.
 	// +kubebuilder:validation:Minimum=0
