@@ -9,12 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
-	"github.com/fedmesh/fedmesh/test/fedrun"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -132,23 +130,6 @@ func startOneMemberFederation(t *testing.T, opts fedtest.Options, namespaces ...
 			t.Fatal(err)
 		}
 	}
-	run, err := fedrun.Start(ctx, fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir,
-		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("federator logs:\n%s", run.Logs(60))
-		}
-		run.Stop()
-	})
-	e := &fedEnv{t: t, f: f, run: run, members: map[string]kubernetes.Interface{}}
-	for _, m := range f.Members {
-		e.members[m.Name()] = m.Clientset()
-	}
-	if err := fedtest.WaitClustersReady(ctx, f.Host, opts.Members, 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := runFederation(t, f, 0, opts.Members, 60)
 	return e
 }

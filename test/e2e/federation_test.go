@@ -55,22 +55,7 @@ func testFederation(t *testing.T, shards int) {
 			t.Fatal(err)
 		}
 	}
-	run, err := fedrun.Start(context.Background(), fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir, Shards: shards,
-		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("federator logs:\n%s", run.Logs(60))
-		}
-		run.Stop()
-	})
-	e := &fedEnv{t: t, f: f, run: run, members: map[string]kubernetes.Interface{}}
-	for _, m := range f.Members {
-		e.members[m.Name()] = m.Clientset()
-	}
-	e.waitClustersReady()
+	e := runFederation(t, f, shards, 2, 60)
 
 	t.Run("divided with an override and a dependency", e.dividedWithOverride)
 	t.Run("takeover with Overwrite keeps the pods; Abort leaves it alone", e.takeover)
@@ -136,6 +121,33 @@ func (e *fedEnv) checkSharded(shards int) {
 		e.t.Errorf("%d shards probed the members, want 1", probing)
 	}
 	e.t.Logf("namespaces by shard: %v", owners)
+}
+
+// runFederation runs the federator (shards of it when shards > 0) for the federation f, whose namespaces exist
+// already, probing clusters every second; stops it when t ends, showing its last logLines lines of logs if t failed;
+// and waits until members clusters are Ready.
+func runFederation(t *testing.T, f *fedtest.Federation, shards, members, logLines int) *fedEnv {
+	t.Helper()
+	ctx := context.Background()
+	run, err := fedrun.Start(ctx, fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir, Shards: shards,
+		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("federator logs:\n%s", run.Logs(logLines))
+		}
+		run.Stop()
+	})
+	e := &fedEnv{t: t, f: f, run: run, members: map[string]kubernetes.Interface{}}
+	for _, m := range f.Members {
+		e.members[m.Name()] = m.Clientset()
+	}
+	if err := fedtest.WaitClustersReady(ctx, f.Host, members, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 func (e *fedEnv) waitClustersReady() {

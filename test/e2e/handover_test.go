@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -139,24 +138,7 @@ func startHandover(t *testing.T, members int, prefix string) (*fedEnv, []string)
 			t.Fatal(err)
 		}
 	}
-	run, err := fedrun.Start(ctx, fedrun.Options{Host: f.Federation.Host, Client: f.Host, BinDir: binDir, Shards: 2,
-		FederatorArgs: []string{"--cluster-probe-interval", "1s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("federator logs:\n%s", run.Logs(80))
-		}
-		run.Stop()
-	})
-	e := &fedEnv{t: t, f: f, run: run, members: map[string]kubernetes.Interface{}}
-	for _, m := range f.Members {
-		e.members[m.Name()] = m.Clientset()
-	}
-	if err := fedtest.WaitClustersReady(ctx, f.Host, members, 60*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := runFederation(t, f, 2, members, 80)
 	return e, nss
 }
 
