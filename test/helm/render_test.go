@@ -185,6 +185,7 @@ func TestSchemaRejects(t *testing.T) {
 		{`proxy.resources.limits.nvidia\.com/gpu=1`, "/proxy/resources/limits"},
 		{"proxy.resources.requests.cpu=lots", "/proxy/resources/requests/cpu"},
 		{"proxy.resources.claims[0].name=x", "/proxy/resources"},
+		{"federator.releaseGrace=0s", "/federator/releaseGrace"},
 	} {
 		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
 		if err == nil {
