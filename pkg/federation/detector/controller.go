@@ -228,7 +228,8 @@ func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
 // when it is gone, or releases it after a grace when no policy selects it (releaseOrWait).
 func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (reconcile.Result, error) {
 	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
-		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped).
+		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped), with a grace anew.
+		r.releases.forget(key)
 		return reconcile.Result{}, nil
 	}
 	// Keys are made canonical when queued; again here, for an informer since restarted in another version, so that
@@ -274,6 +275,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	}
 	switch act {
 	case actWait:
+		r.releases.forget(key) // a policy selects it again: the release it waited for is off
 		return reconcile.Result{}, nil
 	case actRelease:
 		return r.releaseOrWait(ctx, key, obj)

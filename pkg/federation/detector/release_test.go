@@ -170,3 +170,55 @@ func TestReleaseGrace(t *testing.T) {
 		}
 	})
 }
+
+// A policy re-created within the grace that waits for its dependentOverrides takes the template back: the grace is
+// off, and when that policy goes too, later, a grace begins anew rather than the old deadline releasing the
+// template at once (and kubectl delete -f of policy and template leaving the workload in the members).
+func TestReleaseGraceBeginsAnew(t *testing.T) {
+	ctx := context.Background()
+	host, c := fedtest.Host(t)
+	const grace = 3 * time.Second
+	createAll(t, c, namespace("stale"))
+	policy := func(deps ...string) *policyv1alpha1.PropagationPolicy {
+		return &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "stale", Name: "app"},
+			Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: byName("app"), DependentOverrides: deps}}
+	}
+	createAll(t, c, webDeployment("stale", "app", 1), policy())
+	events := &fedtest.Events{}
+	r := &Reconciler{Interpreter: interpreter.Layers{Native: native.New()}.Chain(), Recorder: events, ReleaseGrace: grace}
+	fedtest.StartManager(t, host.Config(), r.SetupWithManager)
+	key := client.ObjectKey{Namespace: "stale", Name: "app-deployment"}
+	first := waitBinding(t, c, "stale", "app-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+
+	deletePolicy := func() {
+		t.Helper()
+		if err := c.Delete(ctx, policy()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error { // gone from the API server
+			return client.IgnoreNotFound(c.Get(ctx, client.ObjectKeyFromObject(policy()), &policyv1alpha1.PropagationPolicy{}))
+		})
+	}
+	// 1. The policy goes: the grace begins.
+	deletePolicy()
+	time.Sleep(500 * time.Millisecond)
+	// 2. Re-created within the grace, waiting for an override that does not exist: the template stays claimed.
+	createAll(t, c, policy("missing-override"))
+	time.Sleep(2 * grace) // the first deadline is long over
+	rb := &workv1alpha1.ResourceBinding{}
+	if err := c.Get(ctx, key, rb); err != nil || rb.DeletionTimestamp != nil || rb.UID != first.UID {
+		t.Fatalf("binding should still be there while the re-created policy waits: %v", err)
+	}
+	// 3. The policy goes again: a grace should begin anew.
+	start := time.Now()
+	deletePolicy()
+	for time.Since(start) < grace-time.Second {
+		rb := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, key, rb); err != nil || rb.DeletionTimestamp != nil {
+			t.Fatalf("binding deleted %v after its policy went the second time, within the grace (%v): the stale deadline of the first grace released it at once",
+				time.Since(start), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
