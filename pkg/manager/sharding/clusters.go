@@ -27,7 +27,8 @@ import (
 
 // memberClusters are the Push-mode member Clusters the proxies front at /clusters/<name>/, so a sharded federator
 // reaches members through its proxy (fenced and filtered like its host traffic). The endpoint, the CA and the way
-// to the member (spec.proxyURL and spec.proxyHeader, which the federator does not use behind the proxy) travel;
+// to the member (spec.proxyURL and spec.proxyHeader, which the federator does not use behind the proxy; only to
+// fedmesh's own namespace, see withoutEgress) travel;
 // credentials stay with the federator, which the proxy passes through. unread says that a member was left out
 // because its Secret could not be read and no CA of it is known yet. A member the proxies would refuse is left out
 // too (leaveOut): one bad Cluster must not make every proxy refuse its whole ownership document; so is one that
@@ -60,7 +61,7 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 			continue
 		}
 		if c.Spec.ProxyURL != "" {
-			// The header values may be secrets; they reach the proxies as the endpoint and CA do (see config.Cluster).
+			// The header values may be secrets: only the proxies of fedmesh's own namespace get them (withoutEgress).
 			mc.ProxyURL, mc.ProxyHeader = c.Spec.ProxyURL, c.Spec.ProxyHeader
 			if problem := clusterProblem(mc); problem != nil {
 				r.leaveOut(ctx, c, ReasonInvalidProxy, problem, leftOut)
@@ -100,6 +101,19 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, unread, nil
+}
+
+// withoutEgress is clusters without their ways through an egress proxy, for the proxies of a ShardingConfig outside
+// names.SystemNamespace (fedmesh's own, which holds the members' credentials and the federator's ShardingConfig):
+// spec.proxyURL and spec.proxyHeader may hold the egress proxy's credentials, and whoever may make a ShardingConfig
+// and a pod of their own in their namespace could read them from its proxy's configuration. Its version leaves
+// them out too, so no status elsewhere carries a digest of them.
+func withoutEgress(clusters []config.Cluster) []config.Cluster {
+	out := slices.Clone(clusters)
+	for i := range out {
+		out[i].ProxyURL, out[i].ProxyHeader = "", nil
+	}
+	return out
 }
 
 // ReasonInsecureNotProxied: a member Cluster with spec.insecureSkipTLSVerification is left out of the proxies'

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
+	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
@@ -98,7 +100,10 @@ func TestMemberClustersCarryTheirProxy(t *testing.T) {
 		edit(&c.Spec)
 		return c
 	}
-	c := storedClient(t, testConfig(1),
+	// The federator's ShardingConfig, in fedmesh's namespace, and a tenant's operator in its own.
+	fed, tenant := testConfig(1), testConfig(1)
+	fed.Namespace = names.SystemNamespace
+	c := storedClient(t, fed, tenant,
 		cluster("proxied", func(s *clusterv1alpha1.ClusterSpec) {
 			s.ProxyURL, s.ProxyHeader = "http://egress.example:3128", map[string]string{"X-Proxy-Token": "s3cret"}
 		}),
@@ -114,24 +119,38 @@ func TestMemberClustersCarryTheirProxy(t *testing.T) {
 	r.setDefaults()
 	ctx := context.Background()
 	for range 2 {
-		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(testConfig(1))}); err != nil {
-			t.Fatal(err)
+		for _, sc := range []*meshv1alpha1.ShardingConfig{fed, tenant} {
+			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sc)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	d, ok := pub.get(xds.OwnershipType, shard0)
-	if !ok {
-		t.Fatal("no ownership document published")
-	}
-	own, err := config.DecodeOwnership(d.Data)
-	if err != nil {
-		t.Fatalf("the proxies refuse the ownership document: %v", err)
+	members := func(sc *meshv1alpha1.ShardingConfig) []config.Cluster {
+		t.Helper()
+		d, ok := pub.get(xds.OwnershipType, xds.ResourceName(client.ObjectKeyFromObject(sc), 0))
+		if !ok {
+			t.Fatalf("no ownership document published for %s", sc.Namespace)
+		}
+		own, err := config.DecodeOwnership(d.Data)
+		if err != nil {
+			t.Fatalf("the proxies refuse the ownership document: %v", err)
+		}
+		if strings.Contains(string(d.Data), "egress") != (sc == fed) {
+			t.Errorf("%s's proxies get %s", sc.Namespace, d.Data)
+		}
+		return own.Clusters
 	}
 	want := []config.Cluster{
 		{Name: "direct", Server: "https://10.0.0.1:6443"},
 		{Name: "proxied", Server: "https://10.0.0.1:6443", ProxyURL: "http://egress.example:3128", ProxyHeader: map[string]string{"X-Proxy-Token": "s3cret"}},
 	}
-	if !reflect.DeepEqual(own.Clusters, want) {
-		t.Errorf("published members %+v, want %+v", own.Clusters, want)
+	if got := members(fed); !reflect.DeepEqual(got, want) {
+		t.Errorf("published members %+v, want %+v", got, want)
+	}
+	// A tenant could read its proxy's configuration, and the egress proxy's credentials with it.
+	want[1].ProxyURL, want[1].ProxyHeader = "", nil
+	if got := members(tenant); !reflect.DeepEqual(got, want) {
+		t.Errorf("published members of a tenant's ShardingConfig %+v, want %+v", got, want)
 	}
 	told := map[string]int{}
 	for _, e := range events(rec) {
@@ -161,5 +180,9 @@ func TestClustersVersionFollowsTheProxy(t *testing.T) {
 		if clustersVersion([]config.Cluster{c}) == v {
 			t.Errorf("%s: the version did not change", name)
 		}
+	}
+	// The version a tenant's ShardingConfig shows (status.proxies[].ackedVersion) tells nothing of the headers.
+	if a, b := clustersVersion(withoutEgress([]config.Cluster{base})), clustersVersion(withoutEgress([]config.Cluster{other})); a != b {
+		t.Errorf("without egress, versions %s and %s differ with the header value", a, b)
 	}
 }

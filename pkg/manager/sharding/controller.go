@@ -29,6 +29,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	mcanary "github.com/fedmesh/fedmesh/pkg/manager/canary"
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/shard"
@@ -348,6 +349,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	var unread bool
 	if pub.Clusters, unread, err = r.memberClusters(ctx); err != nil {
 		return reconcile.Result{}, err
+	}
+	if sc.Namespace != names.SystemNamespace {
+		pub.Clusters = withoutEgress(pub.Clusters)
 	}
 	if unread {
 		defer func() {
