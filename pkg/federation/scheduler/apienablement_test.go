@@ -26,7 +26,8 @@ func serving(gv string, kinds ...string) func(*Cluster) {
 func incomplete(c *Cluster) { c.APIsComplete = false }
 
 // As Karmada's APIEnablement filter: a cluster whose reported APIs lack the template's kind (a CRD installed only
-// in some members) is no candidate, nor a target any more; one that reported none is not left out for it.
+// in some members) is no candidate; one that reported none is not left out for it. Unlike Karmada, a target stays
+// whatever its list says (taking none of a scale-up while the list lacks the kind).
 func TestScheduleAPIEnablement(t *testing.T) {
 	cloneSet := schema.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "CloneSet"}
 	withCRD := serving("apps.kruise.io/v1alpha1", "CloneSet", "StatefulSet")
@@ -65,10 +66,31 @@ func TestScheduleAPIEnablement(t *testing.T) {
 			want: targets("b", 1),
 		},
 		{
-			name: "a target whose list now lacks the kind (the CRD removed) is left",
+			// A probe whose discovery briefly missed the group (a member apiserver restarting) must not take the
+			// binding off b: its Work would go, and every CloneSet there with it. A Work of a kind really gone
+			// says so (Applied False, UnknownKind); changing the placement takes the binding off.
+			name: "a target whose complete list now lacks the kind stays",
 			in: Input{Replicas: 2, GVK: cloneSet, Previous: targets("a", 2, "b", 2),
 				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps)}},
-			want: targets("a", 2),
+			want: targets("a", 2, "b", 2),
+		},
+		{
+			name: "a target that lacks the kind stays though no other cluster serves it",
+			in: Input{Replicas: 2, GVK: cloneSet, Previous: targets("b", 2),
+				Clusters: []Cluster{cluster("a", apps), cluster("b", apps)}},
+			want: targets("b", 2),
+		},
+		{
+			name: "divided: a target whose list lacks the kind keeps its replicas but takes none of a scale-up",
+			in: Input{Replicas: 6, GVK: cloneSet, Placement: equal, Previous: targets("a", 2, "b", 2),
+				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps)}},
+			want: targets("a", 4, "b", 2),
+		},
+		{
+			name: "divided scale-up with no cluster serving the kind: unschedulable, the target keeps its replicas",
+			in: Input{Replicas: 4, GVK: cloneSet, Placement: equal, Previous: targets("b", 2),
+				Clusters: []Cluster{cluster("a", apps), cluster("b", apps)}},
+			wantError: []string{"a: does not serve apps.kruise.io/v1alpha1 CloneSet", "b: does not serve apps.kruise.io/v1alpha1 CloneSet, keeps its 2 replicas"},
 		},
 		{
 			name: "a target that reports no list (not yet, or not any more) stays",
@@ -77,10 +99,10 @@ func TestScheduleAPIEnablement(t *testing.T) {
 			want: targets("a", 2, "b", 2),
 		},
 		{
-			name: "settled divided: a target that stops serving the kind no longer holds replicas",
+			name: "settled divided: a target whose list lacks the kind keeps its replicas",
 			in: Input{Replicas: 4, GVK: cloneSet, Placement: equal, Settled: true, Previous: targets("a", 2, "b", 2),
 				Clusters: []Cluster{cluster("a", withCRD), cluster("b", apps)}},
-			want: targets("a", 4),
+			want: targets("a", 2, "b", 2),
 		},
 		{
 			name: "an incomplete list: a target stays though the list lacks the kind",

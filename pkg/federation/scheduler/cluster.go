@@ -142,12 +142,15 @@ func timesFit(free, per resource.Quantity) int64 {
 }
 
 // serves says why c does not serve the kind gvk (its API list, when reported, lacks it), or "" when it does, gvk is
-// empty, or c has not reported its APIs. As Karmada, a cluster the binding is on (placed) stays while its list is
-// not known complete: discovery that failed for the kind's group (an aggregated API down) says nothing of the kind.
-// fedmesh's cluster controller writes the list with the first Ready, so a Ready cluster without one is one whose
-// status another writer keeps (Pull mode): leaving it out would leave it unusable, so its list does not count
-// until there is one.
-func (c *Cluster) serves(gvk schema.GroupVersionKind, placed bool) string {
+// empty, or c has not reported its APIs. It filters new placements only (closedToNew): a cluster the binding is on
+// stays whatever its list says, unlike Karmada, which takes the binding off once a complete list lacks the kind.
+// One probe whose discovery missed the group (a member apiserver restarting serves a CRD's group only once its
+// CRD informer synced; HA apiservers behind a load balancer) would otherwise delete the Work there, and every
+// object of the kind with it. A Work of a kind really gone says so (Applied False, UnknownKind); changing the
+// placement takes the binding off. fedmesh's cluster controller writes the list with the first Ready, so a Ready
+// cluster without one is one whose status another writer keeps (Pull mode): leaving it out would leave it
+// unusable, so its list does not count until there is one.
+func (c *Cluster) serves(gvk schema.GroupVersionKind) string {
 	if gvk.Kind == "" || len(c.APIs) == 0 {
 		return ""
 	}
@@ -162,9 +165,6 @@ func (c *Cluster) serves(gvk schema.GroupVersionKind, placed bool) string {
 		break
 	}
 	if !c.APIsComplete {
-		if placed {
-			return ""
-		}
 		return fmt.Sprintf("does not serve %s %s (as far as its incomplete API list tells)", gv, gvk.Kind)
 	}
 	return fmt.Sprintf("does not serve %s %s", gv, gvk.Kind)

@@ -23,6 +23,18 @@ func modelReplicas(models []clusterv1alpha1.ResourceModel, counts []clusterv1alp
 	}
 	models = slices.Clone(models)
 	slices.SortFunc(models, func(a, b clusterv1alpha1.ResourceModel) int { return int(a.Grade) - int(b.Grade) })
+	// Every grade must range every request first: a request no grade tells of leaves the models out, whatever
+	// the other requests ask (checked in one loop with the grades, the answer would follow map order).
+	for name, req := range requests {
+		if req.Sign() <= 0 || name == corev1.ResourcePods {
+			continue
+		}
+		for i := range models {
+			if _, ok := modelMin(&models[i], name); !ok {
+				return 0, false // this grade says nothing of the resource: no node count to go by
+			}
+		}
+	}
 	lowest := 0 // the lowest grade any request allows
 	for name, req := range requests {
 		if req.Sign() <= 0 || name == corev1.ResourcePods {
@@ -30,11 +42,7 @@ func modelReplicas(models []clusterv1alpha1.ResourceModel, counts []clusterv1alp
 		}
 		grade := -1
 		for i := range models {
-			m, ok := modelMin(&models[i], name)
-			if !ok {
-				return 0, false // this grade says nothing of the resource: no node count to go by
-			}
-			if m.Cmp(req) >= 0 {
+			if m, _ := modelMin(&models[i], name); m.Cmp(req) >= 0 {
 				grade = i
 				break
 			}

@@ -80,3 +80,25 @@ func TestAvailableReplicasByResourceModels(t *testing.T) {
 		})
 	}
 }
+
+// A request of a resource no grade ranges leaves the models out, whatever the other requests ask: the estimate is
+// the summed resources', every time. modelReplicas once returned on the first request it looked at, in map order,
+// so a CPU request beyond every grade next to a GPU one made the room 0 or the summed estimate by turns.
+func TestAvailableReplicasUnrangedResourceIgnoresModels(t *testing.T) {
+	q := resource.MustParse
+	summary := &clusterv1alpha1.ResourceSummary{
+		Allocatable:          corev1.ResourceList{corev1.ResourceCPU: q("100"), "nvidia.com/gpu": q("4")},
+		AllocatableModelings: counted(0, 0, 1, 0, 2, 0, 3, 10),
+	}
+	req := &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{
+		corev1.ResourceCPU: q("6"), // beyond grade 3's minimum (4)
+		"nvidia.com/gpu":   q("1"), // ranged by no grade
+	}}
+	mc := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m"},
+		Spec: clusterv1alpha1.ClusterSpec{ResourceModels: grades()}, Status: clusterv1alpha1.ClusterStatus{ResourceSummary: summary}}
+	for i := 0; i < 100; i++ { // map order differs from pass to pass
+		if c := NewCluster(mc, req); !c.AvailableKnown || c.Available != 4 {
+			t.Fatalf("pass %d: room %d (known %v), want 4 (the GPUs summed; the models do not range them)", i, c.Available, c.AvailableKnown)
+		}
+	}
+}

@@ -21,7 +21,8 @@ type Input struct {
 	// Replicas is the template's replica count; 0 for templates without replicas.
 	Replicas int32
 	// GVK is the template's group, version and kind: a cluster whose reported APIs lack it (a CRD installed only
-	// in some members) is no candidate, and a target no more. Empty: not checked.
+	// in some members) is no candidate; a target stays (Cluster.serves says why) but takes no new replicas.
+	// Empty: not checked.
 	GVK schema.GroupVersionKind
 	// Clusters are all member clusters.
 	Clusters []Cluster
@@ -35,11 +36,10 @@ type Input struct {
 	// after it. Empty starts at the first term.
 	PreviousAffinity string
 	// Settled says the placement has not changed since Previous was made. A settled result of divided replicas
-	// stands while it holds every replica and each of its clusters still fits (matches the affinity, serves the
-	// kind, is neither evicted nor being deleted), as Karmada keeps it: a binding is placed afresh when its
-	// placement or replicas change, not when a cluster comes, recovers or changes otherwise (which would move
-	// running replicas back and forth); spread constraints are not checked again either. Duplicated placements
-	// follow the clusters.
+	// stands while it holds every replica and each of its clusters still fits (matches the affinity, is neither
+	// evicted nor being deleted), as Karmada keeps it: a binding is placed afresh when its placement or replicas
+	// change, not when a cluster comes, recovers or changes otherwise (which would move running replicas back and
+	// forth); spread constraints are not checked again either. Duplicated placements follow the clusters.
 	Settled bool
 	// Evicted are clusters failover is taking the binding off; they are not candidates.
 	Evicted []string
@@ -231,9 +231,9 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 }
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
-// affinity, serve the template's kind (as far as a complete API list tells) and be neither evicted nor being
-// deleted: a cluster the binding is on is left by failover, not by a new taint or a blip (though it takes no new
-// replicas: closedToNew); a cluster being deleted is left at once, as it would be once it is gone.
+// affinity and be neither evicted nor being deleted: a cluster the binding is on is left by failover, not by a new
+// taint, a blip or an API list that lacks the kind (though it takes no new replicas: closedToNew); a cluster being
+// deleted is left at once, as it would be once it is gone.
 func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
 	previous map[string]int32, duplicated bool) string {
 	if slices.Contains(in.Evicted, c.Name) {
@@ -245,19 +245,18 @@ func fit(c *Cluster, in Input, p *policyv1alpha1.Placement, affinity *policyv1al
 	if why := matchAffinity(affinity, c); why != "" {
 		return why
 	}
-	_, placed := previous[c.Name]
-	if why := c.serves(in.GVK, placed); why != "" {
-		return why
-	}
-	if placed {
+	if _, placed := previous[c.Name]; placed {
 		return ""
 	}
 	return closedToNew(c, in, p, duplicated)
 }
 
-// closedToNew says why c takes no new work (not ready, a taint not tolerated, no room for a duplicated copy), or ""
-// when it does.
+// closedToNew says why c takes no new work (its API list lacks the kind, not ready, a taint not tolerated, no room
+// for a duplicated copy), or "" when it does.
 func closedToNew(c *Cluster, in Input, p *policyv1alpha1.Placement, duplicated bool) string {
+	if why := c.serves(in.GVK); why != "" {
+		return why
+	}
 	if !c.ready() {
 		return "not ready"
 	}
