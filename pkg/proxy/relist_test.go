@@ -414,3 +414,35 @@ func TestRelistAsTheGrantEndsTheWatchLiftsTheFence(t *testing.T) {
 		t.Errorf("a write in a namespace owned before: %d, want 201", got)
 	}
 }
+
+// A watch ended by a revoke whose handler has not closed it yet (its client is slow to read the ERROR event) still
+// counts at the next change: when that change is a grant, writes in the granted namespace wait for that informer
+// to list it.
+func TestGrantRightAfterARevokeAwaitsAWatchStillClosing(t *testing.T) {
+	owning := func(namespaces ...string) *config.Ownership {
+		var ranges shard.Set
+		for _, ns := range namespaces {
+			ranges = ranges.Union(rangesOf(ns))
+		}
+		return &config.Ownership{Shard: 1, Assignment: shard.Assignment{1: ranges}}
+	}
+	own0, own1, own2 := owning("mine", "other"), owning("mine"), owning("mine", "granted")
+	f := newRelistFence(time.Minute)
+	w := newWatches()
+	now := time.Now()
+	f.changed(own0, nil, now)
+	key := servedKey{resource: schema.GroupResource{Resource: "configmaps"}} // across namespaces
+	// The informer's watch, served under own0: any change of ownership changes what it shows.
+	b := w.track(io.NopCloser(strings.NewReader("")), func(bool) ([]byte, error) { return nil, nil }, []byte("x"), key,
+		func(cur *config.Ownership) bool { return cur == own0 })
+	_ = b // its handler has not read the ERROR event out yet: not Closed, still in w.active
+
+	// Change 1: "other" revoked (gains nothing).
+	w.endStale(own1, func(stale []servedKey) { f.changed(own1, stale, now) })
+	// Change 2, a moment later: "granted" granted. The informer has not listed since change 1.
+	w.endStale(own2, func(stale []servedKey) { f.changed(own2, stale, now.Add(10*time.Millisecond)) })
+
+	if f.writable(own2, "granted", now.Add(20*time.Millisecond)) {
+		t.Fatal("a write in the granted namespace passes before the informer across namespaces has listed it")
+	}
+}
