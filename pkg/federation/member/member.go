@@ -240,7 +240,7 @@ func (f *Factory) config(c *clusterv1alpha1.Cluster, secret *corev1.Secret) (*re
 			return nil, fmt.Errorf("cluster %s: proxyURL: %w", c.Name, err)
 		}
 		cfg.Proxy = func(*http.Request) (*url.URL, error) { return u, nil }
-		if h := proxyConnectHeader(c.Spec.ProxyHeader); h != nil {
+		if h := clusterv1alpha1.ProxyConnectHeader(c.Spec.ProxyHeader); h != nil {
 			// Sent on the CONNECT that opens a connection through the proxy (an https apiEndpoint), as Karmada does.
 			cfg.Wrap(withProxyConnectHeader(h))
 		}

@@ -6,30 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/textproto"
 	"slices"
-	"strings"
 
 	"k8s.io/client-go/transport"
 )
-
-// proxyConnectHeader is a Cluster's spec.proxyHeader as the headers of the CONNECT request that opens each
-// connection through its spec.proxyURL; nil when there are none. As in Karmada, a value with commas is several
-// values of its header. Keys are canonicalized ("x-proxy-token" is X-Proxy-Token); keys that differ only in case
-// add up, in the order of their spelling, so the result does not depend on map order.
-func proxyConnectHeader(spec map[string]string) http.Header {
-	if len(spec) == 0 {
-		return nil
-	}
-	h := http.Header{}
-	for _, key := range slices.Sorted(maps.Keys(spec)) {
-		canonical := textproto.CanonicalMIMEHeaderKey(key)
-		for _, v := range strings.Split(spec[key], ",") {
-			h[canonical] = append(h[canonical], strings.TrimSpace(v))
-		}
-	}
-	return h
-}
 
 // proxyHeaderVersion stands for spec.proxyHeader in specVersion, so that a changed header makes a new client. A
 // digest rather than the headers: their values may be secrets (a proxy's credentials), kept out of anything that

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 )
 
 // Cluster is a member API server the proxy fronts; callers' credentials are passed to it unchanged. The proxy always
@@ -26,8 +27,8 @@ type Cluster struct {
 	// ProxyHeader are the headers sent to an http(s) ProxyURL on each CONNECT (the Cluster's spec.proxyHeader;
 	// several values of one header comma-separated); a socks5 proxy gets none. Their values may be secrets (the
 	// egress proxy's credentials): they travel in the ownership document over xDS to the sidecar, and are persisted
-	// with it, as the member's endpoint and CA are (the same trust); the proxy never logs them, and its errors name
-	// only the header.
+	// with it, so the manager sends them only to the federator's proxies (those of fedmesh-system), never a tenant
+	// operator's; the proxy never logs them, and its errors name only the header.
 	ProxyHeader map[string]string `json:"proxyHeader,omitempty"`
 }
 
@@ -53,20 +54,9 @@ func (c Cluster) Proxy() (*url.URL, error) {
 }
 
 // ConnectHeader is c's ProxyHeader as the headers of a CONNECT request, as the federator sends them when it
-// reaches the member itself: a value with commas is several values; keys are canonicalized, and keys that differ
-// only in case add up in the order of their spelling, so the result does not depend on map order. nil if none.
+// reaches the member itself.
 func (c Cluster) ConnectHeader() http.Header {
-	if len(c.ProxyHeader) == 0 {
-		return nil
-	}
-	h := http.Header{}
-	for _, key := range slices.Sorted(maps.Keys(c.ProxyHeader)) {
-		canonical := textproto.CanonicalMIMEHeaderKey(key)
-		for _, v := range strings.Split(c.ProxyHeader[key], ",") {
-			h[canonical] = append(h[canonical], strings.TrimSpace(v))
-		}
-	}
-	return h
+	return clusterv1alpha1.ProxyConnectHeader(c.ProxyHeader)
 }
 
 // Same reports whether c and o are the same API server reached the same way.

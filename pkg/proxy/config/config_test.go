@@ -2,10 +2,8 @@ package config
 
 import (
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,23 +259,5 @@ func TestStoreRefusesEpochConflicts(t *testing.T) {
 	}
 	if v := s.Current().OwnershipVersion; v != "v1b" {
 		t.Fatalf("serving %q, want v1b", v)
-	}
-}
-
-// A member's proxyHeader becomes CONNECT headers as the federator sends them itself: commas separate values, keys
-// differing in case add up, whatever the map order.
-func TestClusterConnectHeader(t *testing.T) {
-	tests := []struct {
-		spec map[string]string
-		want http.Header
-	}{
-		{spec: nil, want: nil},
-		{spec: map[string]string{"x-proxy-token": "t"}, want: http.Header{"X-Proxy-Token": {"t"}}},
-		{spec: map[string]string{"X-A": "1, 2", "x-a": "3"}, want: http.Header{"X-A": {"1", "2", "3"}}},
-	}
-	for _, tt := range tests {
-		if got := (Cluster{ProxyHeader: tt.spec}).ConnectHeader(); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ConnectHeader of %v = %v, want %v", tt.spec, got, tt.want)
-		}
 	}
 }
