@@ -32,7 +32,7 @@ import (
 // credentials stay with the federator, which the proxy passes through. unread says that a member was left out
 // because its Secret could not be read and no CA of it is known yet. A member the proxies would refuse is left out
 // too (leaveOut): one bad Cluster must not make every proxy refuse its whole ownership document; so is one that
-// skips TLS verification, which the proxies never do.
+// skips TLS verification and gives no CA, for the proxies always verify.
 func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, unread bool, _ error) {
 	var list clusterv1alpha1.ClusterList
 	// Read only: a Cluster's status lists every API its member serves, a copy not worth making per reconcile.
@@ -54,10 +54,6 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 		mc := config.Cluster{Name: c.Name, Server: c.Spec.APIEndpoint}
 		if problem := clusterProblem(mc); problem != nil {
 			r.leaveOut(ctx, c, ReasonInvalidAPIEndpoint, problem, leftOut)
-			continue
-		}
-		if c.Spec.InsecureSkipTLSVerification {
-			r.leaveOut(ctx, c, ReasonInsecureNotProxied, errInsecureNotProxied, leftOut)
 			continue
 		}
 		if c.Spec.ProxyURL != "" {
@@ -93,6 +89,11 @@ func (r *Reconciler) memberClusters(ctx context.Context) (_ []config.Cluster, un
 			read[key] = ca
 			mc.CAData = ca.data
 		}
+		if c.Spec.InsecureSkipTLSVerification && len(mc.CAData) == 0 {
+			// With a CA the proxies verify the member with it, as they always do; without one they could not.
+			r.leaveOut(ctx, c, ReasonInsecureNotProxied, errInsecureNotProxied, leftOut)
+			continue
+		}
 		out = append(out, mc)
 	}
 	r.mu.Lock()
@@ -116,18 +117,18 @@ func withoutEgress(clusters []config.Cluster) []config.Cluster {
 	return out
 }
 
-// ReasonInsecureNotProxied: a member Cluster with spec.insecureSkipTLSVerification is left out of the proxies'
-// configuration: they always verify a member's certificate, and a sharded federator reaches members only through
-// them.
+// ReasonInsecureNotProxied: a member Cluster with spec.insecureSkipTLSVerification and no CA is left out of the
+// proxies' configuration: they always verify a member's certificate, and a sharded federator reaches members only
+// through them.
 const ReasonInsecureNotProxied = "InsecureNotProxied"
 
 // ReasonInvalidProxy: a member Cluster whose spec.proxyURL or spec.proxyHeader the proxies would refuse is left out
 // of their configuration.
 const ReasonInvalidProxy = "InvalidProxy"
 
-var errInsecureNotProxied = errors.New("spec.insecureSkipTLSVerification is set, and the mesh proxies always " +
-	"verify a member's certificate: put the member's CA in the Secret of spec.secretRef (key " +
-	clusterv1alpha1.SecretCADataKey + ") and unset it")
+var errInsecureNotProxied = errors.New("spec.insecureSkipTLSVerification is set and no CA is given, and the mesh " +
+	"proxies always verify a member's certificate: put the member's CA in the Secret of spec.secretRef (key " +
+	clusterv1alpha1.SecretCADataKey + ")")
 
 // secretRetry is how soon a member left out because its Secret could not be read is looked at again.
 const secretRetry = 5 * time.Second

@@ -109,6 +109,12 @@ func TestMemberClustersCarryTheirProxy(t *testing.T) {
 		}),
 		cluster("direct", func(*clusterv1alpha1.ClusterSpec) {}),
 		cluster("insecure", func(s *clusterv1alpha1.ClusterSpec) { s.InsecureSkipTLSVerification = true }),
+		cluster("insecure-with-ca", func(s *clusterv1alpha1.ClusterSpec) {
+			s.InsecureSkipTLSVerification = true
+			s.SecretRef = &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: "ca"}
+		}),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "ca"},
+			Data: map[string][]byte{clusterv1alpha1.SecretCADataKey: []byte("the member's CA")}},
 		cluster("ftp", func(s *clusterv1alpha1.ClusterSpec) { s.ProxyURL = "ftp://user:pw@egress.example" }),
 		cluster("badheader", func(s *clusterv1alpha1.ClusterSpec) {
 			s.ProxyURL, s.ProxyHeader = "http://egress.example:3128", map[string]string{"X-Token": "s3cret\r\nX-Other: 1"}
@@ -142,13 +148,15 @@ func TestMemberClustersCarryTheirProxy(t *testing.T) {
 	}
 	want := []config.Cluster{
 		{Name: "direct", Server: "https://10.0.0.1:6443"},
+		// The proxies verify with the CA, as always: insecureSkipTLSVerification is not needed, and harmless.
+		{Name: "insecure-with-ca", Server: "https://10.0.0.1:6443", CAData: []byte("the member's CA")},
 		{Name: "proxied", Server: "https://10.0.0.1:6443", ProxyURL: "http://egress.example:3128", ProxyHeader: map[string]string{"X-Proxy-Token": "s3cret"}},
 	}
 	if got := members(fed); !reflect.DeepEqual(got, want) {
 		t.Errorf("published members %+v, want %+v", got, want)
 	}
 	// A tenant could read its proxy's configuration, and the egress proxy's credentials with it.
-	want[1].ProxyURL, want[1].ProxyHeader = "", nil
+	want[2].ProxyURL, want[2].ProxyHeader = "", nil
 	if got := members(tenant); !reflect.DeepEqual(got, want) {
 		t.Errorf("published members of a tenant's ShardingConfig %+v, want %+v", got, want)
 	}
