@@ -227,14 +227,14 @@ func (r *Reconciler) WatchedKinds() []schema.GroupVersionKind {
 // reconcileTemplate claims the template for the policy that wins it and writes its binding, deletes its binding
 // when it is gone, or releases it after a grace when no policy selects it (releaseOrWait).
 func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (reconcile.Result, error) {
+	// Keys are made canonical when queued; again here, for an informer since restarted in another version, so that
+	// reads hit the informer.
+	key = r.Templates.Canonical(key)
 	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
 		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped), with a grace anew.
 		r.releases.forget(key)
 		return reconcile.Result{}, nil
 	}
-	// Keys are made canonical when queued; again here, for an informer since restarted in another version, so that
-	// reads hit the informer.
-	key = r.Templates.Canonical(key)
 	obj, err := r.Templates.Template(ctx, key)
 	if err != nil {
 		return reconcile.Result{}, err
