@@ -501,8 +501,11 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Again: nothing left to remove is not an error.
-	mustFedmesh(t, hostKubeconfig, "unjoin", "joined", "--kubeconfig", fresh.Kubeconfig())
+	// Again: nothing left to remove, as kubectl delete of a name that is gone.
+	if _, errOut, code := fedmesh(t, hostKubeconfig, "unjoin", "joined", "--kubeconfig", fresh.Kubeconfig()); code != 1 ||
+		!strings.Contains(errOut, `cluster "joined" not found`) {
+		t.Errorf("unjoin again: exit %d, %q; want exit 1, not found", code, errOut)
+	}
 
 	// A member without kube-controller-manager never fills the token Secret: join falls back to a one-year
 	// TokenRequest and says so. Re-joining member1 under its own name and endpoint is allowed and adds its ID.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
@@ -24,13 +26,16 @@ import (
 // memberFlags locate a member cluster. --kubeconfig is the member's here, never the host's (that is
 // --host-kubeconfig), as in the issue's `join NAME --kubeconfig MEMBER.kubeconfig`.
 type memberFlags struct {
-	kubeconfig string
-	context    string
+	kubeconfig     string
+	context        string
+	requestTimeout time.Duration
 }
 
 func (f *memberFlags) addFlags(cmd *cobra.Command, usage string) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", usage)
 	cmd.Flags().StringVar(&f.context, "member-context", "", "context of the member's --kubeconfig to use; default its current context")
+	cmd.Flags().DurationVar(&f.requestTimeout, "request-timeout", 30*time.Second,
+		"how long to wait for one answer of the member before giving up on it (0: no limit)")
 }
 
 type joinOptions struct {
@@ -51,7 +56,8 @@ ClusterRoleBinding ` + memberClusterRole + ` (what the federator needs: get, lis
 resource, since a policy may propagate any kind, and the health and discovery endpoints; no bind, escalate or
 impersonate) and a long-lived token Secret.
 In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and caBundle) and the Push-mode Cluster NAME, whose
-apiEndpoint is the member kubeconfig's server.
+apiEndpoint is the member kubeconfig's server, and proxyURL its proxy-url. A kubeconfig with tls-server-name is refused:
+a Cluster cannot carry it.
 
 Running join again brings everything up to date. A Cluster NAME that already stands for another cluster (another
 kube-system UID) is an error: unjoin it first. So is a cluster already joined under another name, and the host
@@ -84,9 +90,21 @@ func validateClusterName(name string) error {
 
 func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	ctx := cmd.Context()
-	memberCfg, kube, id, err := o.member.reach(ctx)
+	memberCfg, kube, err := o.member.client()
 	if err != nil {
 		return err
+	}
+	entry, err := o.member.clusterEntry()
+	if err != nil {
+		return err
+	}
+	if entry.TLSServerName != "" {
+		return fmt.Errorf("member kubeconfig: tls-server-name %s: a Cluster cannot carry a TLS server name, so the federation "+
+			"would not reach the member as --kubeconfig does; use a kubeconfig whose server's certificate is valid for its address", entry.TLSServerName)
+	}
+	id, err := clusterID(ctx, kube)
+	if err != nil {
+		return fmt.Errorf("member cluster: %w", err)
 	}
 	caBundle, err := caBundle(memberCfg)
 	if err != nil {
@@ -124,6 +142,7 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 		APIEndpoint:                 memberCfg.Host,
 		SecretRef:                   &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: name},
 		InsecureSkipTLSVerification: memberCfg.Insecure,
+		ProxyURL:                    entry.ProxyURL,
 	}, token, caBundle); err != nil {
 		return err
 	}
@@ -176,21 +195,44 @@ func caBundle(cfg *rest.Config) ([]byte, error) {
 	return nil, nil
 }
 
-// reach connects to the member the flags name: its config, a client, and its ID (see clusterID).
-func (f memberFlags) reach(ctx context.Context) (*rest.Config, kubernetes.Interface, string, error) {
+// client is the config of the member the flags name, each request limited to --request-timeout, and a client;
+// it does not talk to the member yet.
+func (f memberFlags) client() (*rest.Config, kubernetes.Interface, error) {
 	cfg, err := loadKubeconfig(f.kubeconfig, f.context)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
+		return nil, nil, fmt.Errorf("member cluster: %w", err)
 	}
+	cfg.Timeout = f.requestTimeout
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
+		return nil, nil, fmt.Errorf("member cluster: %w", err)
 	}
-	id, err := clusterID(ctx, kube)
+	return cfg, kube, nil
+}
+
+// clusterEntry is the cluster entry of the member kubeconfig's context, as written: the fields a rest.Config
+// keeps only in a form a Cluster cannot take (proxy-url) or not at all.
+func (f memberFlags) clusterEntry() (*clientcmdapi.Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: f.context}).RawConfig()
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("member cluster: %w", err)
+		return nil, fmt.Errorf("member cluster: load kubeconfig: %w", err)
 	}
-	return cfg, kube, id, nil
+	name := f.context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	kctx, ok := raw.Contexts[name]
+	if !ok {
+		return nil, fmt.Errorf("member cluster: load kubeconfig: context %q not found", name)
+	}
+	c, ok := raw.Clusters[kctx.Cluster]
+	if !ok {
+		return nil, fmt.Errorf("member cluster: load kubeconfig: cluster %q of context %q not found", kctx.Cluster, name)
+	}
+	return c, nil
 }
 
 // otherCluster says how registered Cluster c differs from the cluster of id (see clusterID) at endpoint, or "" when
@@ -216,7 +258,7 @@ func clusterID(ctx context.Context, kube kubernetes.Interface) (string, error) {
 }
 
 // registerInHost creates or updates the credentials Secret and the Cluster; other fields of an existing Cluster
-// (labels, region, taints, ...) are kept.
+// (labels, region, taints, ...) are kept, and its proxyURL when spec has none.
 func registerInHost(ctx context.Context, host client.Client, name string, spec clusterv1alpha1.ClusterSpec, token string, caBundle []byte) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}
 	if err := host.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -231,6 +273,9 @@ func registerInHost(ctx context.Context, host client.Client, name string, spec c
 	if err := createOrUpdate(ctx, host, c, func() {
 		c.Spec.ID, c.Spec.SyncMode, c.Spec.APIEndpoint = spec.ID, spec.SyncMode, spec.APIEndpoint
 		c.Spec.SecretRef, c.Spec.InsecureSkipTLSVerification = spec.SecretRef, spec.InsecureSkipTLSVerification
+		if spec.ProxyURL != "" { // a proxy set on the Cluster by other means stays when the kubeconfig names none
+			c.Spec.ProxyURL = spec.ProxyURL
+		}
 	}); err != nil {
 		return fmt.Errorf("host: cluster %s: %w", name, err)
 	}

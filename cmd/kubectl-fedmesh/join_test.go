@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -174,9 +182,173 @@ func TestJoinSameClusterTwice(t *testing.T) {
 		t.Errorf("/readyz with member1's token after unjoin member1-copy: %v", err)
 	}
 
+	// join goes through the member kubeconfig's proxy-url, and so does the federation: the Cluster gets it. A join
+	// without one leaves it.
+	proxy, tunnels := connectProxy(t)
+	raw, err := clientcmd.LoadFromFile(member.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range raw.Clusters {
+		c.ProxyURL = proxy
+	}
+	proxied := filepath.Join(t.TempDir(), "member-via-proxy.kubeconfig")
+	if err := clientcmd.WriteToFile(*raw, proxied); err != nil {
+		t.Fatal(err)
+	}
+	mustFedmesh(t, hk, "join", "member1", "--kubeconfig", proxied)
+	if err := hostClient.Get(ctx, client.ObjectKey{Name: "member1"}, &member1); err != nil || member1.Spec.ProxyURL != proxy || tunnels.Load() == 0 {
+		t.Errorf("join member1 through proxy-url %s: %v, spec.proxyURL %q, %d tunnels; want the proxy in the Cluster, join through it",
+			proxy, err, member1.Spec.ProxyURL, tunnels.Load())
+	}
+	mustFedmesh(t, hk, "join", "member1", "--kubeconfig", member.Kubeconfig())
+	if err := hostClient.Get(ctx, client.ObjectKey{Name: "member1"}, &member1); err != nil || member1.Spec.ProxyURL != proxy {
+		t.Errorf("join member1 without proxy-url: %v, spec.proxyURL %q; want %q kept", err, member1.Spec.ProxyURL, proxy)
+	}
+	// A Cluster has no TLS server name: a kubeconfig that needs one is refused.
+	for _, c := range raw.Clusters {
+		c.ProxyURL, c.TLSServerName = "", "kubernetes.default"
+	}
+	named := filepath.Join(t.TempDir(), "member-tls-server-name.kubeconfig")
+	if err := clientcmd.WriteToFile(*raw, named); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := fedmesh(t, hk, "join", "member1", "--kubeconfig", named); code == 0 || !strings.Contains(errOut, "tls-server-name") {
+		t.Errorf("join with tls-server-name: exit %d, %q; want it refused", code, errOut)
+	}
+
 	// The last Cluster for it takes the identity along.
 	mustFedmesh(t, hk, "unjoin", "member1", "--kubeconfig", member.Kubeconfig())
 	if _, err := admin.CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("member service account after unjoin member1: %v, want it gone", err)
 	}
+}
+
+// unjoin of a name with nothing to remove is an error, as kubectl delete's; a member --kubeconfig cannot reach
+// (gone, or never answering: each request gives up after --request-timeout) stops unjoin before anything changes,
+// unless --force, which unjoins on the host and leaves the identity in the member.
+func TestUnjoinUnknownOrUnreachable(t *testing.T) {
+	ctx := context.Background()
+	host := cluster.New(t, cluster.Options{Name: "host"})
+	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
+		t.Fatal(err)
+	}
+	hk := host.Kubeconfig()
+	hostClient, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(t *testing.T, name, endpoint string) {
+		t.Helper()
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: endpoint}}
+		if err := hostClient.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registered := func(name string) bool {
+		err := hostClient.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	t.Run("a name never registered", func(t *testing.T) {
+		out, errOut, code := fedmesh(t, hk, "unjoin", "membr1")
+		if code != 1 || !strings.Contains(errOut, `cluster "membr1" not found`) || out != "" {
+			t.Errorf("unjoin membr1: exit %d, %q, %q; want exit 1, not found", code, out, errOut)
+		}
+	})
+	t.Run("a leftover Secret alone", func(t *testing.T) {
+		if err := hostClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if err := hostClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "half"}}); err != nil {
+			t.Fatal(err)
+		}
+		if out := mustFedmesh(t, hk, "unjoin", "half"); !strings.Contains(out, "cluster half unjoined") {
+			t.Errorf("unjoin half: %q", out)
+		}
+	})
+	t.Run("--member-context without --kubeconfig", func(t *testing.T) {
+		register(t, "ctx", "https://127.0.0.1:1")
+		_, errOut, code := fedmesh(t, hk, "unjoin", "ctx", "--member-context", "admin")
+		if code == 0 || !strings.Contains(errOut, "--member-context is a context of the member's --kubeconfig") || !registered("ctx") {
+			t.Errorf("unjoin --member-context alone: exit %d, %q, registered %v; want it refused, nothing changed", code, errOut, registered("ctx"))
+		}
+	})
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "https://" + l.Addr().String()
+	l.Close()
+	hung := hangingMember(t, false)
+	for _, tc := range []struct{ name, endpoint string }{{"gone", gone}, {"hung", hung}} {
+		t.Run("a member that is "+tc.name, func(t *testing.T) {
+			register(t, tc.name, tc.endpoint)
+			args := []string{"unjoin", tc.name, "--kubeconfig", testKubeconfig(t, tc.endpoint, nil), "--request-timeout", "1s", "--timeout", "1s"}
+			start := time.Now()
+			_, errOut, code := fedmesh(t, hk, args...)
+			if code == 0 || !strings.Contains(errOut, "add --force") || !strings.Contains(errOut, "without --kubeconfig") || !registered(tc.name) {
+				t.Errorf("unjoin %s: exit %d, %q, registered %v; want it refused, naming --force, nothing changed", tc.name, code, errOut, registered(tc.name))
+			}
+			out, errOut, code := fedmesh(t, hk, append(args, "--force")...)
+			if code != 0 || !strings.Contains(errOut, "identity") || !strings.Contains(out, "identity in the member stays") || registered(tc.name) {
+				t.Errorf("unjoin %s --force: exit %d, %q, %q, registered %v; want it unjoined, with a warning", tc.name, code, out, errOut, registered(tc.name))
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("unjoin %s twice with --request-timeout 1s took %s", tc.name, took.Round(time.Second))
+			}
+		})
+	}
+}
+
+// testKubeconfig is a kubeconfig for server (TLS unverified, a token), changed by mutate.
+func testKubeconfig(t *testing.T, server string, mutate func(*clientcmdapi.Cluster)) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	c := clientcmdapi.NewCluster()
+	c.Server, c.InsecureSkipTLSVerify = server, true
+	if mutate != nil {
+		mutate(c)
+	}
+	cfg.Clusters["m"] = c
+	cfg.AuthInfos["m"] = &clientcmdapi.AuthInfo{Token: "x"}
+	cfg.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
+	cfg.CurrentContext = "m"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// connectProxy is an HTTP CONNECT proxy on loopback that counts the tunnels it opened.
+func connectProxy(t *testing.T) (string, *atomic.Int32) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		n.Add(1)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		go func() { _, _ = io.Copy(up, buf); up.Close() }()
+		go func() { _, _ = io.Copy(conn, up); conn.Close() }()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &n
 }

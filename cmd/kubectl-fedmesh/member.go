@@ -152,12 +152,16 @@ func (m *memberIdentity) token(ctx context.Context) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// remove deletes the identity; what is already gone is skipped. The namespace stays: propagated objects may live
-// in it.
-func (m *memberIdentity) remove(ctx context.Context) error {
+// remove deletes the identity and says whether any of it was there; what is already gone is skipped. The namespace
+// stays: propagated objects may live in it.
+func (m *memberIdentity) remove(ctx context.Context) (bool, error) {
 	var errs []error
+	removed := false
 	del := func(what string, err error) {
-		if err != nil && !apierrors.IsNotFound(err) {
+		switch {
+		case err == nil:
+			removed = true
+		case !apierrors.IsNotFound(err):
 			errs = append(errs, fmt.Errorf("member: delete %s: %w", what, err))
 		}
 	}
@@ -166,5 +170,5 @@ func (m *memberIdentity) remove(ctx context.Context) error {
 	del("clusterrole "+memberClusterRole, m.kube.RbacV1().ClusterRoles().Delete(ctx, memberClusterRole, opts))
 	del("secret "+memberTokenSecret, m.kube.CoreV1().Secrets(names.SystemNamespace).Delete(ctx, memberTokenSecret, opts))
 	del("serviceaccount "+memberServiceAccount, m.kube.CoreV1().ServiceAccounts(names.SystemNamespace).Delete(ctx, memberServiceAccount, opts))
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -38,8 +39,11 @@ off the member: every Work of the cluster goes, and with it what the Work applie
 preserves resources on deletion). Then go the finalizer, the Secret ` + names.SystemNamespace + `/NAME with the cluster's
 credentials, and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret, ClusterRole
 and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster registered as
-NAME; the identity stays while another Cluster is registered for the same cluster. If Works remain after --timeout (the federator is down, say), nothing more is removed and unjoin can be run
-again to wait longer; --force goes on, and leaves their objects in the member. What is already gone is skipped.`,
+NAME; the identity stays while another Cluster is registered for the same cluster. A member --kubeconfig does not
+reach (within --request-timeout) stops unjoin before anything changes; --force goes on without it, and leaves the
+identity in the member. If Works remain after --timeout (the federator is down, say), nothing more is removed and
+unjoin can be run again to wait longer; --force goes on, and leaves their objects in the member. What is already
+gone is skipped; a NAME with nothing left to remove is an error (not found).`,
 		Example: `  kubectl-fedmesh unjoin member1 --kubeconfig member1.kubeconfig
   kubectl-fedmesh unjoin member1 --timeout 10m`,
 		Args: cobra.ExactArgs(1),
@@ -47,12 +51,17 @@ again to wait longer; --force goes on, and leaves their objects in the member. W
 			if err := validateClusterName(args[0]); err != nil {
 				return err
 			}
+			if o.member.context != "" && o.member.kubeconfig == "" {
+				return errors.New("--member-context is a context of the member's --kubeconfig: add --kubeconfig, or drop --member-context " +
+					"(the host's context is --host-context)")
+			}
 			return o.run(cmd, args[0])
 		},
 	}
 	o.member.addFlags(cmd, "kubeconfig of the member, to remove the federation's identity there too; the host's is --host-kubeconfig")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the federation to take its workloads off the member")
-	cmd.Flags().BoolVar(&o.force, "force", false, "if Works remain after --timeout, unjoin anyway and leave their objects in the member")
+	cmd.Flags().BoolVar(&o.force, "force", false,
+		"if Works remain after --timeout, unjoin anyway and leave their objects in the member; if --kubeconfig does not reach the member, unjoin anyway and leave the identity there")
 	return cmd
 }
 
@@ -71,27 +80,39 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 	}
 	var identity *memberIdentity
 	var sharedWith string // another Cluster for the cluster of --kubeconfig, which keeps the identity
+	unreached := false    // --kubeconfig did not reach the member, and --force goes on without it
 	// Reach the member first, so a bad kubeconfig changes nothing.
 	if o.member.kubeconfig != "" {
-		// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
-		cfg, kube, id, err := o.member.reach(ctx)
+		cfg, kube, err := o.member.client()
 		if err != nil {
 			return err
 		}
-		if registered {
-			if other := otherCluster(c, id, cfg.Host); other != "" {
-				return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
+		id, err := clusterID(ctx, kube)
+		if err != nil {
+			if !o.force {
+				return fmt.Errorf("member cluster: %w: nothing changed; add --force to unjoin %s without removing the identity in the member, "+
+					"or run unjoin without --kubeconfig", err, name)
 			}
-		}
-		// A cluster joined under two names (before join refused that) shares one identity: the other still uses it.
-		if sharedWith, err = registeredAs(ctx, host, id, cfg.Host, name); err != nil {
-			return err
-		}
-		switch {
-		case sharedWith != "" && !registered:
-			return fmt.Errorf("--kubeconfig reaches cluster %s, still joined; %s is not registered: nothing changed", sharedWith, name)
-		case sharedWith == "":
-			identity = &memberIdentity{kube: kube}
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: member cluster: %v: the federation's identity (ServiceAccount %s/%s, ClusterRole and "+
+				"ClusterRoleBinding %s) stays in the member\n", err, names.SystemNamespace, memberServiceAccount, memberClusterRole)
+			unreached = true
+		} else {
+			// Another member's kubeconfig would strip the identity of a cluster still joined under its own name.
+			if registered {
+				if other := otherCluster(c, id, cfg.Host); other != "" {
+					return fmt.Errorf("cluster %s is registered for another cluster than --kubeconfig reaches (%s): nothing changed", name, other)
+				}
+			}
+			// A cluster joined under two names (before join refused that) shares one identity: the other still uses it.
+			if sharedWith, err = registeredAs(ctx, host, id, cfg.Host, name); err != nil {
+				return err
+			}
+			switch {
+			case sharedWith != "" && !registered:
+				return fmt.Errorf("--kubeconfig reaches cluster %s, still joined; %s is not registered: nothing changed", sharedWith, name)
+			case sharedWith == "":
+				identity = &memberIdentity{kube: kube}
+			}
 		}
 	}
 	if registered {
@@ -99,14 +120,27 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 			return err
 		}
 	}
+	removed := registered
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
-	if err := client.IgnoreNotFound(host.Delete(ctx, secret)); err != nil {
+	switch err := host.Delete(ctx, secret); {
+	case err == nil:
+		removed = true
+	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("host: delete secret %s/%s: %w", names.SystemNamespace, name, err)
 	}
 	if identity != nil {
-		if err := identity.remove(ctx); err != nil {
+		gone, err := identity.remove(ctx)
+		if err != nil {
 			return err
 		}
+		removed = removed || gone
+	}
+	if !removed { // as kubectl delete of a name that is not there
+		return fmt.Errorf("cluster %q not found", name)
+	}
+	if unreached {
+		fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined; the identity in the member stays, --kubeconfig did not reach it\n", name)
+		return nil
 	}
 	if sharedWith != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined; the identity in the member stays, cluster %s still uses it\n", name, sharedWith)

@@ -299,3 +299,39 @@ func TestWriteData(t *testing.T) {
 		t.Error("ValidateOutput accepts the wrong formats")
 	}
 }
+
+// A stray proxy of a shard that owns no ranges any more (scaled down from 3 shards to 2, the pod of shard 2
+// force-deleted and its proxy still connected) holds up a handover: the shards table shows it on a row of its own.
+func TestShardsTableStrayProxyOfShardWithoutRanges(t *testing.T) {
+	const half = uint64(1) << 63
+	r := func(first, last uint64) meshv1alpha1.HashRange {
+		s, e := shard.Range{First: first, Last: last}.Hex()
+		return meshv1alpha1.HashRange{Start: s, End: e}
+	}
+	sc := &meshv1alpha1.ShardingConfig{}
+	sc.Namespace, sc.Name = "fedmesh-system", "fedmesh-federator"
+	sc.Status = meshv1alpha1.ShardingConfigStatus{
+		Epoch: 4,
+		Assignment: []meshv1alpha1.ShardAssignment{
+			{Shard: 0, Ranges: []meshv1alpha1.HashRange{r(0, half-1)}},
+			{Shard: 1, Ranges: []meshv1alpha1.HashRange{r(half, ^uint64(0))}},
+		},
+		Proxies: []meshv1alpha1.ProxyStatus{
+			{Pod: "fedmesh-federator-2", Shard: 2, AckedVersion: "3", Stray: true, PodUID: "u2"},
+			{Pod: "fedmesh-federator-0", Shard: 0, AckedVersion: "4"},
+			{Pod: "fedmesh-federator-1", Shard: 1, AckedVersion: "4"},
+		},
+	}
+	v, err := NewShardingView(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(t, ShardsTable([]ShardingView{v}))
+	want := `SHARDINGCONFIG                     EPOCH   READY     SHARD   RANGES   SHARE   NAMESPACES   OBJECTS   PROXIES
+fedmesh-system/fedmesh-federator   4       Unknown   0       1        50.0%   0            -         fedmesh-federator-0=4
+fedmesh-system/fedmesh-federator   4       Unknown   1       1        50.0%   0            -         fedmesh-federator-1=4
+fedmesh-system/fedmesh-federator   4       Unknown   2       0        0.0%    0            -         fedmesh-federator-2 (stray)=3`
+	if lines(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

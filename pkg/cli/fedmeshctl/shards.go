@@ -2,6 +2,7 @@ package fedmeshctl
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,7 +46,8 @@ type ProxyView struct {
 	PodUID       string `json:"podUID,omitempty"`
 }
 
-// NewShardingView summarizes sc's status, shards and proxies in ordinal order.
+// NewShardingView summarizes sc's status, shards and proxies in ordinal order; a shard with proxies but no
+// assignment gets a row with no ranges.
 func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 	v := ShardingView{Namespace: sc.Namespace, Name: sc.Name, Epoch: sc.Status.Epoch, Ready: "Unknown", Shards: []ShardView{}}
 	if c := meta.FindStatusCondition(sc.Status.Conditions, "Ready"); c != nil {
@@ -66,6 +68,12 @@ func NewShardingView(sc *meshv1alpha1.ShardingConfig) (ShardingView, error) {
 			sv.Ranges = append(sv.Ranges, r.String())
 		}
 		v.Shards = append(v.Shards, sv)
+	}
+	// A proxy of a shard that owns nothing (a stray of a shard scaled away) still holds up a handover: give it a row.
+	for _, p := range sc.Status.Proxies {
+		if !slices.ContainsFunc(v.Shards, func(s ShardView) bool { return s.Shard == p.Shard }) {
+			v.Shards = append(v.Shards, ShardView{Shard: p.Shard, Ranges: []string{}})
+		}
 	}
 	sort.Slice(v.Shards, func(i, j int) bool { return v.Shards[i].Shard < v.Shards[j].Shard })
 	for _, p := range sc.Status.Proxies {
