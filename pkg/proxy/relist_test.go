@@ -166,7 +166,57 @@ func TestRelistFence(t *testing.T) {
 			{time.Second, change(owning("mine", "granted", "other"), inGranted, inOther), nil, []string{"mine"}},
 			{2 * time.Second, change(owning("mine", "other")), nil, []string{"mine"}},
 			{3 * time.Second, bookmark(inOther), nil, []string{"mine", "other"}},
+			{3 * time.Second, bookmark(inGranted), nil, []string{"mine", "other"}}, // relisted while revoked
 			{4 * time.Second, change(owning("mine", "other", "granted")), nil, []string{"mine", "other", "granted"}},
+		}},
+		{"a grant awaits a key a revoke ended that has not relisted since", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, configMaps), nil, []string{"mine"}},
+			{2 * time.Second, change(both), nil, []string{"mine"}}, // its reflector still in its backoff
+			{3 * time.Second, listed(configMaps), nil, []string{"mine"}},
+			{4 * time.Second, resumed(configMaps), nil, []string{"mine", "granted"}},
+		}},
+		{"a key that relisted after the revoke holds no grant", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, configMaps), nil, []string{"mine"}},
+			{2 * time.Second, listed(configMaps), nil, []string{"mine"}},
+			{2 * time.Second, resumed(configMaps), nil, []string{"mine"}},
+			{3 * time.Second, change(both), nil, []string{"mine", "granted"}},
+		}},
+		{"a key listed before the grant awaits another list", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, configMaps), nil, []string{"mine"}},
+			{2 * time.Second, listed(configMaps), nil, []string{"mine"}},
+			{3 * time.Second, change(both), nil, []string{"mine"}},
+			{4 * time.Second, resumed(configMaps), nil, []string{"mine"}},
+			{5 * time.Second, listed(configMaps), nil, []string{"mine"}},
+			{6 * time.Second, resumed(configMaps), nil, []string{"mine", "granted"}},
+		}},
+		{"granting back what a revoke took awaits the keys it ended", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, inOther, configMaps), nil, []string{"mine"}},
+			{2 * time.Second, change(owning("mine", "other")), nil, []string{"mine"}},
+			{3 * time.Second, bookmark(inOther), nil, []string{"mine"}},
+			{4 * time.Second, bookmark(configMaps), nil, []string{"mine", "other"}},
+		}},
+		{"a key a revoke ended holds only what it can see", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, inOther), nil, []string{"mine"}},
+			{2 * time.Second, change(both), nil, []string{"mine", "granted"}},
+		}},
+		{"a key a revoke ended is remembered for the bound only", []step{
+			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
+			{time.Second, change(mine, configMaps), nil, []string{"mine"}},
+			{30 * time.Second, change(both), nil, []string{"mine"}},
+			{time.Second + bound - time.Millisecond, nothing, nil, []string{"mine"}},
+			{time.Second + bound, nothing, nil, []string{"mine", "granted"}},
+			{time.Second + bound, change(owning("mine", "granted", "other")), nil, []string{"mine", "granted", "other"}},
+		}},
+		{"a watch refused before a grant is awaited by it", []step{
+			{0, change(mine), nil, []string{"mine"}},
+			{bound, stale(policies), nil, []string{"mine"}}, // past the start's own window
+			{bound + time.Second, change(both), nil, []string{"mine"}},
+			{bound + 2*time.Second, bookmark(policies), nil, []string{"mine", "granted"}},
 		}},
 		{"a second grant before the first's relists", []step{
 			{0, change(owning("mine", "other")), nil, []string{"mine", "other"}},
@@ -415,10 +465,11 @@ func TestRelistAsTheGrantEndsTheWatchLiftsTheFence(t *testing.T) {
 	}
 }
 
-// A watch ended by a revoke whose handler has not closed it yet (its client is slow to read the ERROR event) still
-// counts at the next change: when that change is a grant, writes in the granted namespace wait for that informer
-// to list it.
-func TestGrantRightAfterARevokeAwaitsAWatchStillClosing(t *testing.T) {
+// A revoke ends an informer's watch across namespaces, and a grant follows before the informer has listed again:
+// its watch's handler is still closing (a slow client), or closed microseconds after the ERROR event while the
+// reflector waits out its 0.8-1.6 s backoff. Writes in the namespace granted wait for that informer's relist, also
+// when the grant gives back just what the revoke took (the watch's old view is the new one).
+func TestGrantAfterARevokeAwaitsTheInformerItEnded(t *testing.T) {
 	owning := func(namespaces ...string) *config.Ownership {
 		var ranges shard.Set
 		for _, ns := range namespaces {
@@ -426,23 +477,68 @@ func TestGrantRightAfterARevokeAwaitsAWatchStillClosing(t *testing.T) {
 		}
 		return &config.Ownership{Shard: 1, Assignment: shard.Assignment{1: ranges}}
 	}
-	own0, own1, own2 := owning("mine", "other"), owning("mine"), owning("mine", "granted")
-	f := newRelistFence(time.Minute)
-	w := newWatches()
-	now := time.Now()
-	f.changed(own0, nil, now)
-	key := servedKey{resource: schema.GroupResource{Resource: "configmaps"}} // across namespaces
-	// The informer's watch, served under own0: any change of ownership changes what it shows.
-	b := w.track(io.NopCloser(strings.NewReader("")), func(bool) ([]byte, error) { return nil, nil }, []byte("x"), key,
-		func(cur *config.Ownership) bool { return cur == own0 })
-	_ = b // its handler has not read the ERROR event out yet: not Closed, still in w.active
+	for _, tc := range []struct {
+		name    string
+		granted string
+		closed  bool // the handler closed the ended watch before the grant
+	}{
+		{"another namespace granted, the watch still closing", "granted", false},
+		{"another namespace granted, the reflector in its backoff", "granted", true},
+		{"the revoked namespace granted back, the watch still closing", "other", false},
+		{"the revoked namespace granted back, the reflector in its backoff", "other", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			own0, own1, own2 := owning("mine", "other"), owning("mine"), owning("mine", tc.granted)
+			f := newRelistFence(time.Minute)
+			w := newWatches()
+			now := time.Now()
+			f.changed(own0, nil, now)
+			key := servedKey{resource: schema.GroupResource{Resource: "configmaps"}} // across namespaces
+			b := w.track(io.NopCloser(strings.NewReader("")), func(bool) ([]byte, error) { return nil, nil }, []byte("x"), key,
+				func(cur *config.Ownership) bool { return cur.Owned().Equal(own0.Owned()) })
+			w.endStale(own1, func(stale []servedKey) { f.changed(own1, stale, now) }) // the revoke
+			if tc.closed {
+				b.Close()
+			}
+			w.endStale(own2, func(stale []servedKey) { f.changed(own2, stale, now.Add(10*time.Millisecond)) })
+			if f.writable(own2, tc.granted, now.Add(20*time.Millisecond)) {
+				t.Fatal("a write in the granted namespace passes before the informer whose watch the revoke ended has listed it")
+			}
+			f.listed(key)
+			f.resumed(key)
+			if !f.writable(own2, tc.granted, now.Add(30*time.Millisecond)) {
+				t.Error("a write in the granted namespace is refused after the informer relisted")
+			}
+		})
+	}
+}
 
-	// Change 1: "other" revoked (gains nothing).
-	w.endStale(own1, func(stale []servedKey) { f.changed(own1, stale, now) })
-	// Change 2, a moment later: "granted" granted. The informer has not listed since change 1.
-	w.endStale(own2, func(stale []servedKey) { f.changed(own2, stale, now.Add(10*time.Millisecond)) })
-
-	if f.writable(own2, "granted", now.Add(20*time.Millisecond)) {
-		t.Fatal("a write in the granted namespace passes before the informer across namespaces has listed it")
+// Through the proxy: a revoke ends the informer's watch across namespaces; the client reads the ERROR event and,
+// as a reflector does, waits out its backoff before listing again. A grant in that backoff, with the watch's handler
+// long closed, still waits for that informer.
+func TestGrantDuringAReflectorsBackoffAwaitsItsRelist(t *testing.T) {
+	clientMode := `,"filterMode":"client"`
+	p, store := proxyOwning(t, configMapUpstream(t), shardOneOwning(1, rangesOf("mine", "other"), clientMode))
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := informerClient{t, srv.URL}
+	all := "/api/v1/configmaps"
+	c.list(all)
+	watch := c.watch(all, true)
+	if err := store.Apply(config.KindOwnership, "2", []byte(shardOneOwning(2, rangesOf("mine"), clientMode))); err != nil {
+		t.Fatal(err)
+	}
+	c.ended("the watch across namespaces", watch)
+	time.Sleep(200 * time.Millisecond) // within the reflector's backoff; the proxy's handler has closed the body
+	if err := store.Apply(config.KindOwnership, "3", []byte(shardOneOwning(3, rangesOf("mine", "granted"), clientMode))); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.create("granted"); got != http.StatusForbidden {
+		t.Errorf("a write in the granted namespace while the informer across namespaces has not relisted since the revoke: %d, want 403", got)
+	}
+	c.list(all)
+	c.watch(all, true)
+	if got := c.create("granted"); got != http.StatusCreated {
+		t.Errorf("a write in the granted namespace once the informer relisted: %d, want 201", got)
 	}
 }

@@ -35,23 +35,21 @@ func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, key 
 }
 
 // endStale ends every watch that cur (nil: owning nothing) changes, and returns how many it ended. Before it ends
-// them, it calls taking with the served keys of the watches cur changes: what their clients do on the ERROR event
-// (list again at once) comes after that. A watch ended already (on an earlier change, or as it was answered) whose
-// handler has not closed it yet is not ended again, but its key is taken in too: its client may not have listed
-// since, and a grant must wait for it. A refusal (410) on its way out serves no key, and none is taken for it.
+// them, it calls taking with their served keys: what their clients do on the ERROR event (list again at once)
+// comes after that. A watch ended already (on an earlier change, as it was answered, or refused with 410) is left
+// out: its client has been told, and its key was taken in when it was ended (relistFence remembers it until it
+// has relisted); a refusal serves no key.
 func (w *watches) endStale(cur *config.Ownership, taking func(stale []servedKey)) int {
 	w.mu.Lock()
 	var stale []*relistingBody
 	var keys []servedKey
 	for b, t := range w.active {
-		if t.unchanged(cur) {
+		if b.isEnded() || t.unchanged(cur) {
 			continue
 		}
+		stale = append(stale, b)
 		if t.key != (servedKey{}) {
 			keys = append(keys, t.key)
-		}
-		if !b.isEnded() {
-			stale = append(stale, b)
 		}
 	}
 	w.mu.Unlock()
