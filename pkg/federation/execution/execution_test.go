@@ -73,7 +73,7 @@ func TestExecution(t *testing.T) {
 	})
 
 	t.Run("apply, retain, remove a manifest, delete", func(t *testing.T) {
-		web := deploymentObject("web", 2)
+		web := fedtest.Deployment(ns, "web", 2)
 		web.Labels[interpreter.RetainReplicasLabel] = "true"
 		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "web-config"}, Data: map[string]string{"a": "1"}}
@@ -257,7 +257,7 @@ func TestExecution(t *testing.T) {
 	})
 
 	t.Run("conflict: abort, then overwrite without new pods, then delete preserving", func(t *testing.T) {
-		legacy := deploymentObject("legacy", 2)
+		legacy := fedtest.Deployment(ns, "legacy", 2)
 		if _, err := mem.AppsV1().Deployments(ns).Create(ctx, legacy.DeepCopy(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +447,7 @@ func TestExecution(t *testing.T) {
 	})
 
 	t.Run("a Work whose name is too long for a label is applied, reported and deleted", func(t *testing.T) {
-		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", deploymentObject("checkout", 2))
+		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", fedtest.Deployment(ns, "checkout", 2))
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -501,7 +501,7 @@ func TestExecution(t *testing.T) {
 		if err := host.Create(ctx, ghost); err != nil {
 			t.Fatal(err)
 		}
-		w := work("ghost-work", "ghost", "", deploymentObject("ghostly", 1))
+		w := work("ghost-work", "ghost", "", fedtest.Deployment(ns, "ghostly", 1))
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}

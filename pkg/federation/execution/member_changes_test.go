@@ -83,7 +83,7 @@ func TestMemberChanges(t *testing.T) {
 		applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 		r := &Reconciler{Client: host, Members: &member.Factory{Host: host}, Retainer: hook, Verdicts: applied,
 			Recorder: record.NewFakeRecorder(100), Timeout: 10 * time.Second, ConflictRecheck: time.Minute}
-		web := deploymentObject("race", 2)
+		web := fedtest.Deployment(ns, "race", 2)
 		web.Labels[interpreter.RetainReplicasLabel] = "true"
 		w := work("race-deployment-"+cluster, cluster, "", web)
 		if err := host.Create(ctx, w); err != nil {
@@ -176,7 +176,7 @@ func TestMemberChanges(t *testing.T) {
 	})
 
 	t.Run("member edit of a federation-owned field", func(t *testing.T) {
-		web := deploymentObject("drift", 2)
+		web := fedtest.Deployment(ns, "drift", 2)
 		w := work("drift-deployment-"+cluster, cluster, "", web)
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)

@@ -100,7 +100,7 @@ func TestReconcileUnchanged(t *testing.T) {
 		}
 	}
 
-	web := deploymentObject("web", 2)
+	web := fedtest.Deployment(ns, "web", 2)
 	web.Labels["tier"] = "frontend"
 	web.Labels[interpreter.RetainReplicasLabel] = "true"
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -195,7 +195,7 @@ func TestReconcileUnchanged(t *testing.T) {
 	t.Run("a manifest rendered from a host template, with the host's defaults", func(t *testing.T) {
 		// As the binding controller renders it: the template read back from the host, defaults and normalized
 		// quantities included (0.1 CPU is stored as 100m), server fields dropped by decodeManifest.
-		api := deploymentObject("api", 3)
+		api := fedtest.Deployment(ns, "api", 3)
 		api.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1")}
 		if err := host.Create(ctx, api); err != nil {
 			t.Fatal(err)
@@ -214,7 +214,7 @@ func TestReconcileUnchanged(t *testing.T) {
 
 	t.Run("a Work whose name is too long for a label", func(t *testing.T) {
 		// Its identity is a shortened label and an annotation with the whole name: neither may look like drift.
-		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", deploymentObject("checkout", 1))
+		w := work("checkout-frontend-canary-v2-deployment-member-eu-west-1-production", cluster, "", fedtest.Deployment(ns, "checkout", 1))
 		if err := host.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func TestStaleCacheDoesNotHideAReturn(t *testing.T) {
 	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	tpl := deployment(2)
+	tpl := fedtest.Deployment(ns, "web", 2)
 	if err := host.Create(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestStaleCacheDoesNotHideAReturn(t *testing.T) {
 	if err := host.Create(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	w := work(t, rb.Name, "member1", deployment(2))
+	w := work(t, rb.Name, "member1", fedtest.Deployment(ns, "web", 2))
 	if err := host.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}

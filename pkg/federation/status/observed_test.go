@@ -40,7 +40,7 @@ func TestTemplateObservesANewGenerationOnlyOnceMembersHaveIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	setReady(t, host, "member1", metav1.ConditionTrue)
-	tpl := deployment(2)
+	tpl := fedtest.Deployment(ns, "web", 2)
 	if err := host.Create(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestTemplateObservesANewGenerationOnlyOnceMembersHaveIt(t *testing.T) {
 	if err := host.Create(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	w := work(t, rb.Name, "member1", deployment(2))
+	w := work(t, rb.Name, "member1", fedtest.Deployment(ns, "web", 2))
 	if err := host.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}

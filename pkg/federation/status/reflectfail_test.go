@@ -36,12 +36,12 @@ func TestFailingStatusScriptKeepsTheLastStatus(t *testing.T) {
 	ctx := context.Background()
 	host, m := f.Host, f.Members[0]
 	createNamespace(t, f.Federation.Host, m)
-	d := deployment(1)
+	d := fedtest.Deployment(ns, "web", 1)
 	d.Labels[names.ManagedLabel] = "true" // as the execution stage marks what it applies
 	if _, err := m.Clientset().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w := work(t, "web-deployment", m.Name(), deployment(1))
+	w := work(t, "web-deployment", m.Name(), fedtest.Deployment(ns, "web", 1))
 	if err := host.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -203,7 +202,7 @@ func (f *forgetting) forgot(name string) bool {
 func bindToMembers(t *testing.T, f *fedtest.Federation, name string) *workv1alpha1.ResourceBinding {
 	t.Helper()
 	ctx := context.Background()
-	tpl := deployment(4)
+	tpl := fedtest.Deployment(ns, "web", 4)
 	tpl.Name = name
 	if err := f.Host.Create(ctx, tpl); err != nil {
 		t.Fatal(err)
@@ -219,7 +218,7 @@ func bindToMembers(t *testing.T, f *fedtest.Federation, name string) *workv1alph
 		t.Fatal(err)
 	}
 	for _, m := range f.Members {
-		if err := f.Host.Create(ctx, work(t, rb.Name, m.Name(), deployment(2))); err != nil {
+		if err := f.Host.Create(ctx, work(t, rb.Name, m.Name(), fedtest.Deployment(ns, "web", 2))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,25 +282,6 @@ func setReady(t *testing.T, host client.Client, cluster string, status metav1.Co
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady, Status: status, Reason: "Test", Message: "set by the test"})
 	if err := host.Status().Update(context.Background(), &c); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func deployment(replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": "web"}
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers:  []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
-					Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-				},
-			},
-		},
 	}
 }
 

@@ -78,12 +78,12 @@ func TestUnsyncedWatchStillWritesStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := memberClient(m.Name(), cfg)
-	d := deployment(1)
+	d := fedtest.Deployment(ns, "web", 1)
 	d.Labels[names.ManagedLabel] = "true"
 	if _, err := m.Clientset().AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w := work(t, "web-deployment", m.Name(), deployment(1))
+	w := work(t, "web-deployment", m.Name(), fedtest.Deployment(ns, "web", 1))
 	secret, err := runtime.Encode(unstructured.UnstructuredJSONScheme, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"namespace": ns, "name": "web"}}})
 	if err != nil {
