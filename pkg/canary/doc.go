@@ -12,6 +12,7 @@
 //     pause (and its metrics window) starts only when Owned equals the State's Canary set.
 //   - The metrics of an Observation count from State.StepStart; restart the counters when it changes.
 //   - Actions are levels, not edges: Pause holds until the action is Continue again; Rollback and Promote stick.
+//     Promote is approval: the steps and their analysis still run, and promotion follows the last step.
 //   - On Promote the Result asks for the stable shards to be rolled to the canary's version (Result.Promote) while the
 //     canary keeps its namespaces; once Observation.StableRolledOut is true, the canary's set becomes empty and its
 //     namespaces return to their stable owners through the normal handover. Result.Finished says when the canary

@@ -16,7 +16,7 @@ import (
 //
 // Rules, in order of precedence:
 //   - Final phases stay; a Promoted canary releases its namespaces once the stable shards run its version.
-//   - Action Rollback returns every namespace to the stable shards at once; action Promote promotes at once.
+//   - Action Rollback returns every namespace to the stable shards at once.
 //   - Once a step's handover is done, the analysis runs on every call: an error rate, breaker trips or restarts
 //     over their bounds, or canary pods not all ready once the pause is over, fail the rollout (phase Failed) and
 //     return every namespace to the stable shards. This holds while Paused and while waiting to be promoted.
@@ -26,6 +26,9 @@ import (
 //     a fresh pause once the handover is done.
 //   - A step hands over, then waits its pause; then the next step starts. After the last step the rollout waits,
 //     analysing, for action Promote, or promotes itself if Plan.AutoPromote.
+//   - Action Promote is approval, not a skip: set earlier, it advances like Continue and promotes once the last step
+//     has passed its analysis. So a canary written with action Promote rolls out by itself, and a Promote racing a
+//     failing analysis never promotes the failing version.
 func Step(p Plan, s State, o Observation, now time.Time) (State, Result) {
 	if s.Phase == "" || s.Phase == Pending {
 		s = State{Phase: Pending, Step: -1}
@@ -58,11 +61,8 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 		return s, Event{}, false
 	}
 
-	switch o.Action {
-	case v1alpha1.CanaryRollback:
+	if o.Action == v1alpha1.CanaryRollback {
 		return rollback(s, RolledBack, EventNormal, "RolledBack", "action Rollback")
-	case v1alpha1.CanaryPromote:
-		return promote(p, s, "action Promote")
 	}
 
 	if !s.StepStart.IsZero() {
@@ -110,6 +110,9 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 		}
 		if s.Step+1 < len(p.Steps) {
 			return startStep(p, s, s.Step+1)
+		}
+		if o.Action == v1alpha1.CanaryPromote {
+			return promote(p, s, "action Promote")
 		}
 		if p.AutoPromote {
 			return promote(p, s, "every step passed its analysis")
