@@ -451,3 +451,33 @@ end`}
 		t.Errorf("GetReplicas with nodeClaim.tolerations = {}: %d, %+v, %v", n, req, err)
 	}
 }
+
+// TestAggregateStatusWithoutMemberStatuses: with no member statuses a script gets statusItems nil, as Karmada's do
+// (its empty list goes through JSON as null), so the "if statusItems == nil then return desiredObj end" they begin
+// with leaves the template's status alone. With statuses, statusItems is the list of them.
+func TestAggregateStatusWithoutMemberStatuses(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{customization("a", func(r *configv1alpha1.CustomizationRules) {
+		r.StatusAggregation = &configv1alpha1.StatusAggregation{LuaScript: `
+function AggregateStatus(desiredObj, statusItems)
+  if statusItems == nil then
+    return desiredObj
+  end
+  desiredObj.status = {members = #statusItems}
+  return desiredObj
+end`}
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := widget(map[string]any{"status": map[string]any{"replicas": int64(4)}})
+	for _, items := range [][]workv1alpha1.AggregatedStatusItem{nil, {}} {
+		out, err := in.AggregateStatus(context.Background(), tpl.DeepCopy(), items)
+		if err != nil || fmt.Sprint(out.Object["status"]) != "map[replicas:4]" {
+			t.Errorf("status with statusItems %#v: %v (%v), want the template's, replicas 4", items, out.Object["status"], err)
+		}
+	}
+	out, err := in.AggregateStatus(context.Background(), tpl.DeepCopy(), []workv1alpha1.AggregatedStatusItem{{ClusterName: "a"}, {ClusterName: "b"}})
+	if err != nil || fmt.Sprint(out.Object["status"]) != "map[members:2]" {
+		t.Errorf("status with two members: %v (%v), want members 2", out.Object["status"], err)
+	}
+}

@@ -156,11 +156,16 @@ func (i *Interpreter) Retain(ctx context.Context, desired, observed *unstructure
 }
 
 // AggregateStatus calls AggregateStatus(desiredObj, statusItems), statusItems being a list of {clusterName,
-// status, applied, appliedMessage, health}, which returns desiredObj with its status set.
+// status, applied, appliedMessage, health} or, with no items, nil; it returns desiredObj with its status set.
 func (i *Interpreter) AggregateStatus(ctx context.Context, obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (*unstructured.Unstructured, error) {
-	list, err := toJSONValue(append([]workv1alpha1.AggregatedStatusItem{}, items...))
-	if err != nil {
-		return nil, err
+	// No member statuses is nil, as in Karmada, whose empty list goes through JSON as null: its scripts begin with
+	// "if statusItems == nil then return desiredObj end", which leaves the template's status alone.
+	var list any
+	if len(items) > 0 {
+		var err error
+		if list, err = toJSONValue(items); err != nil {
+			return nil, err
+		}
 	}
 	out, arrays, err := i.run(ctx, obj, interpreter.AggregateStatus, 1, obj.Object, list)
 	if err != nil {

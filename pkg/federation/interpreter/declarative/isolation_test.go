@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
 	lua "github.com/yuin/gopher-lua"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
@@ -127,5 +130,46 @@ func TestChunkCacheIsBounded(t *testing.T) {
 	c.add(chunkKey{name: "huge", src: strings.Repeat("x", 200)}, proto)
 	if c.get(chunkKey{name: "huge", src: strings.Repeat("x", 200)}) != nil || len(c.byKey) != 5 {
 		t.Error("kept a chunk larger than the cache")
+	}
+}
+
+// TestPrintGoesToTheDebugLog: a script left with a debug print runs, as it does in Karmada; what it prints goes to
+// the caller's logger at verbosity 1, saying where it was printed and cut at 4 KiB, and nowhere at a lower one.
+func TestPrintGoesToTheDebugLog(t *testing.T) {
+	in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("p", `
+function InterpretHealth(o)
+  print("checking", o.metadata.name, 1, nil, setmetatable({}, {__tostring = function() return "T" end}))
+  print(string.rep("x", 100000))
+  return true
+end`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verbosity := range []int{0, 1} {
+		var lines []string
+		logger := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: verbosity})
+		ok, err := in.InterpretHealth(logr.NewContext(context.Background(), logger), widget(nil))
+		if err != nil || !ok {
+			t.Fatalf("InterpretHealth = %t, %v; want true", ok, err)
+		}
+		if verbosity == 0 {
+			if len(lines) != 0 {
+				t.Errorf("verbosity 0: logged %q, want nothing", lines)
+			}
+			continue
+		}
+		if len(lines) != 2 {
+			t.Fatalf("verbosity 1: logged %q, want 2 lines", lines)
+		}
+		if !strings.Contains(lines[0], `"text"="checking\tw\t1\tnil\tT"`) || !strings.Contains(lines[0], `"at"="p:healthInterpretation:3"`) {
+			t.Errorf("logged %s, want the printed text and where it was printed", lines[0])
+		}
+		if want := `"text"="` + strings.Repeat("x", maxPrinted) + `..."`; !strings.Contains(lines[1], want) {
+			t.Errorf("a long print logged %d bytes, want it cut at %d", len(lines[1]), maxPrinted)
+		}
+	}
+	// Without a logger in the context, print still runs.
+	if ok, err := in.InterpretHealth(context.Background(), widget(nil)); err != nil || !ok {
+		t.Errorf("InterpretHealth without a logger = %t, %v; want true", ok, err)
 	}
 }

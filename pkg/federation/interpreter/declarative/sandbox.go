@@ -1,6 +1,9 @@
 package declarative
 
 import (
+	"strings"
+
+	"github.com/go-logr/logr"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -38,8 +41,8 @@ type library struct {
 	meta *lua.LTable
 }
 
-// newSandbox is a VM with the base (without loading of code), table, string and math libraries, os.time, and
-// require that only knows "kube".
+// newSandbox is a VM with the base (without loading of code, print writing to the log), table, string and math
+// libraries, os.time and os.date, and require that only knows "kube".
 func newSandbox() *sandbox {
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
@@ -62,7 +65,8 @@ func newSandbox() *sandbox {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
-	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module", "print", "_printregs", "collectgarbage", "newproxy"} {
+	g.RawSetString("print", L.NewFunction(printToLog))
+	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "module", "_printregs", "collectgarbage", "newproxy"} {
 		g.RawSetString(name, lua.LNil)
 	}
 	osTable := L.NewTable()
@@ -90,9 +94,9 @@ func newSandbox() *sandbox {
 	sb.kube = sb.library("kube", newKubeModule(L))
 	sb.shared = append(sb.shared, sb.envMeta, sb.strMeta)
 
-	getfenv := g.RawGetString("getfenv").(*lua.LFunction).GFunction
-	g.RawSetString("getfenv", L.NewFunction(func(L *lua.LState) int {
-		n := getfenv(L)
+	getfenv := g.RawGetString("getfenv").(*lua.LFunction)
+	g.RawSetString("getfenv", wrap(L, getfenv, func(L *lua.LState) int {
+		n := getfenv.GFunction(L)
 		if L.Get(-1) == L.G.Global {
 			L.Pop(1)
 			L.Push(sb.env)
@@ -111,6 +115,38 @@ func newSandbox() *sandbox {
 		return 1
 	}))
 	return sb
+}
+
+// maxPrinted bounds the text of one print in the log.
+const maxPrinted = 4 << 10
+
+// printToLog is print: a script left with a debug print runs, as it does in Karmada, but what it prints goes to
+// the logger of the caller's context (a reconciler's), at verbosity 1, or nowhere: never to the process's stdout.
+func printToLog(L *lua.LState) int {
+	ctx := L.Context()
+	if ctx == nil {
+		return 0
+	}
+	logger := logr.FromContextOrDiscard(ctx).V(1)
+	if !logger.Enabled() {
+		return 0
+	}
+	var b strings.Builder
+	for i := 1; i <= L.GetTop(); i++ {
+		if i > 1 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(L.ToStringMeta(L.Get(i)).String())
+		if b.Len() > maxPrinted {
+			break
+		}
+	}
+	text := b.String()
+	if len(text) > maxPrinted {
+		text = text[:maxPrinted] + "..."
+	}
+	logger.Info("Lua print", "at", strings.TrimSuffix(L.Where(1), ":"), "text", text)
+	return 0
 }
 
 func (sb *sandbox) library(name string, lib *lua.LTable) library {

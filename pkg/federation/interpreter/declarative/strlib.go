@@ -23,21 +23,50 @@ const (
 func boundLibraries(L *lua.LState, str, tab *lua.LTable) {
 	str.RawSetString("rep", L.NewFunction(stringRep))
 	str.RawSetString("gsub", L.NewFunction(stringGsub))
-	format := str.RawGetString("format").(*lua.LFunction).GFunction
-	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
+	str.RawSetString("gmatch", L.NewFunction(stringGmatch))
+	format := str.RawGetString("format").(*lua.LFunction)
+	str.RawSetString("format", wrap(L, format, func(L *lua.LState) int {
 		checkFormat(L, L.CheckString(1))
-		return format(L)
+		return format.GFunction(L)
 	}))
-	gmatch := str.RawGetString("gmatch").(*lua.LFunction).GFunction
-	str.RawSetString("gmatch", L.NewFunction(func(L *lua.LState) int {
-		findBounded(L, "string.gmatch", L.CheckString(1), L.CheckString(2), maxMatches+1)
-		return gmatch(L)
-	}))
-	concat := tab.RawGetString("concat").(*lua.LFunction).GFunction
-	tab.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
+	concat := tab.RawGetString("concat").(*lua.LFunction)
+	tab.RawSetString("concat", wrap(L, concat, func(L *lua.LState) int {
 		checkConcat(L)
-		return concat(L)
+		return concat.GFunction(L)
 	}))
+}
+
+// wrap is wrapper, a Go function that calls fn's, to stand in for fn. It gets fn's upvalues: a Go function reads
+// them from the function called, the wrapper, and would find nil there without them (gopher-lua's gmatch took
+// its iterator from one, so a wrapper without it handed the generic for nil).
+func wrap(L *lua.LState, fn *lua.LFunction, wrapper lua.LGFunction) *lua.LFunction {
+	upvalues := make([]lua.LValue, len(fn.Upvalues))
+	for i, u := range fn.Upvalues {
+		upvalues[i] = u.Value()
+	}
+	return L.NewClosure(wrapper, upvalues...)
+}
+
+// stringGmatch is string.gmatch: an iterator over the matches of a pattern, which it finds (at most maxMatches)
+// when called, as gopher-lua's does, and gives one at a time: the whole match, or its captures. The iterator is
+// a function of its own, as in Lua; gopher-lua's also needs the state the generic for hands it.
+func stringGmatch(L *lua.LState) int {
+	str := L.CheckString(1)
+	matches := findBounded(L, "string.gmatch", str, L.CheckString(2), maxMatches+1)
+	next := 0
+	L.Push(L.NewFunction(func(L *lua.LState) int {
+		if next == len(matches) {
+			return 0
+		}
+		m := matches[next]
+		next++
+		n := max(m.CaptureLength()/2-1, 1)
+		for i := 1; i <= n; i++ {
+			L.Push(capture(L, str, m, 2*i))
+		}
+		return n
+	}))
+	return 1
 }
 
 func stringRep(L *lua.LState) int {

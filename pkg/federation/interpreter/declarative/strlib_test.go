@@ -2,6 +2,8 @@ package declarative
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,110 @@ func TestGsubAsGopherLua(t *testing.T) {
 			t.Errorf("gsub(%s): error %v, gopher-lua's %v", args, err, wantErr)
 		}
 	}
+}
+
+// TestGmatchAsGopherLua: the bounded string.gmatch iterates as gopher-lua's own: the whole match without captures,
+// the captures (positions too) with them, empty matches, and an anchored pattern.
+func TestGmatchAsGopherLua(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	L.SetGlobal("gmatch", L.NewFunction(stringGmatch))
+	for _, args := range []string{
+		`"2m30s", "([%d%.]+)([hms])"`,
+		`"one two  three", "%a+"`,
+		`"a=1, b=2", "(%w+)=(%w+)"`,
+		`"hello", "()l"`,
+		`"abc", "x*"`,
+		`"abc", ""`,
+		`"hello hello", "^hello"`,
+		`"", "x"`,
+		`42, "%d"`,
+	} {
+		loop := func(fn string) string {
+			return `local out = {}
+for a, b in ` + fn + `(` + args + `) do out[#out + 1] = tostring(a) .. "," .. tostring(b) end
+return table.concat(out, ";")`
+		}
+		want := call(t, L, loop("string.gmatch"))
+		if got := call(t, L, loop("gmatch")); got != want {
+			t.Errorf("gmatch(%s) = %q, gopher-lua's %q", args, got, want)
+		}
+	}
+	_, wantErr := try(L, `return string.gmatch("hello", "[")`)
+	if _, err := try(L, `return gmatch("hello", "[")`); err == nil || wantErr == nil {
+		t.Errorf("gmatch of a bad pattern: error %v, gopher-lua's %v", err, wantErr)
+	}
+}
+
+// TestEveryReplacedFunctionWorks: each function of the sandbox's libraries that is not gopher-lua's own (found by
+// comparing them) answers a call from a script. A wrapper around a gopher-lua function must keep that function's
+// upvalues, where a Go function finds them: gmatch's iterator is one, and a wrapper without it handed the generic
+// for nil as its iterator.
+func TestEveryReplacedFunctionWorks(t *testing.T) {
+	calls := map[string]string{
+		"string.rep":    `return string.rep("ab", 3) == "ababab"`,
+		"string.gsub":   `return ("a-b-c"):gsub("-", "+") == "a+b+c"`,
+		"string.format": `return string.format("%s=%03d", "x", 7) == "x=007"`,
+		"string.gmatch": `local s = ""
+for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do s = s .. k .. v end
+for w in ("x y"):gmatch("%a") do s = s .. w end
+local next = string.gmatch("p q", "%a")
+return s == "a1b2xy" and next() == "p" and next() == "q" and next() == nil`,
+		"table.concat": `return table.concat({1, "b", 3}, "+") == "1+b+3"`,
+		"os.time":      `return os.time({year = 2020, month = 3, day = 2}) - os.time({year = 2020, month = 3, day = 1}) == 86400`,
+		"os.date":      `return os.date("!%Y-%m-%d %H:%M", 86400 + 60) == "1970-01-02 00:01"`,
+		"getfenv":      `x = 1 return getfenv(0) == _G and getfenv(1).x == 1`,
+		"require":      `return require("kube").resourceAdd("1", "500m") == "1500m"`,
+		"print":        `return select("#", print("checking", 1, nil)) == 0`,
+	}
+	sb := newSandbox()
+	defer sb.L.Close()
+	gopher := lua.NewState()
+	defer gopher.Close()
+	libs := map[string][2]*lua.LTable{"": {sb.L.G.Global, gopher.G.Global}}
+	for _, l := range sb.libs {
+		libs[l.name+"."] = [2]*lua.LTable{l.lib, gopher.GetGlobal(l.name).(*lua.LTable)}
+	}
+	var replaced []string
+	for prefix, lib := range libs {
+		lib[0].ForEach(func(k, v lua.LValue) {
+			fn, ok := v.(*lua.LFunction)
+			if !ok {
+				return
+			}
+			own, _ := lib[1].RawGetString(k.String()).(*lua.LFunction)
+			if own != nil && sameGoFunction(fn, own) {
+				return
+			}
+			replaced = append(replaced, prefix+k.String())
+		})
+	}
+	slices.Sort(replaced)
+	for _, name := range replaced {
+		if _, ok := calls[name]; !ok {
+			t.Errorf("%s is not gopher-lua's own and no call here tries it", name)
+		}
+	}
+	for name, body := range calls {
+		t.Run(name, func(t *testing.T) {
+			if !slices.Contains(replaced, name) {
+				t.Fatalf("%s is missing from the sandbox or is gopher-lua's own (replaced: %v)", name, replaced)
+			}
+			in, err := New([]configv1alpha1.ResourceInterpreterCustomization{health("h", "function InterpretHealth(o)\n"+body+"\nend")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := in.InterpretHealth(context.Background(), widget(nil)); err != nil || !ok {
+				t.Errorf("%s: %t, %v; want true", body, ok, err)
+			}
+		})
+	}
+}
+
+// sameGoFunction reports whether a and b run the same Go function.
+func sameGoFunction(a, b *lua.LFunction) bool {
+	return a.GFunction != nil && b.GFunction != nil &&
+		reflect.ValueOf(a.GFunction).Pointer() == reflect.ValueOf(b.GFunction).Pointer()
 }
 
 func try(L *lua.LState, code string) (string, error) {
