@@ -55,6 +55,8 @@ type circuit struct {
 type clusterBreaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	openedAt atomic.Int64 // wall-clock UnixNano of the last transition to open
+	// forgotten is set once its cluster left (circuit.forget): like retired, for this breaker alone.
+	forgotten atomic.Bool
 }
 
 // newCircuit returns prev when the rule is unchanged, so a config push keeps open breakers open.
@@ -89,7 +91,7 @@ func (c *circuit) forCluster(cluster string) *clusterBreaker {
 			if to == gobreaker.StateOpen {
 				b.openedAt.Store(time.Now().UnixNano())
 			}
-			if !c.retired.Load() {
+			if !c.retired.Load() && !b.forgotten.Load() {
 				c.observer.BreakerChanged(r.Name, cluster, BreakerState(from), BreakerState(to))
 			}
 		},
@@ -141,6 +143,23 @@ func (c *circuit) retire(replaced bool) {
 		case s.State != BreakerClosed:
 			c.observer.BreakerChanged(s.Rule, s.Cluster, s.State, BreakerClosed)
 		}
+	}
+}
+
+// forget drops cluster's breaker and tells the observer it is removed, as retire does for a whole rule; a request
+// admitted before may still report to it, unheard. Should the cluster come back, forCluster makes a new breaker.
+func (c *circuit) forget(cluster string) {
+	c.mu.Lock()
+	b, ok := c.byCluster[cluster]
+	delete(c.byCluster, cluster)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	b.forgotten.Store(true)
+	b.cb.State() // waits out a change being told under the breaker's lock, so that the removal is told after it
+	if !c.retired.Load() {
+		c.observer.BreakerRemoved(c.rule.Name, cluster)
 	}
 }
 

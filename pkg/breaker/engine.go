@@ -116,7 +116,18 @@ func deref[T any](p *T) T {
 // Policy returns the current policy.
 func (e *Engine) Policy() Policy { return e.rules.Load().policy }
 
-// Breakers lists every breaker created so far (one per rule and cluster that saw traffic), sorted.
+// ForgetCluster drops the breakers of an upstream cluster that left, in every rule, and tells the Observer each is
+// removed: they would otherwise be kept, and reported, for good. Should the cluster come back, its breakers start
+// closed.
+func (e *Engine) ForgetCluster(cluster string) {
+	e.updates.Lock() // so that no rule is retired meanwhile, and the observer hears of each breaker's end once
+	defer e.updates.Unlock()
+	for _, c := range e.rules.Load().breakers {
+		c.forget(cluster)
+	}
+}
+
+// Breakers lists every breaker created so far (one per rule and cluster that saw traffic) and not forgotten, sorted.
 func (e *Engine) Breakers() []BreakerStatus {
 	var out []BreakerStatus
 	for _, c := range e.rules.Load().breakers {

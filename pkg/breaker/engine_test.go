@@ -1,7 +1,10 @@
 package breaker
 
 import (
+	"cmp"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,4 +129,88 @@ func TestUpdateTellsObserverOfRetiredBreakers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ForgetCluster drops a departed cluster's breakers in every rule and tells the observer each is removed; the other
+// clusters' breakers stay as they were. A request admitted before reports to the dropped breaker unheard, and the
+// cluster, should it come back, starts with closed breakers.
+func TestForgetClusterDropsItsBreakers(t *testing.T) {
+	rules := []BreakerRule{
+		{Name: "a", ConsecutiveFailures: 1, OpenTimeout: time.Hour},
+		{Name: "b", ConsecutiveFailures: 3, OpenTimeout: time.Hour},
+	}
+	for _, tt := range []struct {
+		name   string
+		forget string
+		// late is the cluster of a request admitted before the forget that reports its failure after; "" for none.
+		late       string
+		wantEvents string
+		wantLeft   string
+	}{
+		{"open and closed breakers", "member1", "",
+			"removed a/member1 removed b/member1", "a/member2=open b/member2=closed a/member3=closed b/member3=closed"},
+		{"a report after the forget is unheard", "member3", "member3",
+			"removed a/member3 removed b/member3", "a/member1=open b/member1=closed a/member2=open b/member2=closed"},
+		{"a report to another cluster is heard", "member1", "member3",
+			"removed a/member1 removed b/member1 a/member3:closed->open",
+			"a/member2=open b/member2=closed a/member3=open b/member3=closed"},
+		{"a cluster with no breakers", "member9", "",
+			"", "a/member1=open b/member1=closed a/member2=open b/member2=closed a/member3=closed b/member3=closed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var events []string
+			e, err := New(Policy{Breakers: rules}, Options{Observer: ObserverFuncs{
+				BreakerChangedFunc: func(rule, cluster string, from, to BreakerState) {
+					events = append(events, rule+"/"+cluster+":"+from.String()+"->"+to.String())
+				},
+				BreakerRemovedFunc: func(rule, cluster string) { events = append(events, "removed "+rule+"/"+cluster) },
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cluster := range []string{"member1", "member2"} {
+				r := Request{Verb: "get", Cluster: cluster}
+				e.Done(r, e.Decide(r), Outcome{Code: 500})
+			}
+			member3 := Request{Verb: "get", Cluster: "member3"}
+			e.Done(member3, e.Decide(member3), Outcome{Code: 200})
+			late := Request{Verb: "get", Cluster: tt.late}
+			var lateDecision Decision
+			if tt.late != "" {
+				lateDecision = e.Decide(late)
+			}
+			events = nil
+
+			e.ForgetCluster(tt.forget)
+			if tt.late != "" {
+				e.Done(late, lateDecision, Outcome{Code: 500})
+			}
+			if got := strings.Join(events, " "); got != tt.wantEvents {
+				t.Errorf("observer heard %q, want %q", got, tt.wantEvents)
+			}
+			if got := breakerList(e); got != tt.wantLeft {
+				t.Errorf("breakers left %q, want %q", got, tt.wantLeft)
+			}
+
+			events = nil
+			back := Request{Verb: "get", Cluster: tt.forget}
+			if d := e.Decide(back); d.Kind != Allow {
+				t.Fatalf("Decide for %s after it came back = %+v, want allow from closed breakers", tt.forget, d)
+			}
+			if got := strings.Join(events, " "); got != "" {
+				t.Errorf("observer heard %q as %s came back, want nothing", got, tt.forget)
+			}
+		})
+	}
+}
+
+// breakerList prints Engine.Breakers by cluster, then rule: "rule/cluster=state ...".
+func breakerList(e *Engine) string {
+	statuses := e.Breakers()
+	slices.SortStableFunc(statuses, func(a, b BreakerStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	var out []string
+	for _, s := range statuses {
+		out = append(out, s.Rule+"/"+s.Cluster+"="+s.State.String())
+	}
+	return strings.Join(out, " ")
 }

@@ -13,7 +13,8 @@ type Observer interface {
 	// BreakerChanged is called when the breaker of rule for cluster changes state, and with to closed when a
 	// policy update restarts the rule with other settings.
 	BreakerChanged(rule, cluster string, from, to BreakerState)
-	// BreakerRemoved is called when a policy update drops the rule, for each breaker it had.
+	// BreakerRemoved is called when a policy update drops the rule, for each breaker it had, and when
+	// Engine.ForgetCluster drops the cluster, for each of its breakers.
 	BreakerRemoved(rule, cluster string)
 }
 

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -140,6 +143,82 @@ func TestUnknownClusterGetsNoBreaker(t *testing.T) {
 	}
 	if n := series(p.metrics.requests); n != 1 {
 		t.Errorf("%d series of fedmesh_proxy_requests_total after requests to two unknown clusters, want 1 (%s)", n, UnknownCluster)
+	}
+}
+
+// A member cluster that leaves the federation takes with it what the proxy kept of it: its breakers, their
+// fedmesh_proxy_breaker_state series (which would otherwise report an open breaker for a cluster no longer there),
+// and what discovery told of it. Should it come back, its breaker starts closed.
+func TestUnjoinedClusterTakesItsBreakers(t *testing.T) {
+	member := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"nodes","namespaced":false,"kind":"Node","verbs":["get"]}]}`))
+			return
+		}
+		http.Error(w, "member down", http.StatusInternalServerError)
+	}))
+	defer member.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: member.Certificate().Raw})
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer host.Close()
+
+	store, err := config.NewStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := 0
+	ownWith := func(clusters ...config.Cluster) {
+		t.Helper()
+		cs, err := json.Marshal(clusters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version++
+		doc := `{"shard": 0, "assignment": {"0": "` + shard.Full().String() + `"}, "clusters": ` + string(cs) + `}`
+		if err := store.Apply(config.KindOwnership, fmt.Sprint(version), []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ownWith()
+	if err := store.Apply(config.KindTraffic, "t1", []byte(`{"circuitBreakers":[{"name":"members","consecutiveFailures":1,"openTimeout":"10m"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{Host: &rest.Config{Host: host.URL}, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stays := config.Cluster{Name: "stays", Server: member.URL, CAData: ca}
+	for _, name := range []string{"member-0", "member-1", "member-0"} {
+		ownWith(stays, config.Cluster{Name: name, Server: member.URL, CAData: ca})
+		answer(p, "GET", "/clusters/stays/api/v1/nodes/x") // opens stays's breaker, or finds it open
+		// A cluster-scoped read: the proxy reads the member's discovery, then the member fails it.
+		if c := answer(p, "GET", "/clusters/"+name+"/api/v1/nodes/x"); c != http.StatusInternalServerError {
+			t.Fatalf("GET on %s: %d, want the member's 500 through a closed breaker", name, c)
+		}
+		if c := answer(p, "GET", "/clusters/"+name+"/api/v1/nodes/x"); c != http.StatusServiceUnavailable {
+			t.Fatalf("second GET on %s: %d, want 503 from its open breaker", name, c)
+		}
+		ownWith(stays) // name unjoined
+		if c := answer(p, "GET", "/clusters/"+name+"/api/v1/nodes/x"); c != http.StatusNotFound {
+			t.Fatalf("GET on unjoined %s: %d, want 404", name, c)
+		}
+		if got := p.engine.Breakers(); len(got) != 1 || got[0].Cluster != "stays" || got[0].State != breaker.BreakerOpen {
+			t.Errorf("breakers after %s left: %+v, want only stays's, open", name, got)
+		}
+		if n := series(p.metrics.breakerState); n != 1 {
+			t.Errorf("%d fedmesh_proxy_breaker_state series after %s left, want 1 (stays)", n, name)
+		}
+		if got := value(t, p.metrics.breakerState.WithLabelValues("members", "stays")); got != 2 {
+			t.Errorf("breaker state of stays = %v, want 2 (open): another cluster's leaving is none of its business", got)
+		}
+		p.scopes.mu.Lock()
+		for k := range p.scopes.known {
+			if k.cluster == name {
+				t.Errorf("discovery of %s kept after it left: %v", name, k)
+			}
+		}
+		p.scopes.mu.Unlock()
 	}
 }
 

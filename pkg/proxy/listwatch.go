@@ -30,9 +30,8 @@ const nothingSelector = "metadata.name=fedmesh/owns-nothing"
 // change is refused for the same end (listedUnder); a watch or a list's next page resuming from a resourceVersion
 // served under another view is refused too (servedViews).
 func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, u *upstream, own *config.Ownership, namespaced bool) {
-	count := func(how string) {
-		p.metrics.listWatches.WithLabelValues(req.Verb, resourceLabel(req), how, clusterLabel(req.Cluster)).Inc()
-	}
+	rec := routedFrom(r).recorder
+	count := func(how string) { p.metrics.countListWatch(rec, how) }
 	v := viewOf(own, req, namespaced)
 	query := r.URL.Query()
 	key := servedKeyOf(req, query)
@@ -267,7 +266,8 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 		if err != nil {
 			return err
 		}
-		resource, cluster := resourceLabel(req), clusterLabel(req.Cluster)
+		// The upstream's 200, before the caller is sent one: the resource is served.
+		resource, cluster := p.metrics.resources.answered(req, resp.StatusCode), clusterLabel(req.Cluster)
 		relayed := p.metrics.watchEvents.WithLabelValues(resource, "relayed", cluster)
 		// Drops are counted where keep refuses; relays where an event leaves the reader, so that keep stays nil
 		// when nothing is filtered and the reader relays events without decoding them.

@@ -9,7 +9,8 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/breaker"
 )
 
-// metrics are the proxy's Prometheus series. "cluster" is "@host" for the API server the proxy fronts directly.
+// metrics are the proxy's Prometheus series. "cluster" is "@host" for the API server the proxy fronts directly,
+// "resource" is "@unknown" for a resource no API server is known to serve (resourceLabels).
 type metrics struct {
 	requests     *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
@@ -24,6 +25,8 @@ type metrics struct {
 	config       *prometheus.GaugeVec
 	epoch        prometheus.Gauge
 	ownedShare   prometheus.Gauge
+	// resources names the "resource" label's values.
+	resources *resourceLabels
 }
 
 // durationBuckets run from 100µs, where a loopback hop to the API server answers, to a minute, the API server's
@@ -33,7 +36,7 @@ var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fedmesh_proxy_requests_total", Help: "Requests answered, by verb, resource, HTTP code and upstream cluster.",
+			Name: "fedmesh_proxy_requests_total", Help: "Requests answered, by verb, resource (@unknown for one no API server is known to serve), HTTP code and upstream cluster (@unknown for a name the proxy does not know).",
 		}, []string{"verb", "resource", "code", "cluster"}),
 		// No resource label: requests_total already says which resources are busy, and a resource label would
 		// multiply every verb's and cluster's buckets by each resource the operator touches.
@@ -79,6 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		ownedShare: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fedmesh_proxy_owned_fraction", Help: "Fraction of the namespace-hash space this shard owns.",
 		}),
+		resources: newResourceLabels(),
 	}
 	reg.MustRegister(m.requests, m.duration, m.listWatches, m.fenced, m.rejected, m.delayed, m.breakerState, m.breakerTrips, m.watchEvents,
 		m.endedWatches, m.config, m.epoch, m.ownedShare)
@@ -86,15 +90,42 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // answered records one answered request. Long-running ones count but get no duration: see the histogram's Help.
-func (m *metrics) answered(req *Request, known bool, code int, took time.Duration) {
+func (m *metrics) answered(rec *statusRecorder, known bool, took time.Duration) {
+	req := rec.req
 	cluster := clusterLabel(req.Cluster)
 	if !known {
 		cluster = UnknownCluster
 	}
-	m.requests.WithLabelValues(req.Verb, resourceLabel(req), strconv.Itoa(code), cluster).Inc()
+	resource := rec.resource
+	if rec.status == 0 { // nothing written: the caller left, or is sent an empty 200 that says nothing of the resource
+		resource = m.resources.of(req)
+		m.countWaitingListWatch(rec, resource)
+	}
+	m.requests.WithLabelValues(req.Verb, resource, strconv.Itoa(rec.code()), cluster).Inc()
 	if !req.longRunning() {
 		m.duration.WithLabelValues(req.Verb, cluster).Observe(took.Seconds())
 	}
+}
+
+// countListWatch counts a list or watch by how it was narrowed (see the counter's Help). One of a resource not known
+// yet is counted once its answer shows whether an API server serves it: a caller's first list of each resource
+// would otherwise be @unknown.
+func (m *metrics) countListWatch(rec *statusRecorder, how string) {
+	resource, known := m.resources.lookup(rec.req)
+	if !known && rec.status == 0 {
+		rec.listWatch = how
+		return
+	}
+	m.listWatches.WithLabelValues(rec.req.Verb, resource, how, clusterLabel(rec.req.Cluster)).Inc()
+}
+
+// countWaitingListWatch counts the list or watch waiting in rec for its answer, if any, under resource.
+func (m *metrics) countWaitingListWatch(rec *statusRecorder, resource string) {
+	if rec.listWatch == "" {
+		return
+	}
+	m.listWatches.WithLabelValues(rec.req.Verb, resource, rec.listWatch, clusterLabel(rec.req.Cluster)).Inc()
+	rec.listWatch = ""
 }
 
 // observer feeds the traffic policy's events into the metrics.

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +104,98 @@ func observations(t *testing.T, h *prometheus.HistogramVec) map[string]uint64 {
 		}
 		out[strings.Join(labels, " ")] = d.GetHistogram().GetSampleCount()
 	}
+	return out
+}
+
+// A resource no API server serves is named @unknown in the request metrics, however many a caller makes up: each
+// would otherwise be a series of its own for good. One an upstream serves keeps its name, from its first list on
+// and also in a 404 for an object it does not have or a write the fence refuses; so does one its discovery lists.
+func TestMadeUpResourcesShareOneLabel(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/namespaces/a/configmaps":
+			io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
+			return
+		case "/api/v1":
+			io.WriteString(w, `{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"nodes","namespaced":false,"kind":"Node","verbs":["get"]}]}`)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+	}))
+	defer upstream.Close()
+	p, _ := breakerProxy(t, upstream, `{}`)
+	for i := range 50 {
+		if c := answer(p, "GET", fmt.Sprintf("/api/v1/namespaces/a/made-up-%d", i)); c != http.StatusNotFound {
+			t.Fatalf("list of a made-up namespaced resource: %d, want the upstream's 404", c)
+		}
+		if c := answer(p, "GET", fmt.Sprintf("/apis/made-up-%d.example.com/v1/things", i)); c != http.StatusNotFound {
+			t.Fatalf("list of a made-up cluster-scoped resource: %d, want discovery's 404", c)
+		}
+	}
+	if c := answer(p, "GET", "/api/v1/namespaces/a/configmaps"); c != http.StatusOK {
+		t.Fatalf("list of configmaps: %d, want 200", c)
+	}
+	if c := answer(p, "GET", "/api/v1/namespaces/a/configmaps/missing"); c != http.StatusNotFound {
+		t.Fatalf("get of a missing configmap: %d, want 404", c)
+	}
+	if c := answer(p, "GET", "/api/v1/nodes/missing"); c != http.StatusNotFound {
+		t.Fatalf("get of a missing node: %d, want 404", c)
+	}
+	for _, path := range []string{"/api/v1/namespaces/b/made-up-w", "/api/v1/namespaces/b/configmaps"} {
+		if c := answer(p, "POST", path); c != http.StatusForbidden {
+			t.Fatalf("POST %s into another shard's namespace: %d, want the fence's 403", path, c)
+		}
+	}
+	for _, tt := range []struct {
+		what string
+		c    prometheus.Collector
+		want []string
+	}{
+		{"fedmesh_proxy_requests_total", p.metrics.requests, []string{
+			"cluster=@host code=200 resource=configmaps verb=list",
+			"cluster=@host code=403 resource=@unknown verb=create",
+			"cluster=@host code=403 resource=configmaps verb=create",
+			"cluster=@host code=404 resource=@unknown verb=list",
+			"cluster=@host code=404 resource=configmaps verb=get",
+			"cluster=@host code=404 resource=nodes verb=get",
+		}},
+		{"fedmesh_proxy_fenced_writes_total", p.metrics.fenced, []string{
+			"cluster=@host resource=@unknown",
+			"cluster=@host resource=configmaps",
+		}},
+		{"fedmesh_proxy_list_watch_total", p.metrics.listWatches, []string{
+			"cluster=@host filter=none resource=@unknown verb=list",
+			"cluster=@host filter=none resource=configmaps verb=list",
+		}},
+	} {
+		if got := labelSets(t, tt.c); !slices.Equal(got, tt.want) {
+			t.Errorf("%s series %q, want %q", tt.what, got, tt.want)
+		}
+	}
+	if got := value(t, p.metrics.requests.WithLabelValues("list", "@unknown", "404", HostCluster)); got != 100 {
+		t.Errorf("lists of made-up resources counted %v, want 100", got)
+	}
+}
+
+// labelSets lists a collector's series by their labels ("name=value", sorted by name), sorted.
+func labelSets(t *testing.T, c prometheus.Collector) []string {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	go func() { c.Collect(ch); close(ch) }()
+	var out []string
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		var labels []string
+		for _, l := range d.GetLabel() {
+			labels = append(labels, l.GetName()+"="+l.GetValue())
+		}
+		out = append(out, strings.Join(labels, " "))
+	}
+	slices.Sort(out)
 	return out
 }

@@ -81,15 +81,16 @@ func New(opts Options) (*Proxy, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	m := newMetrics(reg)
 	p := &Proxy{
 		store:   opts.Store,
 		host:    host,
-		scopes:  newScopes(),
+		scopes:  newScopes(m.resources),
 		prober:  &filter.Prober{},
 		watches: newWatches(),
 		served:  newServedViews(),
 		relists: newRelistFence(relistBound(opts.RelistBound)),
-		metrics: newMetrics(reg),
+		metrics: m,
 		log:     opts.Log,
 		members: map[string]*upstream{},
 		lease:   ownershipLease{duration: opts.OwnershipLease, expired: opts.OwnershipLease > 0},
@@ -116,22 +117,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusBadRequest, "BadRequest", err.Error())
 		return
 	}
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, req: &req, metrics: p.metrics}
 	u, known := p.upstreamFor(req.Cluster)
-	defer func() { p.metrics.answered(&req, known, rec.code(), time.Since(start)) }()
+	defer func() { p.metrics.answered(rec, known, time.Since(start)) }()
 	if !known {
 		// Before the traffic policy: its breakers are kept per cluster, and a caller must not make up clusters
 		// for it to keep.
 		refuse(rec, http.StatusNotFound, string(metav1.StatusReasonNotFound), "cluster %q is not known to this proxy", req.Cluster)
 		return
 	}
-	p.handler.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routedKey{}, routed{req: &req, upstream: u})))
+	p.handler.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routedKey{}, routed{req: &req, upstream: u, recorder: rec})))
 }
 
 // routed is a classified request and the upstream it goes to, handed through the traffic policy to serve.
 type routed struct {
 	req      *Request
 	upstream *upstream
+	recorder *statusRecorder // where its answer is recorded for the metrics
 }
 
 type routedKey struct{}
@@ -158,11 +160,14 @@ func clusterLabel(cluster string) string {
 	return cluster
 }
 
-func resourceLabel(req *Request) string {
-	if req.APIGroup == "" {
-		return req.Resource
+// resourceLabel names req's resource in messages; metrics name it so only once it is known (resourceLabels).
+func resourceLabel(req *Request) string { return groupResourceLabel(req.groupResource()) }
+
+func groupResourceLabel(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
 	}
-	return req.APIGroup + "/" + req.Resource
+	return gr.Group + "/" + gr.Resource
 }
 
 func (req *Request) groupResource() schema.GroupResource {
@@ -261,6 +266,14 @@ func (p *Proxy) rebuildMembers(own *config.Ownership) {
 	p.mu.Lock()
 	p.members = members
 	p.mu.Unlock()
+	for name := range old {
+		if members[name] == nil {
+			// Left the federation (or no longer reachable through the proxy): what is kept of it goes too, its
+			// breakers' state series with them. Should it come back, it starts afresh.
+			p.engine.ForgetCluster(name)
+			p.scopes.forget(name)
+		}
+	}
 }
 
 // forward sends the request upstream, optionally changing the response on its way back. It is the only way a

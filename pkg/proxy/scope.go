@@ -16,13 +16,16 @@ import (
 // identity of its own, so it reads discovery with the caller's credentials (discovery is readable by every
 // authenticated user), once per group version.
 type scopes struct {
-	mu    sync.Mutex
-	known map[scopeKey]map[string]bool // resource -> namespaced
+	mu     sync.Mutex
+	known  map[scopeKey]map[string]bool // resource -> namespaced
+	labels *resourceLabels              // told of every resource discovery lists
 }
 
 type scopeKey struct{ cluster, group, version string }
 
-func newScopes() *scopes { return &scopes{known: map[scopeKey]map[string]bool{}} }
+func newScopes(labels *resourceLabels) *scopes {
+	return &scopes{known: map[scopeKey]map[string]bool{}, labels: labels}
+}
 
 // namespaced reports whether resource of group/version on u is namespaced.
 func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group, version, resource string) (bool, error) {
@@ -41,6 +44,7 @@ func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group
 	s.mu.Lock()
 	s.known[key] = resources
 	s.mu.Unlock()
+	s.labels.learnDiscovered(group, resources)
 	namespaced, found := resources[resource]
 	if !found {
 		return false, &discoveryError{code: http.StatusNotFound,

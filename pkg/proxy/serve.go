@@ -74,12 +74,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case write:
 		if owner, allowed := fence(own, req, namespaced); !allowed {
-			p.metrics.fenced.WithLabelValues(resourceLabel(req), clusterLabel(req.Cluster)).Inc()
+			p.metrics.fenced.WithLabelValues(p.metrics.resources.of(req), clusterLabel(req.Cluster)).Inc()
 			refuse(w, http.StatusForbidden, string(metav1.StatusReasonForbidden), "%s", fenceMessage(own, req, namespaced, owner))
 			return
 		}
 		if namespaced && !recordsEvent(req) && !p.relists.writable(own, req.Namespace, time.Now()) {
-			p.metrics.fenced.WithLabelValues(resourceLabel(req), clusterLabel(req.Cluster)).Inc()
+			p.metrics.fenced.WithLabelValues(p.metrics.resources.of(req), clusterLabel(req.Cluster)).Inc()
 			breaker.WriteStatus(w, breaker.Decision{Code: http.StatusForbidden, Reason: string(metav1.StatusReasonForbidden),
 				Message: relistingMessage(own, req), RetryAfter: relistingRetry})
 			return
