@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -40,6 +41,22 @@ func apisCondition(failed []schema.GroupVersion, generation int64) metav1.Condit
 			strings.Join(names, ", ")))
 	}
 	return c
+}
+
+// apisEventType is the type of the Event that tells the change of the CompleteAPIEnablements condition from prev
+// (nil: none yet) to next, or "" when there is nothing to tell. Partial stops work (no new binding of a kind
+// missing from the list goes to the member), so it is a Warning when it starts and when the groups that fail
+// change; complete again is Normal. A first probe that finds discovery complete, or the same groups failing
+// again, is nothing new.
+func apisEventType(prev *metav1.Condition, next metav1.Condition) string {
+	switch {
+	case next.Status == metav1.ConditionFalse && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != next.Message):
+		return corev1.EventTypeWarning
+	case next.Status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
+		return corev1.EventTypeNormal
+	default:
+		return ""
+	}
 }
 
 // keepFailed is the API list to report: current, plus the entries previous reported for the group versions whose

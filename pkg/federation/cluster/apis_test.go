@@ -62,6 +62,32 @@ func TestKeepFailed(t *testing.T) {
 	}
 }
 
+func TestAPIsEventType(t *testing.T) {
+	metricsDown := apisCondition([]schema.GroupVersion{{Group: "metrics.k8s.io", Version: "v1beta1"}}, 1)
+	kruiseDown := apisCondition([]schema.GroupVersion{{Group: "apps.kruise.io", Version: "v1alpha1"}}, 1)
+	complete := apisCondition(nil, 1)
+	for _, tc := range []struct {
+		name string
+		prev *metav1.Condition
+		next metav1.Condition
+		want string
+	}{
+		{"first probe complete: nothing new", nil, complete, ""},
+		{"first probe partial", nil, metricsDown, corev1.EventTypeWarning},
+		{"complete, then partial", &complete, metricsDown, corev1.EventTypeWarning},
+		{"the same groups fail again: told once", &metricsDown, metricsDown, ""},
+		{"other groups fail", &metricsDown, kruiseDown, corev1.EventTypeWarning},
+		{"complete again", &metricsDown, complete, corev1.EventTypeNormal},
+		{"still complete", &complete, complete, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := apisEventType(tc.prev, tc.next); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // A member whose aggregated metrics API is down: its status keeps the metrics resources it reported before, and
 // CompleteAPIEnablements says which group failed, so that the scheduler does not drop bindings of those kinds.
 func TestPartialDiscoveryIsReportedAndKeepsFailedGroups(t *testing.T) {
@@ -107,7 +133,8 @@ func TestPartialDiscoveryIsReportedAndKeepsFailedGroups(t *testing.T) {
 		APIEnablements: []clusterv1alpha1.APIEnablement{enablement("metrics.k8s.io/v1beta1", "NodeMetrics"), enablement("v1", "Pod")},
 	}}
 	host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithStatusSubresource(&clusterv1alpha1.Cluster{}).WithObjects(reported).Build()
-	r := &Reconciler{Client: host, Recorder: record.NewFakeRecorder(10)}
+	rec := record.NewFakeRecorder(10)
+	r := &Reconciler{Client: host, Recorder: rec}
 	r.Options.setDefaults()
 	if _, err := r.writeStatus(context.Background(), reported, ProbeResult{Outcome: Healthy}, obs, 0); err != nil {
 		t.Fatal(err)
@@ -124,6 +151,16 @@ func TestPartialDiscoveryIsReportedAndKeepsFailedGroups(t *testing.T) {
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonAPIsPartial || !strings.Contains(cond.Message, "metrics.k8s.io/v1beta1") {
 		t.Errorf("CompleteAPIEnablements %+v, want False, Partial, naming metrics.k8s.io/v1beta1", cond)
 	}
+	// A state that stops work (no new binding of a metrics kind goes there) is told by a Warning Event too, once.
+	if events := apisEvents(rec); len(events) != 1 || !strings.HasPrefix(events[0], "Warning Partial ") || !strings.Contains(events[0], "metrics.k8s.io/v1beta1") {
+		t.Errorf("events %q, want one Warning Partial naming metrics.k8s.io/v1beta1", events)
+	}
+	if _, err := r.writeStatus(context.Background(), reported, ProbeResult{Outcome: Healthy}, obs, 0); err != nil {
+		t.Fatal(err)
+	}
+	if events := apisEvents(rec); len(events) != 0 {
+		t.Errorf("the same groups failing again told again: %q", events)
+	}
 
 	// The metrics API is back: the list is the member's alone, and complete.
 	obs.apis, obs.failedAPIs = apiEnablements([]*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod"}}}}), nil
@@ -139,4 +176,18 @@ func TestPartialDiscoveryIsReportedAndKeepsFailedGroups(t *testing.T) {
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, clusterv1alpha1.ClusterConditionCompleteAPIEnablements) {
 		t.Errorf("CompleteAPIEnablements not True once discovery is complete: %v", got.Status.Conditions)
 	}
+	if events := apisEvents(rec); len(events) != 1 || !strings.HasPrefix(events[0], "Normal Complete ") {
+		t.Errorf("events %q, want one Normal Complete", events)
+	}
+}
+
+// apisEvents drains rec of its events, leaving out those of the Ready condition.
+func apisEvents(rec *record.FakeRecorder) []string {
+	var events []string
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; !strings.Contains(e, ReasonReady) {
+			events = append(events, e)
+		}
+	}
+	return events
 }

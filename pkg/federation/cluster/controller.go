@@ -184,9 +184,9 @@ func (r *Reconciler) check(ctx context.Context, c *clusterv1alpha1.Cluster, st *
 }
 
 // writeStatus sets the Ready condition and what obs observed, writing only when something changed, and reports
-// Ready transitions. It returns the Ready condition now in force.
+// Ready and CompleteAPIEnablements transitions. It returns the Ready condition now in force.
 func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster, result ProbeResult, obs *observed, failures int) (metav1.Condition, error) {
-	var prev *metav1.Condition
+	var prev, prevAPIs, apis *metav1.Condition
 	var ready metav1.Condition
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur clusterv1alpha1.Cluster
@@ -197,10 +197,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 		status := cur.Status.DeepCopy()
 		meta.SetStatusCondition(&status.Conditions, readyCondition(prev, result, failures, r.Options.FailureThreshold, cur.Generation))
 		ready = *meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ClusterConditionReady)
+		prevAPIs, apis = nil, nil
 		if obs != nil {
 			status.KubernetesVersion = obs.version
 			status.APIEnablements = keepFailed(obs.apis, cur.Status.APIEnablements, obs.failedAPIs)
+			prevAPIs = meta.FindStatusCondition(cur.Status.Conditions, clusterv1alpha1.ClusterConditionCompleteAPIEnablements).DeepCopy()
 			meta.SetStatusCondition(&status.Conditions, apisCondition(obs.failedAPIs, cur.Generation))
+			apis = meta.FindStatusCondition(status.Conditions, clusterv1alpha1.ClusterConditionCompleteAPIEnablements).DeepCopy()
 			if obs.nodes != nil { // nil while they are listed: the last summaries stand
 				status.NodeSummary = obs.nodes
 				status.ResourceSummary = obs.resources
@@ -228,6 +231,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(c, eventType, ready.Reason, "%s", ready.Message)
+	}
+	if apis != nil {
+		if eventType := apisEventType(prevAPIs, *apis); eventType != "" {
+			r.Recorder.Eventf(c, eventType, apis.Reason, "%s", apis.Message)
+		}
 	}
 	return ready, nil
 }
