@@ -352,3 +352,26 @@ func TestContactAfterReconnectWithRefusedDocument(t *testing.T) {
 		t.Fatal("connected, holding e1 (which the manager knows from the NACK), the proxy never regains contact")
 	}
 }
+
+// A resource deleted (its ShardingConfig is gone) and set again (created again under the same name) reaches the
+// node still subscribed to it; the node kept the last version meanwhile.
+func TestDeletedResourceSetAgainReachesTheNode(t *testing.T) {
+	m := startManager(t, fakeAuth(tokens))
+	node := meta("proxy-a", 0)
+	m.set(t, OwnershipType, 0, `{"epoch":1}`, "e1")
+	rec, _ := runClient(t, m, node, "tok-a")
+	m.waitAcks(t, "ACK of e1", acked(node, OwnershipType, "e1"))
+
+	if err := m.snap.Delete(OwnershipType, node.ResourceName()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.snap.Get(OwnershipType, node.ResourceName()); ok {
+		t.Fatal("the deleted resource is still published")
+	}
+	m.set(t, OwnershipType, 0, `{"epoch":2}`, "e2")
+	m.waitAcks(t, "ACK of e2", acked(node, OwnershipType, "e2"))
+	_, cur := rec.snapshot()
+	if got := cur[OwnershipType][node.ResourceName()]; got.Version != "e2" || string(got.Data) != `{"epoch":2}` {
+		t.Fatalf("applied ownership %+v", got)
+	}
+}

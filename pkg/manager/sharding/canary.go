@@ -31,7 +31,7 @@ import (
 //     (until its shard owns nothing and every proxy acknowledged that), its shard still gets its document, and its
 //     pods, found by their ordinal label now that the selector is gone, stay members whose proxies must
 //     acknowledge the revoke before the grant (members, shardsOf).
-//   - Changing spec.shards during a rollout changes the canary's shard ID; finish or roll back the canary first.
+//   - spec.shards cannot change while a canary is set (the API refuses it): the canary pods carry ordinal spec.shards.
 //   - On Promote, with spec.canary.promotion the manager rolls the stable StatefulSet (promote.go) and the stable
 //     shards count as rolled out when status.canary.promotion.done; without it, when every stable pod runs the
 //     images the canary pods ran when it was promoted (status.canary.images), whoever changed them, whether or not
@@ -62,12 +62,13 @@ func stableTarget(sc *meshv1alpha1.ShardingConfig, pub Published, shards []shard
 // rolloutResult is what one reconcile decided about the canary: the assignment to reach, the status to write, and
 // what to record once it is written.
 type rolloutResult struct {
-	target   shard.Assignment
-	status   *meshv1alpha1.CanaryStatus
-	events   []canary.Event
-	requeue  time.Duration
-	step     *int32 // the API's current step, for the metric
-	rollback bool
+	target  shard.Assignment
+	status  *meshv1alpha1.CanaryStatus
+	events  []canary.Event
+	requeue time.Duration
+	step    *int32 // the API's current step, for the metric
+	// rollback is the cause of a rollback in this step (rollbackAnalysis, rollbackAction), "" for none.
+	rollback string
 	// deletePods are stable pods to delete for the promotion once the status is written, by name and UID.
 	deletePods map[string]ktypes.UID
 }
@@ -89,9 +90,28 @@ func (ro rolloutResult) record(r *Reconciler, sc *meshv1alpha1.ShardingConfig) {
 	if ro.step != nil {
 		canaryStep.WithLabelValues(key).Set(float64(*ro.step))
 	}
-	if ro.rollback {
-		canaryRollbacks.WithLabelValues(key).Inc()
+	if ro.rollback != "" {
+		canaryRollbacks.WithLabelValues(key, ro.rollback).Inc()
 	}
+}
+
+// The causes of a canary rollback, as the rollbacks metric tells them.
+const (
+	rollbackAnalysis = "analysis" // a failed analysis
+	rollbackAction   = "action"   // the action Rollback
+)
+
+// rollbackCause is the cause of the rollback the events of a step tell, "" when they tell none.
+func rollbackCause(events []canary.Event) string {
+	for _, e := range events {
+		switch e.Reason {
+		case "AnalysisFailed":
+			return rollbackAnalysis
+		case "RolledBack":
+			return rollbackAction
+		}
+	}
+	return ""
 }
 
 // rollout runs one step of the canary rollout. acked says whether every live proxy acknowledged pub.
@@ -259,15 +279,10 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		step:    &st.CurrentStep,
 
 		deletePods: deletePods,
+		rollback:   rollbackCause(res.Events),
 	}
 	for _, e := range res.Events {
-		switch e.Reason {
-		case "AnalysisFailed", "RolledBack":
-			ro.rollback = true
-		case "Promoted":
-			if promotion != nil {
-				break
-			}
+		if e.Reason == "Promoted" && promotion == nil {
 			ro.events = append(ro.events, canary.Event{Type: canary.EventNormal, Reason: "RollStableShards", Message: fmt.Sprintf(
 				"roll the stable shards' pods to the canary's images (%s), one shard at a time, non-leaders before the leader; "+
 					"the canary keeps its namespaces until every stable pod runs them", images(pods.canary))})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,8 @@ func TestPromotedCanaryReleasesOnTheImagesItWasPromotedWith(t *testing.T) {
 	v2 := map[string]string{"op": "operator:v2"}
 	for _, tc := range []struct {
 		name string
-		// phase is the status's phase before the reconcile: Progressing (Promote is taken now) or Promoted.
+		// phase is the status's phase before the reconcile: Progressing, with the last (only) step's pause over
+		// (Promote is taken now), or Promoted.
 		phase  meshv1alpha1.CanaryPhase
 		saved  map[string]string // status.canary.images before the reconcile
 		stable []string          // the stable pods' images, one per shard
@@ -59,6 +61,9 @@ func TestPromotedCanaryReleasesOnTheImagesItWasPromotedWith(t *testing.T) {
 			pub := Published{Epoch: 5, Assignment: shard.Reassign(stable, canarySet, canaryShardOf(sc))}
 			sc.Status.Canary = &meshv1alpha1.CanaryStatus{Phase: tc.phase, CurrentStep: -1, Images: tc.saved,
 				Ranges: shard.StatusRanges(canarySet), StableAssignment: shard.StatusAssignment(stable)}
+			if tc.phase == meshv1alpha1.CanaryProgressing {
+				sc.Status.Canary.StepStartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
+			}
 			pod := func(name string, labels map[string]string, image string) corev1.Pod {
 				p := *testPod(name, labels)
 				p.Spec.Containers = []corev1.Container{{Name: "op", Image: image}}

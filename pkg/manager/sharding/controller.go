@@ -36,10 +36,11 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
-// Publisher is what the controller needs of the xDS server: set a proxy's documents, and read what proxies
-// acknowledged.
+// Publisher is what the controller needs of the xDS server: set a proxy's documents, delete those of a
+// ShardingConfig that is gone, and read what proxies acknowledged.
 type Publisher interface {
 	Set(typeURL, name string, doc []byte, version string) error
+	Delete(typeURL, name string) error
 	Acks() map[string]xds.NodeState
 	// Changed is closed at the next change of Acks (xds.Callbacks.Changed).
 	Changed() <-chan struct{}
@@ -89,6 +90,9 @@ type Reconciler struct {
 	// nothing published to that shard since but more of the same: disconnected, such a proxy owns nothing, and a
 	// handover need not wait for it (see waitedFor). Lost at a restart, which only makes the manager wait longer.
 	released map[string]releasedProxy
+	// published are the resource names documents were published under, per ShardingConfig: what to delete from the
+	// xDS caches once it is gone (forget).
+	published map[ktypes.NamespacedName]map[string]bool
 }
 
 // releasedProxy is the ShardingConfig and shard of a released proxy.
@@ -111,13 +115,19 @@ func (r *Reconciler) setWaiting(key ktypes.NamespacedName, waiting bool) {
 	}
 }
 
-// relayAcks enqueues the waiting ShardingConfigs at every change of the proxies' acknowledgements.
+// relayAcks enqueues the waiting ShardingConfigs at every change of the proxies' acknowledgements; now and then
+// it sweeps the records of proxies of ShardingConfigs that are gone.
 func (r *Reconciler) relayAcks(ctx context.Context) error {
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
 	for {
 		changed := r.Publisher.Changed()
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-tick.C:
+			r.sweep(ctx)
+			continue
 		case <-changed:
 		}
 		r.mu.Lock()
@@ -305,11 +315,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		if apierrors.IsNotFound(err) {
 			r.observer().Forget(req.String())
 			deleteGauges(req.String())
-			r.mu.Lock()
-			delete(r.written, req.NamespacedName)
-			r.mu.Unlock()
+			return reconcile.Result{}, r.forget(ctx, req.NamespacedName)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 	if r.stale(&sc) {
 		return reconcile.Result{RequeueAfter: staleRetry}, nil
@@ -473,6 +481,7 @@ func (r *Reconciler) publish(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 	r.granting(sc, pub, ids)
 	for i, id := range ids {
 		name := xds.ResourceName(ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}, int32(id))
+		r.publishedTo(client.ObjectKeyFromObject(sc), name)
 		if err := r.Publisher.Set(xds.OwnershipType, name, docs[i], version(sc, pub)); err != nil {
 			return err
 		}

@@ -38,6 +38,12 @@ func (p *fakePublisher) Set(typeURL, name string, _ []byte, version string) erro
 	}
 	return nil
 }
+func (p *fakePublisher) Delete(typeURL, name string) error {
+	if typeURL == xds.OwnershipType {
+		delete(p.set, name)
+	}
+	return nil
+}
 func (p *fakePublisher) Acks() map[string]xds.NodeState { return p.acks }
 func (p *fakePublisher) Changed() <-chan struct{}       { return nil }
 

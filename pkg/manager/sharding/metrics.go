@@ -34,8 +34,9 @@ var (
 		Name: "fedmesh_manager_canary_step", Help: "The canary's current step (status.canary.currentStep: -1 while only named namespaces moved).",
 	}, []string{"shardingconfig"})
 	canaryRollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "fedmesh_manager_canary_rollbacks_total", Help: "Canary rollbacks, by failed analysis or by action Rollback.",
-	}, []string{"shardingconfig"})
+		Name: "fedmesh_manager_canary_rollbacks_total",
+		Help: "Canary rollbacks, by cause: analysis (a failed analysis) or action (the action Rollback).",
+	}, []string{"shardingconfig", "cause"})
 )
 
 func init() {

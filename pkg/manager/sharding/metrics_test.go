@@ -7,12 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/canary"
 )
 
 // series are the values of metric name for ShardingConfig key, as scraped, by shard ("" for a gauge of the whole
@@ -97,7 +99,7 @@ func TestGaugesOfADeletedShardingConfig(t *testing.T) {
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).Build(), Publisher: &fakePublisher{}}
 	for _, key := range []string{"ops/gone", "ops/kept"} {
 		setShardGauges(key, shardsOfSizes(4, 3, 3), true)
 		epochGauge.WithLabelValues(key).Set(7)
@@ -113,6 +115,54 @@ func TestGaugesOfADeletedShardingConfig(t *testing.T) {
 		}
 		if got := series(t, name, "ops/kept"); len(got) == 0 {
 			t.Errorf("%s of another ShardingConfig: none, want it kept", name)
+		}
+	}
+}
+
+// The canary rollbacks are counted by cause: a failed analysis, or the action Rollback.
+func TestCanaryRollbacksByCause(t *testing.T) {
+	sc := testConfig(2)
+	sc.Name = "rolled-back"
+	count := func(cause string) float64 {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, p := range m.GetLabel() {
+					labels[p.GetName()] = p.GetValue()
+				}
+				if f.GetName() == "fedmesh_manager_canary_rollbacks_total" && labels["shardingconfig"] == "ops/rolled-back" && labels["cause"] == cause {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		event canary.Event
+		cause string
+	}{
+		{canary.Event{Type: canary.EventWarning, Reason: "AnalysisFailed"}, rollbackAnalysis},
+		{canary.Event{Type: canary.EventNormal, Reason: "RolledBack"}, rollbackAction},
+		{canary.Event{Type: canary.EventNormal, Reason: "Promoted"}, ""},
+	} {
+		cause := rollbackCause([]canary.Event{tc.event})
+		if cause != tc.cause {
+			t.Errorf("%s: cause %q, want %q", tc.event.Reason, cause, tc.cause)
+		}
+		before := map[string]float64{rollbackAnalysis: count(rollbackAnalysis), rollbackAction: count(rollbackAction)}
+		rolloutResult{rollback: cause}.record(&Reconciler{Recorder: record.NewFakeRecorder(10)}, sc)
+		for c, n := range before {
+			want := n
+			if c == tc.cause {
+				want++
+			}
+			if got := count(c); got != want {
+				t.Errorf("after %s: %s rollbacks %v, want %v", tc.event.Reason, c, got, want)
+			}
 		}
 	}
 }

@@ -103,16 +103,17 @@ func trafficCondition(sc *meshv1alpha1.ShardingConfig, t trafficDoc, refused str
 	return c
 }
 
-// setTrafficCondition sets sc's TrafficPolicyAccepted condition, with a Warning Event when it turns to a new
-// refusal.
+// setTrafficCondition sets sc's TrafficPolicyAccepted condition, with a Warning Event when it turns to a policy the
+// proxies do not get (one they would refuse, or none of that name), or its message changes.
 func (r *Reconciler) setTrafficCondition(sc, orig *meshv1alpha1.ShardingConfig, c *metav1.Condition) {
 	if c == nil {
 		meta.RemoveStatusCondition(&sc.Status.Conditions, ConditionTrafficPolicyAccepted)
 		return
 	}
 	prev := meta.FindStatusCondition(orig.Status.Conditions, ConditionTrafficPolicyAccepted)
-	if c.Reason == ReasonInvalidTrafficPolicy && (prev == nil || prev.Reason != c.Reason || prev.Message != c.Message) {
-		r.Recorder.Eventf(sc, corev1.EventTypeWarning, ReasonInvalidTrafficPolicy, "%s", c.Message)
+	warned := c.Reason == ReasonInvalidTrafficPolicy || c.Reason == ReasonTrafficPolicyNotFound
+	if warned && (prev == nil || prev.Reason != c.Reason || prev.Message != c.Message) {
+		r.Recorder.Eventf(sc, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
 	}
 	meta.SetStatusCondition(&sc.Status.Conditions, *c)
 }

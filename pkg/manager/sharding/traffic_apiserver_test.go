@@ -40,6 +40,12 @@ func (p *docPublisher) Set(typeURL, name string, doc []byte, version string) err
 	p.docs[xds.ResourceKey{TypeURL: typeURL, Name: name}] = xds.Document{Version: version, Data: append([]byte(nil), doc...)}
 	return nil
 }
+func (p *docPublisher) Delete(typeURL, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.docs, xds.ResourceKey{TypeURL: typeURL, Name: name})
+	return nil
+}
 func (p *docPublisher) Acks() map[string]xds.NodeState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
