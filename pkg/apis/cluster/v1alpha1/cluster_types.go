@@ -12,6 +12,7 @@ import (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="APIs-Complete",type=string,JSONPath=`.status.conditions[?(@.type=="CompleteAPIEnablements")].status`
 // +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -88,7 +88,8 @@ type StatusReflection struct {
 
 // StatusAggregation holds the AggregateStatus script:
 // AggregateStatus(desiredObj, statusItems) returns desiredObj with its status combined from statusItems, the
-// per-cluster items of the binding's aggregatedStatus.
+// per-cluster items of the binding's aggregatedStatus; statusItems is nil while no member has reported, as in
+// Karmada.
 // +kubebuilder:validation:XValidation:rule="self.luaScript.contains('AggregateStatus')",message="statusAggregation.luaScript must define function AggregateStatus"
 type StatusAggregation struct {
 	// LuaScript defines function AggregateStatus(desiredObj, statusItems).

@@ -11,8 +11,8 @@ import (
 type Canary struct {
 	// Selector selects the canary pods in this object's namespace. It must not match the stable shards' pods (a pod
 	// that matches both is a stable pod). The canary pods form one extra shard, shard spec.shards: their proxies
-	// serve that shard and acknowledge its ownership like any shard's. Changing spec.shards during a rollout
-	// changes the canary's shard; finish or roll back the canary first.
+	// serve that shard and acknowledge its ownership like any shard's. So spec.shards cannot change while a canary
+	// is set: finish or roll back the canary, and remove it, first.
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
@@ -36,8 +36,10 @@ type Canary struct {
 	Analysis *CanaryAnalysis `json:"analysis,omitempty"`
 
 	// Action steers the rollout: Continue advances through the steps while the analysis passes, Pause holds at the
-	// current step, Promote (after the last step) rolls the new version out to the stable shards and then returns
-	// the canary's namespaces to them, Rollback returns every namespace to the stable shards and stops.
+	// current step, Promote rolls the new version out to the stable shards once the last step has passed its
+	// analysis and then returns the canary's namespaces to them, Rollback returns every namespace to the stable
+	// shards and stops. Promote set earlier is approval, not a skip: the rollout goes on through its steps and
+	// their analysis, and a failing analysis still rolls it back.
 	// +kubebuilder:default=Continue
 	// +optional
 	Action CanaryAction `json:"action,omitempty"`

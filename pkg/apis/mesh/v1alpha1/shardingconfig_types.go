@@ -185,8 +185,9 @@ type ShardingConfigStatus struct {
 	// +optional
 	Canary *CanaryStatus `json:"canary,omitempty"`
 
-	// Conditions: Ready (every range has exactly one owner and all proxies acknowledged it) and Progressing
-	// (a handover is under way).
+	// Conditions: Ready (every range has exactly one owner, acknowledged by every proxy in contact; a proxy out of
+	// contact past its lease is not waited for, and the message counts it) and Progressing (a handover is under
+	// way).
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge

@@ -13,7 +13,8 @@ import (
 // TrafficPolicy shapes the API traffic of the operators behind the fedmesh proxy: rate limits, in-flight caps,
 // circuit breakers, deny rules and injected faults. A ShardingConfig refers to it by name; a standalone proxy reads
 // it from a file. The proxy checks a request against the deny rules first (the first match answers), then the
-// faults, circuit breakers, in-flight caps and rate limits; every matching rule applies.
+// faults (the first match applies), then the circuit breakers, in-flight caps and rate limits (every matching rule
+// applies).
 type TrafficPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
