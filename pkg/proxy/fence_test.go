@@ -33,6 +33,9 @@ func TestFence(t *testing.T) {
 		{"deleting another shard's events", other, req(request.RequestInfo{Verb: "delete", Resource: "events", Namespace: ns}), true, false, 1},
 		{"an event without a configuration", nil, req(request.RequestInfo{Verb: "create", Resource: "events", Namespace: ns}), true, false, shard.NoShard},
 		{"another group's events", other, req(request.RequestInfo{Verb: "create", APIGroup: "example.com", Resource: "events", Namespace: ns}), true, false, 1},
+		{"a namespaced write naming no namespace", own, req(request.RequestInfo{Verb: "create", APIGroup: "example.com", Resource: "widgets"}), true, false, 0},
+		{"a namespaced write naming no namespace, on the cluster-scoped shard", other, req(request.RequestInfo{Verb: "delete", APIGroup: "example.com", Resource: "widgets", Name: "w"}), true, true, 0},
+		{"a collection's delete naming no namespace", own, req(request.RequestInfo{Verb: "deletecollection", Resource: "configmaps"}), true, false, 0},
 	} {
 		owner, allowed := fence(tc.own, &tc.req, tc.namespaced)
 		if allowed != tc.allowed || owner != tc.owner {
@@ -60,9 +63,20 @@ func TestWrites(t *testing.T) {
 		{"a configmap's create", req(request.RequestInfo{Verb: "create", Resource: "configmaps", Namespace: "team-a"}), true},
 		{"an exec, a GET", req(request.RequestInfo{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "team-a"}), true},
 		{"a get", req(request.RequestInfo{Verb: "get", Resource: "configmaps", Namespace: "team-a"}), false},
+		{"an exec through a node", nodeProxy("get", "exec", "team-a", "web", "app"), true},
+		{"a port-forward through a node", nodeProxy("get", "portForward", "team-a", "web"), true},
+		{"a node's metrics", nodeProxy("get", "metrics", "cadvisor"), false},
+		{"a node's log level changed", nodeProxy("update", "debug", "flags", "v"), true},
+		{"a node's root", nodeProxy("get"), false},
 	} {
 		if got := writes(&tc.req); got != tc.writes {
 			t.Errorf("%s: writes %v, want %v", tc.name, got, tc.writes)
 		}
 	}
+}
+
+// nodeProxy is a request through node-1's proxy to the kubelet path of parts.
+func nodeProxy(verb string, parts ...string) Request {
+	return req(request.RequestInfo{Verb: verb, Resource: "nodes", Name: "node-1", Subresource: "proxy",
+		Parts: append([]string{"nodes", "node-1", "proxy"}, parts...)})
 }

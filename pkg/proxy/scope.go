@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -14,43 +15,114 @@ import (
 // scopes knows which resources are namespaced, per upstream, from the API server's discovery documents. A list
 // of all pods and a list of all nodes look alike in a URL; only discovery tells them apart. The proxy has no
 // identity of its own, so it reads discovery with the caller's credentials (discovery is readable by every
-// authenticated user), once per group version.
+// authenticated user), once per group version and scopeBound. A CRD's scope cannot change, but a CRD can be deleted
+// and created again with the other scope (an operator's upgrade): what discovery told is read again after the bound,
+// and sooner once the API server answers a request in the other scope (answered).
 type scopes struct {
 	mu     sync.Mutex
-	known  map[scopeKey]map[string]bool // resource -> namespaced
-	labels *resourceLabels              // told of every resource discovery lists
+	known  map[scopeKey]*learnedScopes
+	labels *resourceLabels // told of every resource discovery lists
+	now    func() time.Time
 }
 
 type scopeKey struct{ cluster, group, version string }
 
+// learnedScopes is what discovery told of one group version.
+type learnedScopes struct {
+	namespaced map[string]bool // resource -> namespaced; replaced, never changed
+	at         time.Time       // when discovery told it
+	recheck    time.Time       // from when discovery is read again
+	rechecking bool            // one caller reads it again; the others go on with what it told meanwhile
+}
+
+// scopeBound is how long what discovery told of a group version is trusted. A CRD recreated with the other scope is
+// fenced and filtered by its new scope within it; every request pays a map look-up for it, one in scopeBound per
+// group version a discovery request.
+const scopeBound = time.Minute
+
+// scopeRecheckMin is the least time between two readings of a group version's discovery, but for a resource it
+// does not list yet: an API server whose answers disagree with its discovery (an aggregated one answering any path)
+// costs a reading per scopeRecheckMin at most, and discovery that does not answer is asked again as often.
+const scopeRecheckMin = time.Second
+
 func newScopes(labels *resourceLabels) *scopes {
-	return &scopes{known: map[scopeKey]map[string]bool{}, labels: labels}
+	return &scopes{known: map[scopeKey]*learnedScopes{}, labels: labels, now: time.Now}
 }
 
 // namespaced reports whether resource of group/version on u is namespaced.
 func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group, version, resource string) (bool, error) {
 	key := scopeKey{u.name, group, version}
+	now := s.now()
 	s.mu.Lock()
-	resources, ok := s.known[key]
-	s.mu.Unlock()
-	if namespaced, found := resources[resource]; ok && found {
+	learned := s.known[key]
+	namespaced, found := learned.lookup(resource)
+	if found && (now.Before(learned.recheck) || learned.rechecking) {
+		s.mu.Unlock()
 		return namespaced, nil
 	}
-	// Unknown group version, or a resource that appeared since (a new CRD): read discovery again.
+	if found {
+		learned.rechecking = true
+	}
+	s.mu.Unlock()
+	// Unknown group version, a resource that appeared since (a new CRD), or one known too long: read discovery again.
 	resources, err := discover(ctx, u, auth, group, version)
 	if err != nil {
-		return false, err
+		if !found {
+			return false, err
+		}
+		// What discovery told last stands until it answers again: a scope known is better than a refusal.
+		s.mu.Lock()
+		learned.rechecking, learned.recheck = false, now.Add(scopeRecheckMin)
+		s.mu.Unlock()
+		return namespaced, nil
 	}
 	s.mu.Lock()
-	s.known[key] = resources
+	s.known[key] = &learnedScopes{namespaced: resources, at: now, recheck: now.Add(scopeBound)}
 	s.mu.Unlock()
 	s.labels.learnDiscovered(group, resources)
-	namespaced, found := resources[resource]
+	namespaced, found = resources[resource]
 	if !found {
 		return false, &discoveryError{code: http.StatusNotFound,
 			err: fmt.Errorf("the server could not find the requested resource: no %q in %s", resource, groupVersion(group, version))}
 	}
 	return namespaced, nil
+}
+
+func (l *learnedScopes) lookup(resource string) (namespaced, found bool) {
+	if l == nil {
+		return false, false
+	}
+	namespaced, found = l.namespaced[resource]
+	return namespaced, found
+}
+
+// answered takes note that the API server served a request of resource in a scope (scopeShownBy): when discovery
+// told the other, the resource's CRD was recreated since, and the next look-up reads discovery again.
+func (s *scopes) answered(cluster, group, version, resource string, namespaced bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	learned := s.known[scopeKey{cluster, group, version}]
+	if told, found := learned.lookup(resource); !found || told == namespaced {
+		return
+	}
+	if now := s.now(); !now.Before(learned.at.Add(scopeRecheckMin)) && now.Before(learned.recheck) {
+		learned.recheck = now
+	}
+}
+
+// scopeShownBy is the scope the API server's success at req shows its resource has, if it shows one: it serves a
+// path in a namespace only for a namespaced resource, and one outside namespaces, but a list or watch across them,
+// only for a cluster-scoped one.
+func scopeShownBy(req *Request) (namespaced, shows bool) {
+	switch {
+	case !req.IsResourceRequest || req.APIGroup == "" && req.Resource == "namespaces":
+		return false, false
+	case req.Namespace != "":
+		return true, true
+	case req.Verb == "list" || req.Verb == "watch":
+		return false, false
+	}
+	return false, true
 }
 
 // discoveryError is discovery's answer when it was not a list of resources: the request is answered with its code

@@ -30,8 +30,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	write := writes(req)
 	asked := r // discovery below is the proxy's own business, not bounded by the write's deadline
+	if namespace, inPod := req.nodeProxyPod(); inPod {
+		// Fenced in the pod's namespace, as the pod's own exec is; the API server is sent the request as it came.
+		fenced := *req
+		fenced.Namespace = namespace
+		req = &fenced
+	}
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
-	// pod or service proxy requests are fenced like writes but change no object, and their connections may stay
+	// pod, service or node proxy requests are fenced like writes but change no object, and their connections may stay
 	// open for hours: they neither hold up an ownership change nor get a deadline.
 	leaseLeft := true
 	if write && !req.longRunning() {
@@ -71,6 +77,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(w, code, string(reason), "%v", err)
 		return
 	}
+	defer p.noteScope(rt, namespaced)
+	inNamespace := namespaced && req.Namespace != "" // a write that names no namespace acts on no namespace (fence)
 	switch {
 	case write:
 		if owner, allowed := fence(own, req, namespaced); !allowed {
@@ -78,7 +86,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusForbidden, string(metav1.StatusReasonForbidden), "%s", fenceMessage(own, req, namespaced, owner))
 			return
 		}
-		if namespaced && !recordsEvent(req) && !p.relists.writable(own, req.Namespace, time.Now()) {
+		if inNamespace && !recordsEvent(req) && !p.relists.writable(own, req.Namespace, time.Now()) {
 			p.metrics.fenced.WithLabelValues(p.metrics.resources.of(req), clusterLabel(req.Cluster)).Inc()
 			breaker.WriteStatus(w, breaker.Decision{Code: http.StatusForbidden, Reason: string(metav1.StatusReasonForbidden),
 				Message: relistingMessage(own, req), RetryAfter: relistingRetry})
@@ -86,7 +94,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		// Only an object's create carries an object to label: a subresource's (an eviction, a pod's exec or proxy)
 		// carries something else, or a payload that is not the API server's.
-		if req.Verb == "create" && req.Subresource == "" && namespaced && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
+		if req.Verb == "create" && req.Subresource == "" && inNamespace && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
 			if err := stampLabels(r, req.Namespace); err != nil {
 				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
 				return
@@ -100,9 +108,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy) or through a
-// service's proxy: whatever the verb (a WebSocket exec is a GET), it acts in that namespace, and is fenced like a
-// write.
+// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy), through a
+// service's proxy, or through a node's: whatever the verb (a WebSocket exec is a GET), one into a pod or service
+// acts in that namespace, and is fenced like a write.
 func (req *Request) connects() bool {
 	if req.APIGroup != "" {
 		return false
@@ -110,15 +118,20 @@ func (req *Request) connects() bool {
 	switch req.Resource {
 	case "pods":
 		return req.Subresource == "exec" || req.Subresource == "attach" || req.Subresource == "portforward" || req.Subresource == "proxy"
-	case "services":
+	case "services", "nodes":
 		return req.Subresource == "proxy"
 	}
 	return false
 }
 
 // writes reports whether req is fenced as a write: it changes objects (reviews aside, which store nothing), or
-// acts in a namespace (connects).
+// acts in a namespace (connects). Through a node's proxy, a request into a pod acts in its namespace whatever the
+// verb; one to the node itself (its metrics, stats, profiles) is read with a GET and changes the node otherwise.
 func writes(req *Request) bool {
+	if req.proxiesToNode() {
+		_, inPod := req.nodeProxyPod()
+		return inPod || req.Verb != "get"
+	}
 	return (isWrite(req.Verb) && !reviews(req)) || req.connects()
 }
 
@@ -149,6 +162,21 @@ func isWrite(verb string) bool {
 	return false
 }
 
+// noteScope tells the scopes what the API server's answer to rt showed of its resource's scope, when it contradicts
+// what the request was served under (namespaced): a request in a namespace always is, so the scopes look it up.
+func (p *Proxy) noteScope(rt routed, namespaced bool) {
+	code := rt.recorder.status
+	if code != http.StatusSwitchingProtocols && (code < 200 || code > 299) {
+		return // refused, or not answered: it shows nothing
+	}
+	req := rt.req // as the API server took it: a node's proxy into a pod is a request of the node
+	shown, shows := scopeShownBy(req)
+	if !shows || (!shown && !namespaced) {
+		return
+	}
+	p.scopes.answered(req.Cluster, req.APIGroup, req.APIVersion, req.Resource, shown)
+}
+
 // isNamespaced tells namespaced resources from cluster-scoped ones. Namespace objects are cluster-scoped even
 // though their requests carry the namespace's name.
 func (p *Proxy) isNamespaced(r *http.Request, u *upstream, req *Request) (bool, error) {
@@ -169,7 +197,10 @@ func fence(own *config.Ownership, req *Request, namespaced bool) (owner shard.Sh
 		return shard.NoShard, false
 	case recordsEvent(req):
 		return own.Shard, true
-	case !namespaced:
+	case !namespaced || req.Namespace == "":
+		// A write that names no namespace acts on a cluster-scoped object, or on nothing: the API server serves no
+		// write of a namespaced resource across namespaces. A resource learned namespaced whose CRD was recreated
+		// cluster-scoped is written so; "" is no shard's namespace.
 		return own.ClusterScopedShard, own.SeesClusterScoped()
 	case own.Owned().ContainsNamespace(req.Namespace):
 		return own.Shard, true
@@ -195,8 +226,8 @@ func fenceMessage(own *config.Ownership, req *Request, namespaced bool, owner sh
 	switch {
 	case own == nil:
 		return fmt.Sprintf("%s refused: this proxy owns nothing (no shard configuration yet, or out of contact with the manager past its ownership lease)", what)
-	case !namespaced:
-		return fmt.Sprintf("%s refused: cluster-scoped objects belong to shard %d, and this is shard %d", what, owner, own.Shard)
+	case !namespaced || req.Namespace == "":
+		return fmt.Sprintf("%s refused: cluster-scoped objects (and writes naming no namespace) belong to shard %d, and this is shard %d", what, owner, own.Shard)
 	case owner == shard.NoShard:
 		return fmt.Sprintf("%s refused: namespace %q is being handed over between shards (this is shard %d); retry shortly", what, req.Namespace, own.Shard)
 	}

@@ -72,7 +72,9 @@ func newUpstream(name string, cfg *rest.Config, connectHeader http.Header) (*ups
 	u := &upstream{name: name, target: target, host: cfg.Host, transport: transport}
 	u.forward = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.Host = target.Scheme, target.Host, target.Host
+			// The target's path too: a member served under a prefix (https://host/k8s/clusters/c-1) is asked
+			// under it, as discovery and the list probes ask it (target.JoinPath).
+			r.SetURL(target)
 			// Keep the caller's X-Forwarded-For out: the API server audits the caller, not the proxy's hop.
 			r.Out.Header.Del("X-Forwarded-For")
 		},

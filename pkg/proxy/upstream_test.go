@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -143,5 +144,60 @@ func TestMemberReachedThroughItsProxy(t *testing.T) {
 	apiHost := strings.TrimPrefix(api.URL, "https://")
 	if want := []string{"CONNECT " + apiHost + " s3cret", "CONNECT " + apiHost + " stale"}; !slices.Equal(seen, want) {
 		t.Errorf("the egress proxy saw %q, want %q", seen, want)
+	}
+}
+
+// A member served under a path prefix (as a management proxy serves its clusters: https://host/k8s/clusters/c-1)
+// gets every request under that prefix: discovery, the requests forwarded, and the lists the proxy filters.
+func TestMemberServedUnderAPathPrefix(t *testing.T) {
+	const prefix = "/k8s/clusters/c-1"
+	var mu sync.Mutex
+	var outside []string
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			mu.Lock()
+			outside = append(outside, r.Method+" "+r.URL.Path)
+			mu.Unlock()
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch path {
+		case "/version":
+			_, _ = io.WriteString(w, `{"major":"1","minor":"36"}`)
+		case "/api/v1":
+			_, _ = io.WriteString(w, `{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"pods","namespaced":true,"kind":"Pod","verbs":["get","list"]}]}`)
+		case "/api/v1/pods":
+			_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}`)
+		default:
+			_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"team-a"}}`)
+		}
+	}))
+	t.Cleanup(api.Close)
+	host := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(host.Close)
+	p := newOwningProxy(t, host)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})
+	lower := shard.NewSet(shard.Range{First: 0, Last: 1<<63 - 1})
+	doc, err := json.Marshal(config.Ownership{Epoch: 1, Assignment: shard.Assignment{0: lower, 1: lower.Complement()},
+		Clusters: []config.Cluster{{Name: "m", Server: api.URL + prefix, CAData: ca}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.store.Apply(config.KindOwnership, "2", doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/version", "/api/v1/namespaces/team-a/pods/p", "/api/v1/pods"} {
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters/m"+path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s of the member: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(outside) > 0 {
+		t.Errorf("the member was asked outside its prefix %s: %q", prefix, outside)
 	}
 }
