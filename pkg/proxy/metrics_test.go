@@ -89,20 +89,29 @@ func TestDurationObservesAnswersNotWatches(t *testing.T) {
 // observations reads a histogram's sample count per series, keyed by its labels ("name=value", sorted by name).
 func observations(t *testing.T, h *prometheus.HistogramVec) map[string]uint64 {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 16)
-	h.Collect(ch)
-	close(ch)
 	out := map[string]uint64{}
+	for labels, d := range collected(t, h) {
+		out[labels] = d.GetHistogram().GetSampleCount()
+	}
+	return out
+}
+
+// collected reads a collector's series, keyed by their labels ("name=value", sorted by name).
+func collected(t *testing.T, c prometheus.Collector) map[string]*dto.Metric {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	go func() { c.Collect(ch); close(ch) }()
+	out := map[string]*dto.Metric{}
 	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
+		d := &dto.Metric{}
+		if err := m.Write(d); err != nil {
 			t.Fatal(err)
 		}
 		var labels []string
 		for _, l := range d.GetLabel() {
 			labels = append(labels, l.GetName()+"="+l.GetValue())
 		}
-		out[strings.Join(labels, " ")] = d.GetHistogram().GetSampleCount()
+		out[strings.Join(labels, " ")] = d
 	}
 	return out
 }
@@ -182,20 +191,5 @@ func TestMadeUpResourcesShareOneLabel(t *testing.T) {
 // labelSets lists a collector's series by their labels ("name=value", sorted by name), sorted.
 func labelSets(t *testing.T, c prometheus.Collector) []string {
 	t.Helper()
-	ch := make(chan prometheus.Metric)
-	go func() { c.Collect(ch); close(ch) }()
-	var out []string
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			t.Fatal(err)
-		}
-		var labels []string
-		for _, l := range d.GetLabel() {
-			labels = append(labels, l.GetName()+"="+l.GetValue())
-		}
-		out = append(out, strings.Join(labels, " "))
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(collected(t, c)))
 }
