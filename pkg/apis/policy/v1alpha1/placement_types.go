@@ -150,8 +150,6 @@ const (
 )
 
 // ReplicaSchedulingStrategy says how a workload's replicas are spread over the chosen clusters.
-// +kubebuilder:validation:XValidation:rule="!has(self.weightPreference) || !has(self.replicaSchedulingType) || self.replicaSchedulingType == 'Divided'",message="weightPreference is only allowed when replicaSchedulingType is Divided"
-// +kubebuilder:validation:XValidation:rule="!has(self.weightPreference) || !has(self.replicaDivisionPreference) || self.replicaDivisionPreference == 'Weighted'",message="weightPreference requires replicaDivisionPreference Weighted"
 type ReplicaSchedulingStrategy struct {
 	// ReplicaSchedulingType: Duplicated gives each chosen cluster the full replica count; Divided splits the
 	// replicas among them as replicaDivisionPreference says.
@@ -164,7 +162,8 @@ type ReplicaSchedulingStrategy struct {
 	// +optional
 	ReplicaDivisionPreference ReplicaDivisionPreference `json:"replicaDivisionPreference,omitempty"`
 
-	// WeightPreference gives the weights for Weighted division. Unset with Weighted means equal weights.
+	// WeightPreference gives the weights for Weighted division. Unset with Weighted means equal weights. It is
+	// ignored otherwise (Duplicated, or Aggregated), as in Karmada, whose manifests may carry it there.
 	// +optional
 	WeightPreference *ClusterPreferences `json:"weightPreference,omitempty"`
 }
