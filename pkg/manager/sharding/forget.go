@@ -75,24 +75,30 @@ func (r *Reconciler) forget(ctx context.Context, key ktypes.NamespacedName) erro
 	return nil
 }
 
-// forgetProxies drops the records of the disconnected proxies of ShardingConfig key among acks, and their releases.
-// A connected proxy's record stays: its stream is still served.
+// forgetProxies drops the records of the proxies of ShardingConfig key among acks that no handover would wait for
+// (waitedFor: disconnected, and released or out of contact past their lease), and their releases. The others stay
+// until the sweep finds them so: a proxy still connected has its stream served, and one disconnected within its
+// lease still serves its last document, so a ShardingConfig created again under the name must see its epoch
+// (heldEpoch) and wait for it.
 func (r *Reconciler) forgetProxies(key ktypes.NamespacedName, acks map[string]xds.NodeState) {
 	f, ok := r.Publisher.(forgetter)
 	if !ok {
 		return
 	}
+	serving, now := r.servingSince(), time.Now()
+	var gone []string
 	for id, node := range acks {
-		if node.Metadata.ShardingConfig == key && !node.Connected {
-			f.Forget(id)
+		if node.Metadata.ShardingConfig == key && !r.waitedFor(stray{key: id, node: node}, serving, now) {
+			gone = append(gone, id)
 		}
+	}
+	for _, id := range gone {
+		f.Forget(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, rp := range r.released {
-		if rp.sc == key && !acks[id].Connected {
-			delete(r.released, id)
-		}
+	for _, id := range gone {
+		delete(r.released, id)
 	}
 }
 

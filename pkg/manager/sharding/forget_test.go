@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -277,5 +278,47 @@ func TestRecreatedShardingConfigPublishesAgain(t *testing.T) {
 	}
 	if got := f.cb.Acks()["ops/op-0"].Resources[xds.ResourceKey{TypeURL: xds.OwnershipType, Name: name}].Acked; got != after.Version {
 		t.Errorf("the proxy's acknowledgement of %s is not recorded: %q", after.Version, got)
+	}
+}
+
+// A proxy disconnected within its lease when its ShardingConfig is deleted still serves its last document: its
+// record stays, so a ShardingConfig created again under the name publishes above the epoch it holds and its
+// handovers wait for it; once out of contact past its lease, the sweep forgets it.
+func TestDisconnectedProxyWithinItsLeaseOutlivesItsDeletedShardingConfig(t *testing.T) {
+	f := newXDSFixture(t)
+	f.r.ProxyLease = time.Hour
+	sc := testConfig(2)
+	if err := f.c.Create(context.Background(), sc.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(sc)
+	name := xds.ResourceName(key, 0)
+	f.reconcile(key, 2)
+	stream, node := f.connect(key, 0, "op-0")
+	before := f.ack(stream, node, name)
+	f.cb.OnStreamClosed(stream, node)
+
+	f.deleteConfig(key)
+	f.reconcile(key, 1)
+	f.r.sweep(context.Background())
+	if _, ok := f.cb.Acks()["ops/op-0"]; !ok {
+		t.Fatal("the record of a proxy disconnected within its lease was dropped")
+	}
+	if err := f.c.Create(context.Background(), sc.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(key, 2)
+	doc, _ := f.snap.Get(xds.OwnershipType, name)
+	was, _ := epochOf(before.Version)
+	if is, _ := epochOf(doc.Version); is <= was {
+		t.Errorf("created again at epoch %d (%s), not above the %d (%s) its disconnected proxy holds", is, doc.Version, was, before.Version)
+	}
+
+	f.deleteConfig(key)
+	f.reconcile(key, 1)
+	f.r.ProxyLease, f.r.LeaseMargin = time.Nanosecond, 0 // its lease is over
+	f.r.sweep(context.Background())
+	if _, ok := f.cb.Acks()["ops/op-0"]; ok {
+		t.Error("the record of a proxy out of contact past its lease stays after its ShardingConfig was deleted")
 	}
 }
