@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -47,6 +48,7 @@ type circuit struct {
 
 	mu        sync.Mutex
 	byCluster map[string]*clusterBreaker
+	departed  *departedClusters // the engine's: no breaker is kept for them
 	// retired is set once a policy update replaced or dropped the rule: requests admitted before may still report
 	// to its breakers, but their changes are no longer the observer's business.
 	retired atomic.Bool
@@ -60,14 +62,16 @@ type clusterBreaker struct {
 }
 
 // newCircuit returns prev when the rule is unchanged, so a config push keeps open breakers open.
-func newCircuit(r BreakerRule, prev *circuit, observer Observer) *circuit {
+func newCircuit(r BreakerRule, prev *circuit, observer Observer, departed *departedClusters) *circuit {
 	r = r.withDefaults()
 	if prev != nil && reflect.DeepEqual(prev.rule, r) {
 		return prev
 	}
-	return &circuit{rule: r, observer: observer, byCluster: map[string]*clusterBreaker{}}
+	return &circuit{rule: r, observer: observer, byCluster: map[string]*clusterBreaker{}, departed: departed}
 }
 
+// forCluster is cluster's breaker, made on its first request. A departed cluster's request (one routed to it before
+// it left) gets a breaker of its own, kept nowhere and unheard: a breaker kept for it would never be forgotten.
 func (c *circuit) forCluster(cluster string) *clusterBreaker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -75,6 +79,8 @@ func (c *circuit) forCluster(cluster string) *clusterBreaker {
 		return b
 	}
 	b := &clusterBreaker{}
+	departed := c.departed.has(cluster)
+	b.forgotten.Store(departed)
 	r := c.rule
 	bucketPeriod := r.Interval / rolloverBucketCount
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
@@ -96,7 +102,9 @@ func (c *circuit) forCluster(cluster string) *clusterBreaker {
 			}
 		},
 	})
-	c.byCluster[cluster] = b
+	if !departed {
+		c.byCluster[cluster] = b
+	}
 	return b
 }
 
@@ -147,7 +155,8 @@ func (c *circuit) retire(replaced bool) {
 }
 
 // forget drops cluster's breaker and tells the observer it is removed, as retire does for a whole rule; a request
-// admitted before may still report to it, unheard. Should the cluster come back, forCluster makes a new breaker.
+// admitted before may still report to it, unheard. Should the cluster come back (Engine.ClusterJoined), forCluster
+// makes a new breaker.
 func (c *circuit) forget(cluster string) {
 	c.mu.Lock()
 	b, ok := c.byCluster[cluster]
@@ -188,4 +197,32 @@ func (p probe) finish(r Request, o Outcome) {
 	default:
 		p.report(nil)
 	}
+}
+
+// departedClusters are the clusters Engine.ForgetCluster dropped, until they join again. Read only when a cluster's
+// first request makes its breaker, without a lock: the set is replaced, never changed.
+type departedClusters struct {
+	names atomic.Pointer[map[string]bool]
+}
+
+func (d *departedClusters) has(cluster string) bool {
+	names := d.names.Load()
+	return names != nil && (*names)[cluster]
+}
+
+// set marks cluster departed or not; callers serialize (Engine.updates).
+func (d *departedClusters) set(cluster string, departed bool) {
+	if d.has(cluster) == departed {
+		return
+	}
+	next := map[string]bool{}
+	if names := d.names.Load(); names != nil {
+		next = maps.Clone(*names)
+	}
+	if departed {
+		next[cluster] = true
+	} else {
+		delete(next, cluster)
+	}
+	d.names.Store(&next)
 }

@@ -34,9 +34,10 @@ func (o *Options) setDefaults() {
 // Engine decides what happens to each request under a Policy. It is safe for concurrent use; Update swaps the
 // policy without disturbing requests in flight.
 type Engine struct {
-	opts    Options
-	updates sync.Mutex // serializes Update
-	rules   atomic.Pointer[compiled]
+	opts     Options
+	updates  sync.Mutex // serializes Update, ForgetCluster and ClusterJoined
+	rules    atomic.Pointer[compiled]
+	departed departedClusters
 }
 
 // compiled is one policy generation with the state its rules carry.
@@ -74,7 +75,7 @@ func (e *Engine) Update(p Policy) error {
 	next := &compiled{policy: p}
 	for _, r := range p.Breakers {
 		old := findByName(prev.breakers, r.Name, func(c *circuit) string { return c.rule.Name })
-		next.breakers = append(next.breakers, newCircuit(r, deref(old), e.opts.Observer))
+		next.breakers = append(next.breakers, newCircuit(r, deref(old), e.opts.Observer, &e.departed))
 	}
 	// Before the new policy is seen, so the observer hears of no breaker of a new rule before the old one's end.
 	for _, old := range prev.breakers {
@@ -117,14 +118,26 @@ func deref[T any](p *T) T {
 func (e *Engine) Policy() Policy { return e.rules.Load().policy }
 
 // ForgetCluster drops the breakers of an upstream cluster that left, in every rule, and tells the Observer each is
-// removed: they would otherwise be kept, and reported, for good. Should the cluster come back, its breakers start
-// closed.
+// removed: they would otherwise be kept, and reported, for good. Until ClusterJoined says it is back, its requests
+// (routed to it before it left) are judged by breakers kept nowhere; then its breakers start closed.
 func (e *Engine) ForgetCluster(cluster string) {
 	e.updates.Lock() // so that no rule is retired meanwhile, and the observer hears of each breaker's end once
 	defer e.updates.Unlock()
+	e.departed.set(cluster, true) // before the breakers go: one made after is kept nowhere
 	for _, c := range e.rules.Load().breakers {
 		c.forget(cluster)
 	}
+}
+
+// ClusterJoined takes in that an upstream cluster is configured (again): a cluster ForgetCluster dropped keeps
+// breakers once more. Cheap for a cluster that never left.
+func (e *Engine) ClusterJoined(cluster string) {
+	if !e.departed.has(cluster) {
+		return
+	}
+	e.updates.Lock()
+	defer e.updates.Unlock()
+	e.departed.set(cluster, false)
 }
 
 // Breakers lists every breaker created so far (one per rule and cluster that saw traffic) and not forgotten, sorted.

@@ -193,6 +193,7 @@ func TestForgetClusterDropsItsBreakers(t *testing.T) {
 			}
 
 			events = nil
+			e.ClusterJoined(tt.forget)
 			back := Request{Verb: "get", Cluster: tt.forget}
 			if d := e.Decide(back); d.Kind != Allow {
 				t.Fatalf("Decide for %s after it came back = %+v, want allow from closed breakers", tt.forget, d)
@@ -201,6 +202,49 @@ func TestForgetClusterDropsItsBreakers(t *testing.T) {
 				t.Errorf("observer heard %q as %s came back, want nothing", got, tt.forget)
 			}
 		})
+	}
+}
+
+// A request routed to a cluster before it left, and judged after ForgetCluster, is judged by breakers kept nowhere:
+// they are neither listed nor told to the observer, so that nothing of the departed cluster is kept for good. Once
+// the cluster joins again its breakers are kept, and start closed.
+func TestForgottenClusterKeepsNoBreakerUntilItJoins(t *testing.T) {
+	var events []string
+	e, err := New(Policy{Breakers: []BreakerRule{{Name: "a", ConsecutiveFailures: 1, OpenTimeout: time.Hour}}}, Options{Observer: ObserverFuncs{
+		BreakerChangedFunc: func(rule, cluster string, from, to BreakerState) {
+			events = append(events, rule+"/"+cluster+":"+from.String()+"->"+to.String())
+		},
+		BreakerRemovedFunc: func(rule, cluster string) { events = append(events, "removed "+rule+"/"+cluster) },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member1 := Request{Verb: "get", Cluster: "member1"}
+	e.Done(member1, e.Decide(member1), Outcome{Code: 200})
+	e.ForgetCluster("member1")
+	events = nil
+
+	for range 2 { // routed before it left, judged after
+		if d := e.Decide(member1); d.Kind != Allow {
+			t.Fatalf("Decide for departed member1 = %+v, want allow", d)
+		} else {
+			e.Done(member1, d, Outcome{Code: 500})
+		}
+	}
+	if got := breakerList(e); got != "" {
+		t.Errorf("breakers after departed member1's requests %q, want none", got)
+	}
+	if got := strings.Join(events, " "); got != "" {
+		t.Errorf("observer heard %q of departed member1, want nothing", got)
+	}
+
+	e.ClusterJoined("member1")
+	e.Done(member1, e.Decide(member1), Outcome{Code: 500})
+	if got := breakerList(e); got != "a/member1=open" {
+		t.Errorf("breakers after member1 joined again and failed %q, want a/member1=open", got)
+	}
+	if got := strings.Join(events, " "); got != "a/member1:closed->open" {
+		t.Errorf("observer heard %q after member1 joined again and failed, want a/member1:closed->open", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"maps"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,9 +14,29 @@ import (
 // a path, and each would be a series of its own for good.
 const UnknownResource = "@unknown"
 
+// OtherVerb stands in metrics for every verb the API server does not have and HTTP does not name: a request of no
+// resource takes its verb from its method, whatever the caller made up.
+const OtherVerb = "@other"
+
+// knownVerbs are the verbs metrics name: the API server's, and the standard HTTP methods a request of no resource
+// (discovery, /version, health) is named by, lowercased.
+var knownVerbs = map[string]bool{
+	"get": true, "list": true, "watch": true, "create": true, "update": true, "patch": true, "delete": true,
+	"deletecollection": true, "proxy": true,
+	"head": true, "post": true, "put": true, "options": true, "connect": true, "trace": true,
+}
+
+// verbLabel is req's verb in metrics: a known one, else OtherVerb.
+func verbLabel(req *Request) string {
+	if knownVerbs[req.Verb] {
+		return req.Verb
+	}
+	return OtherVerb
+}
+
 // resourceLabels names resources in metrics ("resource" for the core group, "group/resource" for others) once an
-// API server is known to serve them: listed in a discovery document the proxy read, or answered with a code below
-// 400 (the proxy's own answers are all refusals, so such a code comes from an upstream). Any other is
+// API server is known to serve them: listed in a discovery document the proxy read, or answered with success
+// (servesResource; the proxy's own answers are all refusals, so such a code comes from an upstream). Any other is
 // UnknownResource. It grows only with what the API servers serve, and is read on every request without a lock: the
 // map is replaced, never changed.
 type resourceLabels struct {
@@ -46,14 +67,29 @@ func (l *resourceLabels) lookup(req *Request) (string, bool) {
 	return UnknownResource, false
 }
 
-// answered learns req's resource from the first code its caller is sent, and returns its label.
+// answered learns req's resource from the first code its caller is sent, and returns its label. Only a success of a
+// verb the API server routes to a resource shows that it serves one: an upstream may answer a CORS preflight
+// (OPTIONS, verb "") or redirect for any path, and the proxy's own answers are refusals.
 func (l *resourceLabels) answered(req *Request, code int) string {
 	label, known := l.lookup(req)
-	if known || code >= 400 {
+	if known || !servesResource(req.Verb, code) {
 		return label
 	}
 	l.learn(req.APIGroup, []string{req.Resource})
 	return resourceLabel(req)
+}
+
+// servesResource reports whether an answer of code to a request of verb shows that an API server serves its
+// resource.
+func servesResource(verb string, code int) bool {
+	if code != http.StatusSwitchingProtocols && (code < 200 || code > 299) {
+		return false
+	}
+	switch verb {
+	case "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 // learn records resources of group an API server serves; subresources ("pods/log") are named by their resource.

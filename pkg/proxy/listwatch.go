@@ -57,10 +57,11 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 		defer func() { p.served.watchEnded(key, time.Now()) }()
 	}
 	a := answering{
-		key:       key,
-		unchanged: func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) },
-		served:    func() { p.served.served(key, v, time.Now()) },
-		stale:     func() { p.relists.madeStale(key, time.Now()) },
+		key:        key,
+		namespaced: namespaced,
+		unchanged:  func(cur *config.Ownership) bool { return viewOf(cur, req, namespaced).same(v) },
+		served:     func() { p.served.served(key, v, time.Now()) },
+		stale:      func() { p.relists.madeStale(key, time.Now()) },
 	}
 	switch req.Verb {
 	case "list":
@@ -88,10 +89,12 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 
 // answering is how a list or watch is answered under its view: unchanged says whether an ownership leaves that view
 // as it was, served records that the proxy answered under it (servedViews), stale that it refused or ended it for a
-// change of view (relistFence). initialEventsEnded, when set, is called once a watch-list relays the bookmark that
-// ends its initial events.
+// change of view (relistFence). namespaced is the scope its resource was served under; a watch ends once discovery
+// tells the other (watches.endRescoped). initialEventsEnded, when set, is called once a watch-list relays the
+// bookmark that ends its initial events.
 type answering struct {
 	key                servedKey
+	namespaced         bool
 	unchanged          func(*config.Ownership) bool
 	served             func()
 	stale              func()
@@ -302,9 +305,10 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 			}
 			return event, err
 		}
-		body := p.watches.track(resp.Body, next, expired, a.key, a.unchanged)
-		// The ownership may have changed while the request was upstream, after the last look at the watches.
-		if a.unchanged(p.ownership()) {
+		body := p.watches.track(resp.Body, next, expired, a.key, a.unchanged, a.namespaced)
+		// The ownership, or the scope discovery tells, may have changed while the request was upstream, after the
+		// last look at the watches.
+		if a.unchanged(p.ownership()) && p.scopeHolds(req, a.namespaced) {
 			a.served()
 		} else {
 			body.end()
@@ -312,6 +316,27 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 		}
 		resp.Body = body
 		return nil
+	}
+}
+
+// scopeHolds reports whether discovery still tells the scope a watch across namespaces of req's resource was served
+// under (namespaced); one in a namespace took none from it.
+func (p *Proxy) scopeHolds(req *Request, namespaced bool) bool {
+	if req.Namespace != "" {
+		return true
+	}
+	told, found := p.scopes.told(req.Cluster, req.APIGroup, req.APIVersion, req.Resource)
+	return !found || told == namespaced
+}
+
+// endRescoped ends the watches of group's resources on cluster whose scope discovery now tells otherwise (changed:
+// resource -> namespaced), so that their clients list again under the new scope; resuming from what they were
+// served is refused, its view being another.
+func (p *Proxy) endRescoped(cluster, group string, changed map[string]bool) {
+	n := p.watches.endRescoped(cluster, group, changed, func(key servedKey) { p.relists.madeStale(key, time.Now()) })
+	if n > 0 {
+		p.metrics.endedWatches.Add(float64(n))
+		p.log.Info("a resource's scope changed; ended watches so clients relist", "cluster", clusterLabel(cluster), "group", group, "watches", n)
 	}
 }
 

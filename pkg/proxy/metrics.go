@@ -36,13 +36,13 @@ var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fedmesh_proxy_requests_total", Help: "Requests answered, by verb, resource (@unknown for one no API server is known to serve), HTTP code and upstream cluster (@unknown for a name the proxy does not know).",
+			Name: "fedmesh_proxy_requests_total", Help: "Requests answered, by verb (@other for a method neither the API server nor HTTP has), resource (@unknown for one no API server is known to serve), HTTP code and upstream cluster (@unknown for a name the proxy does not know).",
 		}, []string{"verb", "resource", "code", "cluster"}),
 		// No resource label: requests_total already says which resources are busy, and a resource label would
 		// multiply every verb's and cluster's buckets by each resource the operator touches.
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "fedmesh_proxy_request_duration_seconds",
-			Help: "Time the proxy took to answer a request, from its arrival to the end of the response, by verb and upstream cluster. " +
+			Help: "Time the proxy took to answer a request, from its arrival to the end of the response, by verb (as in fedmesh_proxy_requests_total) and upstream cluster. " +
 				"Long-running requests (watches, lists with watch=true, exec/attach/port-forward/proxy) are not observed: their duration is the connection's lifetime.",
 			Buckets: durationBuckets,
 		}, []string{"verb", "cluster"}),
@@ -101,9 +101,10 @@ func (m *metrics) answered(rec *statusRecorder, known bool, took time.Duration) 
 		resource = m.resources.of(req)
 		m.countWaitingListWatch(rec, resource)
 	}
-	m.requests.WithLabelValues(req.Verb, resource, strconv.Itoa(rec.code()), cluster).Inc()
+	verb := verbLabel(req)
+	m.requests.WithLabelValues(verb, resource, strconv.Itoa(rec.code()), cluster).Inc()
 	if !req.longRunning() {
-		m.duration.WithLabelValues(req.Verb, cluster).Observe(took.Seconds())
+		m.duration.WithLabelValues(verb, cluster).Observe(took.Seconds())
 	}
 }
 

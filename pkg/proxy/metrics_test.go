@@ -188,6 +188,74 @@ func TestMadeUpResourcesShareOneLabel(t *testing.T) {
 	}
 }
 
+// A request of no resource is named by its HTTP method, whatever the caller makes up: the standard methods keep their
+// names in the request metrics, every other shares @other, as each would otherwise be a series of its own for good.
+func TestMadeUpMethodsShareOneVerbLabel(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	defer upstream.Close()
+	p, _ := breakerProxy(t, upstream, `{}`)
+	for i := range 50 {
+		answer(p, fmt.Sprintf("M%d", i), "/version")
+	}
+	answer(p, http.MethodOptions, "/version")
+	answer(p, http.MethodHead, "/version")
+	for _, tt := range []struct {
+		what string
+		c    prometheus.Collector
+		want []string
+	}{
+		{"fedmesh_proxy_requests_total", p.metrics.requests, []string{
+			"cluster=@host code=405 resource= verb=@other",
+			"cluster=@host code=405 resource= verb=head",
+			"cluster=@host code=405 resource= verb=options",
+		}},
+		{"fedmesh_proxy_request_duration_seconds", p.metrics.duration, []string{
+			"cluster=@host verb=@other",
+			"cluster=@host verb=head",
+			"cluster=@host verb=options",
+		}},
+	} {
+		if got := labelSets(t, tt.c); !slices.Equal(got, tt.want) {
+			t.Errorf("%s series %q, want %q", tt.what, got, tt.want)
+		}
+	}
+	if got := value(t, p.metrics.requests.WithLabelValues(OtherVerb, "", "405", HostCluster)); got != 50 {
+		t.Errorf("requests of made-up methods counted %v, want 50", got)
+	}
+}
+
+// An upstream that answers a CORS preflight for any path, or redirects, shows no resource it serves: the resources
+// of such requests stay @unknown, however many a caller makes up, in those requests' metrics and in later ones.
+func TestPreflightsAndRedirectsLearnNoResource(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	defer upstream.Close()
+	p, _ := breakerProxy(t, upstream, `{}`)
+	for i := range 20 {
+		if c := answer(p, http.MethodOptions, fmt.Sprintf("/api/v1/namespaces/a/preflight-%d", i)); c != http.StatusNoContent {
+			t.Fatalf("preflight: %d, want the upstream's 204", c)
+		}
+		if c := answer(p, http.MethodGet, fmt.Sprintf("/api/v1/namespaces/a/redirected-%d/x", i)); c != http.StatusFound {
+			t.Fatalf("get: %d, want the upstream's 302", c)
+		}
+	}
+	answer(p, http.MethodGet, "/api/v1/namespaces/a/preflight-0/x")
+	want := []string{
+		"cluster=@host code=204 resource=@unknown verb=@other",
+		"cluster=@host code=302 resource=@unknown verb=get",
+	}
+	if got := labelSets(t, p.metrics.requests); !slices.Equal(got, want) {
+		t.Errorf("fedmesh_proxy_requests_total series %q, want %q", got, want)
+	}
+}
+
 // labelSets lists a collector's series by their labels ("name=value", sorted by name), sorted.
 func labelSets(t *testing.T, c prometheus.Collector) []string {
 	t.Helper()

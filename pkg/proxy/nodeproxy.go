@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// kubeletPodActions are the kubelet's paths that act on one pod, named after the action by namespace and name
-// (/exec/<namespace>/<pod>/<container>, /portForward/<namespace>/<pod>, /containerLogs/...); compared without
-// regard to case, which can only fence more.
-var kubeletPodActions = []string{"exec", "attach", "portForward", "run", "containerLogs", "checkpoint"}
+// kubeletPodActions are the kubelet's paths that act in one pod, named after the action by namespace and name
+// (/exec/<namespace>/<pod>/<container>, /portForward/<namespace>/<pod>, ...); compared without regard to case, which
+// can only fence more. A container's logs (/containerLogs/...) are read, as the pod's own log is: not among them.
+var kubeletPodActions = []string{"exec", "attach", "portForward", "run", "checkpoint"}
 
 // proxiesToNode reports whether req goes through a node's proxy subresource to its kubelet.
 func (req *Request) proxiesToNode() bool {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apiserver/pkg/endpoints/request"
+
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
@@ -24,7 +26,7 @@ func TestKubeletPod(t *testing.T) {
 		{"portForward/team-a/web", "team-a", true},
 		{"portforward/team-a/web", "team-a", true},
 		{"run/team-a/web/app", "team-a", true},
-		{"containerLogs/team-a/web/app", "team-a", true},
+		{"containerLogs/team-a/web/app", "", false},
 		{"checkpoint/team-a/web/app", "team-a", true},
 		{"EXEC/team-a/web/app", "team-a", true},
 		{"/exec/team-a/web/app/", "team-a", true},
@@ -70,10 +72,10 @@ func nodeUpstream(t *testing.T) (*httptest.Server, *recordingUpstream) {
 	return srv, u
 }
 
-// A request through a node's proxy into a pod (exec, attach, port-forward, run, its logs, a checkpoint) is fenced
-// in the pod's namespace, whatever its verb, as the pod's own exec is; one to the node itself (its metrics, stats,
-// profiles) is a request of a cluster-scoped object: read by any shard, changed only by the shard of cluster-scoped
-// objects.
+// A connection through a node's proxy into a pod (exec, attach, port-forward, run, a checkpoint) is fenced in the
+// pod's namespace, whatever its verb, as the pod's own exec is; reading a container's logs through it is a read, as
+// the pod's own log is; one to the node itself (its metrics, stats, profiles) is a request of a cluster-scoped
+// object: read by any shard, changed only by the shard of cluster-scoped objects.
 func TestConnectionsThroughANodeAreFenced(t *testing.T) {
 	lower := shard.NewSet(shard.Range{First: 0, Last: 1<<63 - 1})
 	ns0, ns1 := namespacesIn(lower) // shard 0's, shard 1's
@@ -96,7 +98,8 @@ func TestConnectionsThroughANodeAreFenced(t *testing.T) {
 		{http.MethodGet, "portForward/" + ns0 + "/web", true, [2]int{200, 403}},
 		{http.MethodGet, "portforward/" + ns0 + "/web", true, [2]int{200, 403}},
 		{http.MethodPost, "run/" + ns0 + "/web/app?cmd=sh", false, [2]int{200, 403}},
-		{http.MethodGet, "containerLogs/" + ns0 + "/web/app?follow=true", false, [2]int{200, 403}},
+		{http.MethodGet, "containerLogs/" + ns0 + "/web/app?follow=true", false, [2]int{200, 200}},
+		{http.MethodGet, "containerLogs/" + ns1 + "/web/app", false, [2]int{200, 200}},
 		{http.MethodPost, "checkpoint/" + ns0 + "/web/app", false, [2]int{200, 403}},
 		{http.MethodGet, "metrics/../exec/" + ns0 + "/web/app?command=sh", true, [2]int{200, 403}},
 		{http.MethodGet, "exec?command=sh", true, [2]int{200, 403}},
@@ -118,5 +121,45 @@ func TestConnectionsThroughANodeAreFenced(t *testing.T) {
 				t.Errorf("shard %d: %s %s: %d, want %d (the API server was asked %q)", id, tc.method, tc.path, w.Code, tc.want[id], seen.requests()[before:])
 			}
 		}
+	}
+}
+
+// Through a node's proxy, only a connection into a pod is long-running, as the pod's own exec is: the node's metrics,
+// stats and a container's logs are answered like any request, observed in the duration histogram and held to the
+// traffic policy's latency and in-flight rules for short requests.
+func TestNodeProxyIsLongRunningOnlyIntoAPod(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		req         Request
+		longRunning bool
+	}{
+		{"an exec", nodeProxy("get", "exec", "team-a", "web", "app"), true},
+		{"an attach", nodeProxy("get", "attach", "team-a", "web", "app"), true},
+		{"a port-forward", nodeProxy("get", "portForward", "team-a", "web"), true},
+		{"a run", nodeProxy("create", "run", "team-a", "web", "app"), true},
+		{"a checkpoint", nodeProxy("create", "checkpoint", "team-a", "web", "app"), true},
+		{"a container's logs", nodeProxy("get", "containerLogs", "team-a", "web", "app"), false},
+		{"the node's metrics", nodeProxy("get", "metrics"), false},
+		{"the node's stats", nodeProxy("get", "stats", "summary"), false},
+		{"the node's log level changed", nodeProxy("update", "debug", "flags", "v"), false},
+		{"the node's root", nodeProxy("get"), false},
+		{"a pod's exec", req(request.RequestInfo{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "team-a"}), true},
+		{"a service's proxy", req(request.RequestInfo{Verb: "get", Resource: "services", Subresource: "proxy", Namespace: "team-a"}), true},
+	} {
+		if got := tc.req.longRunning(); got != tc.longRunning {
+			t.Errorf("%s: long-running %v, want %v", tc.name, got, tc.longRunning)
+		}
+	}
+}
+
+// A GET of a node's metrics through its proxy is observed in the duration histogram, as any short request is.
+func TestNodeMetricsThroughItsProxyAreTimed(t *testing.T) {
+	upstream, _ := nodeUpstream(t)
+	p, _ := proxyOwning(t, upstream, halvesOf(0))
+	if c := answer(p, http.MethodGet, "/api/v1/nodes/node-1/proxy/metrics"); c != http.StatusOK {
+		t.Fatalf("GET of node-1's metrics: %d, want 200", c)
+	}
+	if n := series(p.metrics.duration); n != 1 {
+		t.Errorf("request_duration_seconds has %d series after a GET of a node's metrics, want 1", n)
 	}
 }

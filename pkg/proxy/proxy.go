@@ -95,6 +95,7 @@ func New(opts Options) (*Proxy, error) {
 		members: map[string]*upstream{},
 		lease:   ownershipLease{duration: opts.OwnershipLease, expired: opts.OwnershipLease > 0},
 	}
+	p.scopes.rescoped = p.endRescoped
 	cur := opts.Store.Current()
 	p.engine, err = breaker.New(cur.Traffic, breaker.Options{Observer: p.metrics.observer()})
 	if err != nil {
@@ -263,13 +264,17 @@ func (p *Proxy) rebuildMembers(own *config.Ownership) {
 		members[c.Name] = u
 		p.scopes.forget(c.Name)
 	}
+	for name := range members {
+		p.engine.ClusterJoined(name) // before it is routed to: one that left and came back keeps breakers again
+	}
 	p.mu.Lock()
 	p.members = members
 	p.mu.Unlock()
 	for name := range old {
 		if members[name] == nil {
 			// Left the federation (or no longer reachable through the proxy): what is kept of it goes too, its
-			// breakers' state series with them. Should it come back, it starts afresh.
+			// breakers' state series with them, and a request routed to it before is judged by breakers kept
+			// nowhere. Should it come back, it starts afresh.
 			p.engine.ForgetCluster(name)
 			p.scopes.forget(name)
 		}

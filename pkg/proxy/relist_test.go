@@ -495,7 +495,7 @@ func TestGrantAfterARevokeAwaitsTheInformerItEnded(t *testing.T) {
 			f.changed(own0, nil, now)
 			key := servedKey{resource: schema.GroupResource{Resource: "configmaps"}} // across namespaces
 			b := w.track(io.NopCloser(strings.NewReader("")), func(bool) ([]byte, error) { return nil, nil }, []byte("x"), key,
-				func(cur *config.Ownership) bool { return cur.Owned().Equal(own0.Owned()) })
+				func(cur *config.Ownership) bool { return cur.Owned().Equal(own0.Owned()) }, false)
 			w.endStale(own1, func(stale []servedKey) { f.changed(own1, stale, now) }) // the revoke
 			if tc.closed {
 				b.Close()

@@ -17,12 +17,16 @@ import (
 // identity of its own, so it reads discovery with the caller's credentials (discovery is readable by every
 // authenticated user), once per group version and scopeBound. A CRD's scope cannot change, but a CRD can be deleted
 // and created again with the other scope (an operator's upgrade): what discovery told is read again after the bound,
-// and sooner once the API server answers a request in the other scope (answered).
+// and sooner once the API server answers a request in the other scope (answered). A reading that finds a resource
+// in the other scope tells rescoped, so that the watches opened under the old one end.
 type scopes struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex // written only when discovery is read, or an answer contradicts it: every request reads
 	known  map[scopeKey]*learnedScopes
 	labels *resourceLabels // told of every resource discovery lists
 	now    func() time.Time
+	// rescoped, when set, is told the resources of a group on a cluster whose scope a reading found changed
+	// (resource -> namespaced now), after what is learned is stored.
+	rescoped func(cluster, group string, changed map[string]bool)
 }
 
 type scopeKey struct{ cluster, group, version string }
@@ -53,9 +57,17 @@ func newScopes(labels *resourceLabels) *scopes {
 func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group, version, resource string) (bool, error) {
 	key := scopeKey{u.name, group, version}
 	now := s.now()
-	s.mu.Lock()
+	s.mu.RLock()
 	learned := s.known[key]
 	namespaced, found := learned.lookup(resource)
+	trusted := found && (now.Before(learned.recheck) || learned.rechecking)
+	s.mu.RUnlock()
+	if trusted {
+		return namespaced, nil
+	}
+	s.mu.Lock()
+	learned = s.known[key] // as it is now: another caller may have read discovery meanwhile
+	namespaced, found = learned.lookup(resource)
 	if found && (now.Before(learned.recheck) || learned.rechecking) {
 		s.mu.Unlock()
 		return namespaced, nil
@@ -77,9 +89,13 @@ func (s *scopes) namespaced(ctx context.Context, u *upstream, auth string, group
 		return namespaced, nil
 	}
 	s.mu.Lock()
+	changed := s.known[key].changedIn(resources)
 	s.known[key] = &learnedScopes{namespaced: resources, at: now, recheck: now.Add(scopeBound)}
 	s.mu.Unlock()
 	s.labels.learnDiscovered(group, resources)
+	if len(changed) > 0 && s.rescoped != nil {
+		s.rescoped(u.name, group, changed)
+	}
 	namespaced, found = resources[resource]
 	if !found {
 		return false, &discoveryError{code: http.StatusNotFound,
@@ -96,9 +112,34 @@ func (l *learnedScopes) lookup(resource string) (namespaced, found bool) {
 	return namespaced, found
 }
 
+// changedIn is what resources (resource -> namespaced, as discovery tells now) changes of what l told: the
+// resources both list, in the other scope now.
+func (l *learnedScopes) changedIn(resources map[string]bool) map[string]bool {
+	var changed map[string]bool
+	for r, namespaced := range resources {
+		if told, found := l.lookup(r); found && told != namespaced {
+			if changed == nil {
+				changed = map[string]bool{}
+			}
+			changed[r] = namespaced
+		}
+	}
+	return changed
+}
+
+// told is what discovery told last of resource's scope, without reading it again.
+func (s *scopes) told(cluster, group, version, resource string) (namespaced, found bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.known[scopeKey{cluster, group, version}].lookup(resource)
+}
+
 // answered takes note that the API server served a request of resource in a scope (scopeShownBy): when discovery
 // told the other, the resource's CRD was recreated since, and the next look-up reads discovery again.
 func (s *scopes) answered(cluster, group, version, resource string, namespaced bool) {
+	if told, found := s.told(cluster, group, version, resource); !found || told == namespaced {
+		return // the answer agrees with discovery, as nearly every one does: no write lock
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	learned := s.known[scopeKey{cluster, group, version}]

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -263,5 +264,105 @@ func TestScopeShownByAnswer(t *testing.T) {
 		if namespaced, shows := scopeShownBy(&r); namespaced != tc.namespaced || shows != tc.shows {
 			t.Errorf("%s: shows namespaced %v (%v), want %v (%v)", tc.name, namespaced, shows, tc.namespaced, tc.shows)
 		}
+	}
+}
+
+// A watch across namespaces opened while widgets were known cluster-scoped relayed every widget, as a cluster-scoped
+// resource's watch: once discovery is read again and tells they are namespaced now, the watch ends with 410 Expired
+// (its client lists again, narrowed to the shard's namespaces) instead of relaying another shard's widgets.
+func TestWatchEndsWhenDiscoveryChangesItsResourceScope(t *testing.T) {
+	lower := shard.NewSet(shard.Range{First: 0, Last: 1<<63 - 1})
+	_, theirs := namespacesIn(lower)
+	var namespaced atomic.Bool
+	events := make(chan string, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/apis/example.com/v1":
+			_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+				{Name: "widgets", Kind: "Widget", Namespaced: namespaced.Load(), Verbs: []string{"create", "list", "get", "watch"}}}})
+		case r.URL.Query().Get("watch") == "true":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case e := <-events:
+					fmt.Fprintln(w, e)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		default:
+			fmt.Fprint(w, `{"apiVersion":"example.com/v1","kind":"WidgetList","metadata":{"resourceVersion":"10"},"items":[]}`)
+		}
+	}))
+	defer upstream.Close()
+	clock := &testClock{now: time.Unix(1000, 0)}
+	p := widgetProxy(t, upstream, 0, clock)
+	front := httptest.NewServer(p)
+	defer front.Close()
+
+	listedWidgets(t, p) // learns widgets cluster-scoped
+	resp, err := http.Get(front.URL + "/apis/example.com/v1/widgets?watch=true&resourceVersion=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+
+	namespaced.Store(true) // the CRD recreated namespaced
+	clock.step(scopeBound)
+	listedWidgets(t, p) // reads discovery again: widgets are namespaced now
+	if ns, _ := p.scopes.told("", "example.com", "v1", "widgets"); !ns {
+		t.Fatal("discovery was not read again")
+	}
+	events <- `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"` + theirs + `","resourceVersion":"11"}}}`
+	got := make(chan string, 1)
+	go func() {
+		if lines.Scan() {
+			got <- lines.Text()
+		}
+		close(got)
+	}()
+	select {
+	case line := <-got:
+		if strings.Contains(line, theirs) || !strings.Contains(line, `"ERROR"`) || !strings.Contains(line, "Expired") {
+			t.Errorf("shard 0's watch opened under the old scope, after discovery told the new one: sent %q, want an ERROR event with 410 Expired", line)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("shard 0's watch opened under the old scope neither ended nor relayed anything after discovery told the new one")
+	}
+	if ended := value(t, p.metrics.endedWatches); ended != 1 {
+		t.Errorf("ended watches counted: %v, want 1", ended)
+	}
+}
+
+// Nearly every answer agrees with discovery: taking it in reads what discovery told under the read lock alone, so
+// that the requests answered at once do not queue on one lock. Only an answer that contradicts it writes.
+func TestAnswerAgreeingWithDiscoveryTakesNoWriteLock(t *testing.T) {
+	s := newScopes(newResourceLabels())
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	key := scopeKey{"", "example.com", "v1"}
+	s.known[key] = &learnedScopes{namespaced: map[string]bool{"widgets": true}, at: now.Add(-scopeBound / 2), recheck: now.Add(scopeBound / 2)}
+
+	s.mu.RLock() // another request reading
+	done := make(chan struct{})
+	go func() {
+		s.answered("", "example.com", "v1", "widgets", true)
+		s.answered("", "example.com", "v1", "gadgets", false) // not learned: nothing to contradict
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an answer agreeing with discovery waited for the write lock")
+	}
+	s.mu.RUnlock()
+
+	s.answered("", "example.com", "v1", "widgets", false)
+	if got := s.known[key].recheck; !got.Equal(now) {
+		t.Errorf("an answer contradicting discovery left its recheck at %v, want now (%v)", got, now)
 	}
 }

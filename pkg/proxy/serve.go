@@ -37,8 +37,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		req = &fenced
 	}
 	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
-	// pod, service or node proxy requests are fenced like writes but change no object, and their connections may stay
-	// open for hours: they neither hold up an ownership change nor get a deadline.
+	// pod or service proxy requests (and the same through a node's proxy) are fenced like writes but change no
+	// object, and their connections may stay open for hours: they neither hold up an ownership change nor get a
+	// deadline.
 	leaseLeft := true
 	if write && !req.longRunning() {
 		p.writeGate.RLock()
@@ -109,8 +110,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy), through a
-// service's proxy, or through a node's: whatever the verb (a WebSocket exec is a GET), one into a pod or service
-// acts in that namespace, and is fenced like a write.
+// service's proxy, or through a node's into a pod: whatever the verb (a WebSocket exec is a GET), one into a pod or
+// service acts in that namespace, and is fenced like a write. A node's proxy to the node itself (its metrics,
+// stats) is a request like any other.
 func (req *Request) connects() bool {
 	if req.APIGroup != "" {
 		return false
@@ -118,15 +120,19 @@ func (req *Request) connects() bool {
 	switch req.Resource {
 	case "pods":
 		return req.Subresource == "exec" || req.Subresource == "attach" || req.Subresource == "portforward" || req.Subresource == "proxy"
-	case "services", "nodes":
+	case "services":
 		return req.Subresource == "proxy"
+	case "nodes":
+		_, inPod := req.nodeProxyPod()
+		return inPod
 	}
 	return false
 }
 
 // writes reports whether req is fenced as a write: it changes objects (reviews aside, which store nothing), or
 // acts in a namespace (connects). Through a node's proxy, a request into a pod acts in its namespace whatever the
-// verb; one to the node itself (its metrics, stats, profiles) is read with a GET and changes the node otherwise.
+// verb; one to the node itself (its metrics, stats, profiles) or a container's logs is read with a GET and changes
+// the node otherwise.
 func writes(req *Request) bool {
 	if req.proxiesToNode() {
 		_, inPod := req.nodeProxyPod()

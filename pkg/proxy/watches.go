@@ -16,20 +16,21 @@ type watches struct {
 }
 
 type trackedWatch struct {
-	key       servedKey
-	unchanged func(*config.Ownership) bool
+	key        servedKey
+	unchanged  func(*config.Ownership) bool
+	namespaced bool // the scope its resource was served under
 }
 
 func newWatches() *watches {
 	return &watches{active: map[*relistingBody]trackedWatch{}}
 }
 
-// track relays the events next yields from a watch response body, until the body ends or endStale finds the
-// watch changed (unchanged says no).
-func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, key servedKey, unchanged func(*config.Ownership) bool) *relistingBody {
+// track relays the events next yields from a watch response body, until the body ends, endStale finds the watch
+// changed (unchanged says no) or endRescoped finds its resource in the other scope than namespaced.
+func (w *watches) track(body io.ReadCloser, next nextEvent, expired []byte, key servedKey, unchanged func(*config.Ownership) bool, namespaced bool) *relistingBody {
 	b := &relistingBody{upstream: body, next: next, expired: expired, ended: make(chan struct{}), registry: w}
 	w.mu.Lock()
-	w.active[b] = trackedWatch{key: key, unchanged: unchanged}
+	w.active[b] = trackedWatch{key: key, unchanged: unchanged, namespaced: namespaced}
 	w.mu.Unlock()
 	return b
 }
@@ -55,6 +56,29 @@ func (w *watches) endStale(cur *config.Ownership, taking func(stale []servedKey)
 	w.mu.Unlock()
 	taking(keys)
 	for _, b := range stale {
+		b.end()
+	}
+	return len(stale)
+}
+
+// endRescoped ends every watch of group's resources on cluster that changed (resource -> namespaced now) shows in
+// the other scope, as endStale ends those an ownership changes: what it relayed was narrowed by the old scope (a
+// namespaced resource's objects relayed whole as if cluster-scoped, or the reverse). ended is told the served key of
+// each before it is ended, and it returns how many it ended.
+func (w *watches) endRescoped(cluster, group string, changed map[string]bool, ended func(servedKey)) int {
+	w.mu.Lock()
+	stale := map[*relistingBody]servedKey{}
+	for b, t := range w.active {
+		namespaced, found := changed[t.key.resource.Resource]
+		// A watch in a namespace took no scope from discovery: the API server serves it only for a namespaced one.
+		if b.isEnded() || t.key.cluster != cluster || t.key.resource.Group != group || t.key.namespace != "" || !found || namespaced == t.namespaced {
+			continue
+		}
+		stale[b] = t.key
+	}
+	w.mu.Unlock()
+	for b, key := range stale {
+		ended(key)
 		b.end()
 	}
 	return len(stale)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
@@ -133,10 +135,10 @@ func TestEndStaleCountsOnlyTheWatchesItEnds(t *testing.T) {
 	w := newWatches()
 	never := func(*config.Ownership) bool { return false }
 	idle := func(bool) ([]byte, error) { return nil, nil }
-	open := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{namespace: "open"}, never)
-	refused := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{}, never)
+	open := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{namespace: "open"}, never, false)
+	refused := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{}, never, false)
 	refused.end()
-	closing := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{namespace: "closing"}, never)
+	closing := w.track(io.NopCloser(strings.NewReader("")), idle, nil, servedKey{namespace: "closing"}, never, false)
 	closing.end() // by an earlier change; its handler has not closed it yet
 	var taken []string
 	n := w.endStale(nil, func(stale []servedKey) {
@@ -150,5 +152,41 @@ func TestEndStaleCountsOnlyTheWatchesItEnds(t *testing.T) {
 	slices.Sort(taken)
 	if n != 1 || !slices.Equal(taken, []string{"open"}) || !open.isEnded() {
 		t.Errorf("ended %d watches, keys %q (open ended: %v); want the open watch's alone", n, taken, open.isEnded())
+	}
+}
+
+// A resource's change of scope ends the watches across namespaces of that resource on that cluster served under the
+// old scope, and takes in their keys; a watch of another resource, group or cluster, one already in the new scope,
+// and one in a namespace (which took no scope from discovery) go on.
+func TestEndRescopedEndsOnlyWatchesServedUnderTheOldScope(t *testing.T) {
+	w := newWatches()
+	always := func(*config.Ownership) bool { return true }
+	idle := func(bool) ([]byte, error) { return nil, nil }
+	widgets := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	watch := func(key servedKey, namespaced bool) *relistingBody {
+		return w.track(io.NopCloser(strings.NewReader("")), idle, nil, key, always, namespaced)
+	}
+	stale := watch(servedKey{cluster: "m1", resource: widgets, labelSelector: "stale"}, false)
+	goOn := map[string]*relistingBody{
+		"already namespaced": watch(servedKey{cluster: "m1", resource: widgets}, true),
+		"in a namespace":     watch(servedKey{cluster: "m1", resource: widgets, namespace: "a"}, false),
+		"another cluster":    watch(servedKey{cluster: "m2", resource: widgets}, false),
+		"another group":      watch(servedKey{cluster: "m1", resource: schema.GroupResource{Group: "other.com", Resource: "widgets"}}, false),
+		"another resource":   watch(servedKey{cluster: "m1", resource: schema.GroupResource{Group: "example.com", Resource: "gadgets"}}, false),
+	}
+	var taken []servedKey
+	n := w.endRescoped("m1", "example.com", map[string]bool{"widgets": true}, func(k servedKey) {
+		if stale.isEnded() {
+			t.Error("the watch was ended before its key was taken in")
+		}
+		taken = append(taken, k)
+	})
+	if n != 1 || len(taken) != 1 || taken[0].labelSelector != "stale" || !stale.isEnded() {
+		t.Errorf("ended %d watches, keys %+v (stale ended: %v); want the one served cluster-scoped alone", n, taken, stale.isEnded())
+	}
+	for name, b := range goOn {
+		if b.isEnded() {
+			t.Errorf("the watch of %s was ended", name)
+		}
 	}
 }
