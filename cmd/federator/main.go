@@ -5,12 +5,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fedmesh/fedmesh/pkg/apis"
@@ -159,8 +162,14 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 		return err
 	}
 	// Users' customizations and webhooks come first and are swapped in live; a bad one is refused and the last
-	// good set keeps answering.
+	// good set keeps answering. Both are loaded before the stages start: a stage passing before the reconcilers'
+	// first pass would interpret a customized kind without them (replicas 0, no retained fields).
 	customizations, hooks := customization.NewLayer(), interpreterwebhook.NewLayer()
+	customizationReconciler := &customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder}
+	webhookReconciler := &interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder}
+	if err := loadLayers(mgr.GetAPIReader(), customizationReconciler, webhookReconciler); err != nil {
+		return err
+	}
 	chain := interpreter.Layers{Customization: customizations, Webhook: hooks, Bundled: bundled.New(), Native: native.New()}.Chain()
 	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -186,8 +195,8 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	renderings := &rendering.Store{}
 	executor := &execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder},
-		&interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder},
+		customizationReconciler,
+		webhookReconciler,
 		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: elected.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
 		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached,
@@ -213,6 +222,30 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	if o.webhookCertDir != "" {
 		mgr.GetWebhookServer().Register(customizationwebhook.Path, customizationwebhook.NewWebhook(mgr.GetAPIReader(), mgr.GetScheme()))
 		mgr.GetWebhookServer().Register(overridepolicywebhook.Path, overridepolicywebhook.NewWebhook(mgr.GetScheme()))
+	}
+	return nil
+}
+
+// layerLoadTimeout bounds loading the users' interpreter layers at startup.
+const layerLoadTimeout = 30 * time.Second
+
+// loadLayers fills the users' interpreter layers from the host, through reader, which works before the manager
+// starts. It tries again for a while (a proxy in front may still be starting); a federator that cannot read them
+// does not start rather than run without them.
+func loadLayers(reader client.Reader, layers ...interface {
+	Load(context.Context, client.Reader) error
+}) error {
+	ctx, cancel := context.WithTimeout(context.Background(), layerLoadTimeout)
+	defer cancel()
+	for _, l := range layers {
+		var last error
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			last = l.Load(ctx, reader)
+			return last == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("the federator does not start without the users' interpreter customizations and webhooks: %w", errors.Join(last, err))
+		}
 	}
 	return nil
 }

@@ -15,6 +15,9 @@
 // and run it with its serving certificate:
 //
 //	interpreter-webhook --addr :8443 --cert-file tls.crt --key-file tls.key
+//
+// It speaks Karmada's wire format: the federator posts a config.karmada.io/v1alpha1 ResourceInterpreterContext,
+// and the answer repeats the request's apiVersion and kind.
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -99,5 +100,23 @@ func TestCertificateOutsideTheCABundleIsRefused(t *testing.T) {
 	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
 	if _, err := in.InterpretHealth(context.Background(), obj); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("err = %v, want a certificate error", err)
+	}
+}
+
+func TestAnswersInKarmadasWireFormat(t *testing.T) {
+	body := `{"apiVersion":"config.karmada.io/v1alpha1","kind":"ResourceInterpreterContext","request":{"uid":"u1",` +
+		`"kind":{"group":"apps.example.io","version":"v1alpha1","kind":"Workload"},"name":"w","operation":"InterpretReplica",` +
+		`"object":{"apiVersion":"apps.example.io/v1alpha1","kind":"Workload","metadata":{"name":"w"},"spec":{"replicas":3}}}}`
+	rec := httptest.NewRecorder()
+	Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/interpret", strings.NewReader(body)))
+	var answer webhook.ResourceInterpreterContext
+	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
+		t.Fatalf("answer %q: %v", rec.Body.String(), err)
+	}
+	if answer.APIVersion != webhook.ContextAPIVersion || answer.Kind != webhook.ContextKind {
+		t.Fatalf("answer's TypeMeta = %+v, want %s %s", answer.TypeMeta, webhook.ContextAPIVersion, webhook.ContextKind)
+	}
+	if r := answer.Response; r == nil || !r.Successful || r.UID != "u1" || r.Replicas == nil || *r.Replicas != 3 {
+		t.Fatalf("answer = %s", rec.Body.String())
 	}
 }

@@ -134,6 +134,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
+// Load fills the layer from the customizations reader lists, as Reconcile would but without writing their
+// statuses (the first Reconcile does). A starting federator calls it before its stages run, with a reader that
+// works before the manager starts (its APIReader): the layer starts empty, and a stage passing first would
+// interpret a customized kind without the user's scripts.
+func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
+	var list configv1alpha1.ResourceInterpreterCustomizationList
+	if err := reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("loading resource interpreter customizations: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	serve, _ := Select(list.Items)
+	if _, err := r.build(serve); err != nil {
+		return fmt.Errorf("loading resource interpreter customizations: %w", err)
+	}
+	return nil
+}
+
 // build hands the layer the set serve compiles to, unless it already serves that set, and tells whether it did.
 func (r *Reconciler) build(serve []configv1alpha1.ResourceInterpreterCustomization) (bool, error) {
 	fp := fingerprint(serve)

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,11 +15,28 @@ import (
 // interpreterContextVersions.
 const ContextVersion = "v1alpha1"
 
-// The TypeMeta of the exchanged ResourceInterpreterContext.
+// The TypeMeta of the exchanged ResourceInterpreterContext. The wire format is Karmada's, group included, so a
+// webhook written for Karmada decodes fedmesh's requests with its own scheme; an answer may name Karmada's group,
+// fedmesh's, or none (Karmada's webhook library answers without a TypeMeta).
 const (
-	ContextAPIVersion = "config.fedmesh.io/" + ContextVersion
-	ContextKind       = "ResourceInterpreterContext"
+	ContextAPIVersion        = "config.karmada.io/" + ContextVersion
+	FedmeshContextAPIVersion = "config.fedmesh.io/" + ContextVersion
+	ContextKind              = "ResourceInterpreterContext"
 )
+
+// checkAnswerType refuses an answer whose TypeMeta names something other than a ResourceInterpreterContext of
+// ContextVersion.
+func checkAnswerType(tm metav1.TypeMeta) error {
+	switch tm.APIVersion {
+	case "", ContextAPIVersion, FedmeshContextAPIVersion:
+	default:
+		return fmt.Errorf("the answer's apiVersion is %q, want %s or %s", tm.APIVersion, ContextAPIVersion, FedmeshContextAPIVersion)
+	}
+	if tm.Kind != "" && tm.Kind != ContextKind {
+		return fmt.Errorf("the answer's kind is %q, want %s", tm.Kind, ContextKind)
+	}
+	return nil
+}
 
 // PatchTypeJSONPatch is the only patch type of a response: RFC 6902 JSON Patch.
 const PatchTypeJSONPatch = "JSONPatch"

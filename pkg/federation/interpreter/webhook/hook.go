@@ -96,6 +96,9 @@ func endpoint(w *configv1alpha1.ResourceInterpreterWebhook) (string, error) {
 	}
 }
 
+// key orders hooks: the first matching one in key order answers.
+func (h *hook) key() string { return h.config + "/" + h.name }
+
 func (h *hook) String() string { return fmt.Sprintf("webhook %q of %q", h.name, h.config) }
 
 // call sends op on obj, with what fill adds to the request, and returns the successful response.
@@ -144,18 +147,32 @@ func (h *hook) call(ctx context.Context, op interpreter.Operation, obj *unstruct
 	if err := json.Unmarshal(data, &answer); err != nil {
 		return nil, fmt.Errorf("%s: the answer is not a ResourceInterpreterContext: %w", h, err)
 	}
+	if err := checkAnswerType(answer.TypeMeta); err != nil {
+		return nil, fmt.Errorf("%s: %w", h, err)
+	}
 	resp := answer.Response
 	switch {
 	case resp == nil:
 		return nil, fmt.Errorf("%s: the answer has no response", h)
+	case !resp.Successful:
+		// Before the UID: a webhook refusing a request it could not decode does not know its UID.
+		return nil, fmt.Errorf("%s: %s failed: %s", h, op, refusal(resp.Status))
 	case resp.UID != req.UID:
 		return nil, fmt.Errorf("%s: the answer is for request %q, not %q", h, resp.UID, req.UID)
-	case !resp.Successful:
-		msg := "no reason given"
-		if resp.Status != nil && resp.Status.Message != "" {
-			msg = resp.Status.Message
-		}
-		return nil, fmt.Errorf("%s: %s failed: %s", h, op, msg)
 	}
 	return resp, nil
+}
+
+// refusal is why a webhook says it failed.
+func refusal(s *RequestStatus) string {
+	switch {
+	case s == nil || (s.Message == "" && s.Code == 0):
+		return "no reason given"
+	case s.Message == "":
+		return fmt.Sprintf("code %d, no reason given", s.Code)
+	case s.Code == 0:
+		return s.Message
+	default:
+		return fmt.Sprintf("%s (code %d)", s.Message, s.Code)
+	}
 }

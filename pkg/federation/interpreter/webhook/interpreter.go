@@ -18,10 +18,11 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 )
 
-// Interpreter answers the operations some webhook's rules select, by calling the first such webhook:
-// configurations in name order, webhooks in their order. It is safe for concurrent use.
+// Interpreter answers the operations some webhook's rules select, by calling the first such webhook in the order
+// of "<configuration name>/<webhook name>" as strings, as Karmada does (so "team-b/w" comes before "team/w", and a
+// configuration's webhooks go by name, not by their place in its list). It is safe for concurrent use.
 type Interpreter struct {
-	hooks []*hook
+	hooks []*hook // in calling order
 }
 
 var _ interpreter.Interpreter = &Interpreter{}
@@ -29,12 +30,10 @@ var _ interpreter.Interpreter = &Interpreter{}
 // New builds the webhooks of configs; it fails on a webhook it cannot call (no usable URL or service, a bad CA
 // bundle, no context version in common), naming it.
 func New(configs []configv1alpha1.ResourceInterpreterWebhookConfiguration) (*Interpreter, error) {
-	sorted := append([]configv1alpha1.ResourceInterpreterWebhookConfiguration(nil), configs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	in := &Interpreter{}
 	var errs []error
-	for i := range sorted {
-		c := &sorted[i]
+	for i := range configs {
+		c := &configs[i]
 		for k := range c.Webhooks {
 			h, err := newHook(c.Name, &c.Webhooks[k])
 			if err != nil {
@@ -47,16 +46,23 @@ func New(configs []configv1alpha1.ResourceInterpreterWebhookConfiguration) (*Int
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	in.sortHooks()
 	return in, nil
 }
 
-// Merge is an interpreter asking the webhooks of parts, in order.
+// Merge is an interpreter asking the webhooks of every part, in the order New gives them.
 func Merge(parts ...*Interpreter) *Interpreter {
 	out := &Interpreter{}
 	for _, p := range parts {
 		out.hooks = append(out.hooks, p.hooks...)
 	}
+	out.sortHooks()
 	return out
+}
+
+// sortHooks puts the hooks in calling order; stable, so that hooks of one key keep the order they came in.
+func (i *Interpreter) sortHooks() {
+	sort.SliceStable(i.hooks, func(a, b int) bool { return i.hooks[a].key() < i.hooks[b].key() })
 }
 
 // Handles reports whether a webhook's rules select op on gvk.

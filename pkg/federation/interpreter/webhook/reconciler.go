@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -64,12 +65,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile builds each configuration whose generation changed, keeps the last good version of those that fail,
-// and hands the whole set, in name order, to the layer.
+// and hands the whole set to the layer.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{}, r.rebuild(ctx, r.Client)
+}
+
+// Load fills the layer from the configurations reader lists, as Reconcile does. A starting federator calls it
+// before its stages run, with a reader that works before the manager starts (its APIReader): the layer starts
+// empty, and a stage passing first would interpret a kind without the user's webhook.
+func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
+	if err := r.rebuild(ctx, reader); err != nil {
+		return fmt.Errorf("loading resource interpreter webhook configurations: %w", err)
+	}
+	return nil
+}
+
+// rebuild is Reconcile, from the configurations reader lists.
+func (r *Reconciler) rebuild(ctx context.Context, reader client.Reader) error {
 	logger := log.FromContext(ctx)
 	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return reconcile.Result{}, err
+	if err := reader.List(ctx, &list); err != nil {
+		return err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 
@@ -116,5 +132,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	r.Layer.Set(Merge(parts...))
-	return reconcile.Result{}, nil
+	return nil
 }

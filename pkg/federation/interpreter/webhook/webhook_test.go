@@ -11,6 +11,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -65,6 +66,12 @@ func TestMatches(t *testing.T) {
 // answering is a webhook server whose answer to a request is what answer returns (nil: a 500).
 func answering(t *testing.T, answer func(*ResourceInterpreterRequest) *ResourceInterpreterResponse) (url string, ca []byte) {
 	t.Helper()
+	return answeringAs(t, contextTypeMeta(), answer)
+}
+
+// answeringAs is answering with the TypeMeta tm on its answers.
+func answeringAs(t *testing.T, tm metav1.TypeMeta, answer func(*ResourceInterpreterRequest) *ResourceInterpreterResponse) (url string, ca []byte) {
+	t.Helper()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var review ResourceInterpreterContext
 		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil ||
@@ -77,7 +84,7 @@ func answering(t *testing.T, answer func(*ResourceInterpreterRequest) *ResourceI
 			http.Error(w, "internal trouble", http.StatusInternalServerError)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(&ResourceInterpreterContext{TypeMeta: contextTypeMeta(), Response: resp})
+		_ = json.NewEncoder(w).Encode(&ResourceInterpreterContext{TypeMeta: tm, Response: resp})
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
