@@ -10,23 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
-	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
 // TestLoadServesBeforeAnyReconcile: a federator starting up with a customization in the host serves it from Load,
 // before its manager (and with it the reconciler) runs, so no stage sees the kind without the user's script.
 func TestLoadServesBeforeAnyReconcile(t *testing.T) {
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := fedtest.Host(t)
+	ctx := t.Context()
 	health := ric("widget-health", 0, 0, good)
 	health.CreationTimestamp.Reset()
 	if err := c.Create(ctx, &health); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
-	"github.com/fedmesh/fedmesh/test/cluster"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -19,16 +18,8 @@ import (
 // webhook from Load, before its manager (and with it the reconciler) runs; a configuration it cannot call is
 // refused as Reconcile refuses it, without failing the load.
 func TestLoadServesBeforeAnyReconcile(t *testing.T) {
-	host := cluster.New(t, cluster.Options{Name: "host"})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := host.InstallCRDs(ctx, fedtest.CRDDir()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(host.Config(), client.Options{Scheme: fedtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := fedtest.Host(t)
+	ctx := t.Context()
 	widgets := config("widgets", "https://127.0.0.1:1/interpret", nil, interpreter.InterpretHealth)
 	broken := config("broken", "https://127.0.0.1:1/interpret", []byte("not a certificate"), interpreter.Retain)
 	for _, cfg := range []*configv1alpha1.ResourceInterpreterWebhookConfiguration{&widgets, &broken} {

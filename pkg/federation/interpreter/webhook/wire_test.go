@@ -63,17 +63,7 @@ func TestRequestsDecodeWithKarmadasConfigTypes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url, ca := decodingWithScheme(t, tt.gv)
-			in, err := New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{config("w", url, ca, interpreter.InterpretHealth)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			healthy, err := in.InterpretHealth(context.Background(), widget())
-			switch {
-			case tt.want == "" && (err != nil || !healthy):
-				t.Fatalf("InterpretHealth = %v, %v; want healthy", healthy, err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("err = %v, want %q", err, tt.want)
-			}
+			checkHealthy(t, url, ca, tt.want)
 		})
 	}
 }
@@ -97,17 +87,7 @@ func TestAnswerTypeMeta(t *testing.T) {
 			url, ca := answeringAs(t, tt.tm, func(r *ResourceInterpreterRequest) *ResourceInterpreterResponse {
 				return &ResourceInterpreterResponse{UID: r.UID, Successful: true, Healthy: ptr.To(true)}
 			})
-			in, err := New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{config("w", url, ca, interpreter.InterpretHealth)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			healthy, err := in.InterpretHealth(context.Background(), widget())
-			switch {
-			case tt.want == "" && (err != nil || !healthy):
-				t.Fatalf("InterpretHealth = %v, %v; want healthy", healthy, err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("err = %v, want %q", err, tt.want)
-			}
+			checkHealthy(t, url, ca, tt.want)
 		})
 	}
 }
@@ -191,5 +171,22 @@ func TestFirstMatchingWebhook(t *testing.T) {
 				t.Fatalf("first matching webhook = %v, want %q", h, tt.want)
 			}
 		})
+	}
+}
+
+// checkHealthy asks the webhook at url whether a Widget is healthy: it must answer healthy, or, with want set, fail
+// with an error containing want.
+func checkHealthy(t *testing.T, url string, ca []byte, want string) {
+	t.Helper()
+	in, err := New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{config("w", url, ca, interpreter.InterpretHealth)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy, err := in.InterpretHealth(context.Background(), widget())
+	switch {
+	case want == "" && (err != nil || !healthy):
+		t.Fatalf("InterpretHealth = %v, %v; want healthy", healthy, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
