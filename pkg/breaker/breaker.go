@@ -17,7 +17,8 @@ type Request struct {
 	Namespace string
 	// Cluster is the upstream the request goes to: a member cluster name, or "@host" for the host API server.
 	Cluster string
-	// LongRunning marks watches and exec/attach/port-forward upgrades. Like kube-apiserver's max-in-flight filter,
+	// LongRunning marks what kube-apiserver counts long-running: watches, and exec, attach, port-forward, proxy and
+	// log requests. Like its max-in-flight filter,
 	// the engine does not count them against in-flight caps (they would hold a slot for hours) and does not judge
 	// their latency (a stream's length says nothing about the upstream's health).
 	LongRunning bool

@@ -175,9 +175,18 @@ func (req *Request) groupResource() schema.GroupResource {
 	return schema.GroupResource{Group: req.APIGroup, Resource: req.Resource}
 }
 
-// longRunning marks watches and connection upgrades (exec, attach, port-forward), as the API server does.
+// longRunning marks the requests the API server itself treats as long-running: watches, and the exec, attach,
+// port-forward, proxy and log subresources of any resource (a followed log, a node's proxy). They are not timed, take
+// no in-flight slot and are never slow to a breaker; which of them are fenced is writes' business.
 func (req *Request) longRunning() bool {
-	return req.Verb == "watch" || req.connects()
+	if req.Verb == "watch" || req.Verb == "proxy" {
+		return true
+	}
+	switch req.Subresource {
+	case "exec", "attach", "portforward", "proxy", "log":
+		return true
+	}
+	return false
 }
 
 // upstreamFor routes a request to the host or to the member cluster its path names.
