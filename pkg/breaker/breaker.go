@@ -18,9 +18,9 @@ type Request struct {
 	// Cluster is the upstream the request goes to: a member cluster name, or "@host" for the host API server.
 	Cluster string
 	// LongRunning marks what kube-apiserver counts long-running: watches, and exec, attach, port-forward, proxy and
-	// log requests. Like its max-in-flight filter,
-	// the engine does not count them against in-flight caps (they would hold a slot for hours) and does not judge
-	// their latency (a stream's length says nothing about the upstream's health).
+	// log requests. Like its max-in-flight filter, the engine does not count them against in-flight caps (they
+	// would hold a slot for hours) and does not judge their latency (a stream's length says nothing about the
+	// upstream's health).
 	LongRunning bool
 }
 
