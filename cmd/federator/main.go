@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -56,6 +57,7 @@ const statusHoldWindows = 4
 type options struct {
 	cli.ControllerOptions
 	memberThroughProxy bool
+	proxyReadyURL      string
 	probeInterval      time.Duration
 	memberQPS          float32
 	memberBurst        int
@@ -76,6 +78,8 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	}
 	fs.BoolVar(&o.memberThroughProxy, "member-through-proxy", false,
 		"Reach member clusters through the API server of --kubeconfig at /clusters/<name>/ (the fedmesh proxy), so member traffic is sharded and fenced like host traffic.")
+	fs.StringVar(&o.proxyReadyURL, "proxy-ready-url", "",
+		"The /readyz of the fedmesh proxy in front of --kubeconfig (http://127.0.0.1:5444/readyz when injected). When set, the federator waits until the proxy has its shard configuration before it reads the users' interpreter customizations and webhooks: before, the proxy shows it nothing, and its stages would start without them.")
 	fs.DurationVar(&o.probeInterval, "cluster-probe-interval", 10*time.Second, "How often each member cluster's /readyz is probed.")
 	fs.Float32Var(&o.memberQPS, "member-qps", 50, "Queries per second to each member cluster.")
 	fs.IntVar(&o.memberBurst, "member-burst", 100, "Burst of queries to each member cluster.")
@@ -167,7 +171,7 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	customizations, hooks := customization.NewLayer(), interpreterwebhook.NewLayer()
 	customizationReconciler := &customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder}
 	webhookReconciler := &interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder}
-	if err := loadLayers(mgr.GetAPIReader(), customizationReconciler, webhookReconciler); err != nil {
+	if err := loadLayers(o.proxyReadyURL, mgr.GetAPIReader(), customizationReconciler, webhookReconciler); err != nil {
 		return err
 	}
 	chain := interpreter.Layers{Customization: customizations, Webhook: hooks, Bundled: bundled.New(), Native: native.New()}.Chain()
@@ -226,17 +230,26 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	return nil
 }
 
-// layerLoadTimeout bounds loading the users' interpreter layers at startup.
-const layerLoadTimeout = 30 * time.Second
+// layerLoadTimeout bounds waiting for the proxy and loading the users' interpreter layers at startup.
+const layerLoadTimeout = 2 * time.Minute
 
 // loadLayers fills the users' interpreter layers from the host, through reader, which works before the manager
-// starts. It tries again for a while (a proxy in front may still be starting); a federator that cannot read them
-// does not start rather than run without them.
-func loadLayers(reader client.Reader, layers ...interface {
+// starts: first, with proxyReady set, once the proxy in front answers its /readyz (an unconfigured proxy answers
+// lists with nothing). It tries again for a while; a federator that cannot read them does not start rather than
+// run without them.
+func loadLayers(proxyReady string, reader client.Reader, layers ...interface {
 	Load(context.Context, client.Reader) error
 }) error {
 	ctx, cancel := context.WithTimeout(context.Background(), layerLoadTimeout)
 	defer cancel()
+	fail := func(err error) error {
+		return fmt.Errorf("the federator does not start without the users' interpreter customizations and webhooks: %w", err)
+	}
+	if proxyReady != "" {
+		if err := waitReady(ctx, proxyReady); err != nil {
+			return fail(err)
+		}
+	}
 	for _, l := range layers {
 		var last error
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
@@ -244,8 +257,32 @@ func loadLayers(reader client.Reader, layers ...interface {
 			return last == nil, nil
 		})
 		if err != nil {
-			return fmt.Errorf("the federator does not start without the users' interpreter customizations and webhooks: %w", errors.Join(last, err))
+			return fail(errors.Join(last, err))
 		}
+	}
+	return nil
+}
+
+// waitReady waits until url answers 200.
+func waitReady(ctx context.Context, url string) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		last = fmt.Errorf("%s answered %s", url, resp.Status)
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the proxy to be ready: %w", errors.Join(last, err))
 	}
 	return nil
 }

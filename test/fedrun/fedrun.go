@@ -151,7 +151,7 @@ func (r *Run) startShardFederator(i int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.startFederator(name, kubeconfig, []string{"--member-through-proxy"}); err != nil {
+	if err := r.startFederator(name, kubeconfig, []string{"--member-through-proxy", "--proxy-ready-url=http://" + shard.Probes + "/readyz"}); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
 	return nil

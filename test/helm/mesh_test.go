@@ -241,9 +241,10 @@ func checkInjected(t *testing.T, pod *corev1.Pod, m *localManager, sc string) {
 
 // shardPod is one federator pod of the chart running as local processes: its proxy and its federator.
 type shardPod struct {
-	pod   *corev1.Pod
-	proxy string // the proxy's listen address
-	token string // the federator container's token, bound to the pod
+	pod    *corev1.Pod
+	proxy  string // the proxy's listen address
+	probes string // the proxy's probe address
+	token  string // the federator container's token, bound to the pod
 }
 
 // startProxy runs the proxy the webhook injected into pod, from the pod's own container: its args and env as the
@@ -264,8 +265,8 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 		lc.Read(t, serviceAccountDir+"/ca.crt")); err != nil {
 		t.Fatal(err)
 	}
-	sp := &shardPod{pod: pod, proxy: freeAddr(t)}
-	probes := freeAddr(t)
+	sp := &shardPod{pod: pod, proxy: freeAddr(t), probes: freeAddr(t)}
+	probes := sp.probes
 	name := "proxy-" + pod.Labels[inject.DefaultOrdinalLabel]
 	p, err := cluster.StartProcessWithEnv(name, dir, bin, lc.Environ(), append(lc.Args, "--listen-address="+sp.proxy,
 		"--probe-address="+probes, "--xds-address="+xds, "--upstream-kubeconfig="+upstream)...)
@@ -281,7 +282,8 @@ func startProxy(t *testing.T, c client.Client, host *cluster.Cluster, pod *corev
 
 // startFederator runs the federator container of sp's pod with the chart's args and the kubeconfig the injector
 // pointed it at (KUBECONFIG, which the chart also names with --kubeconfig) with the pod's loopback port moved to
-// the local proxy's and the token file to the local copy of the pod's token.
+// the local proxy's, the token file to the local copy of the pod's token, and the proxy's /readyz to its local
+// probe address.
 func startFederator(t *testing.T, c client.Client, host *cluster.Cluster, sp *shardPod, dir, bin string) {
 	t.Helper()
 	dir = filepath.Join(dir, sp.pod.Name)
@@ -312,7 +314,7 @@ func startFederator(t *testing.T, c client.Client, host *cluster.Cluster, sp *sh
 		t.Errorf("pod %s: the federator's GOMAXPROCS is %q, want 1 (the chart's CPU request, 200m, rounded up)", sp.pod.Name, maxProcs)
 	}
 	start(t, dir, bin, "federator-"+sp.pod.Labels[inject.DefaultOrdinalLabel], []string{"GOMAXPROCS=" + maxProcs},
-		append(lc.Args, "--kubeconfig="+kubeconfig, "--webhook-port="+port(t))...)
+		append(lc.Args, "--kubeconfig="+kubeconfig, "--webhook-port="+port(t), "--proxy-ready-url=http://"+sp.probes+"/readyz")...)
 }
 
 // checkConfigured checks what the manager reports: the ShardingConfig is Ready with every shard's proxy
