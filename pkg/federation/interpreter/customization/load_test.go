@@ -2,7 +2,6 @@ package customization
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/interpretertest"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -52,16 +52,9 @@ func TestLoadServesBeforeAnyReconcile(t *testing.T) {
 	}
 }
 
-// unreadable fails every read, as an API server a federator cannot reach.
-type unreadable struct{ client.Reader }
-
-func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("connection refused")
-}
-
 func TestLoadFailsWhenTheHostCannotBeRead(t *testing.T) {
 	r := &Reconciler{Layer: NewLayer(), Recorder: record.NewFakeRecorder(10)}
-	err := r.Load(context.Background(), unreadable{})
+	err := r.Load(context.Background(), interpretertest.Unreadable{})
 	if err == nil || !strings.Contains(err.Error(), "loading resource interpreter customizations: connection refused") {
 		t.Fatalf("err = %v, want one saying the customizations could not be loaded", err)
 	}

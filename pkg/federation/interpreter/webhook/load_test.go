@@ -2,15 +2,14 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/interpretertest"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -47,16 +46,9 @@ func TestLoadServesBeforeAnyReconcile(t *testing.T) {
 	}
 }
 
-// unreadable fails every read, as an API server a federator cannot reach.
-type unreadable struct{ client.Reader }
-
-func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("connection refused")
-}
-
 func TestLoadFailsWhenTheHostCannotBeRead(t *testing.T) {
 	r := &Reconciler{Layer: NewLayer(), Recorder: record.NewFakeRecorder(10)}
-	err := r.Load(context.Background(), unreadable{})
+	err := r.Load(context.Background(), interpretertest.Unreadable{})
 	if err == nil || !strings.Contains(err.Error(), "loading resource interpreter webhook configurations: connection refused") {
 		t.Fatalf("err = %v, want one saying the configurations could not be loaded", err)
 	}
