@@ -36,10 +36,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		fenced.Namespace = namespace
 		req = &fenced
 	}
-	// A write holds the gate until its answer, within a deadline inside the lease. Exec, attach, port-forward and
-	// pod or service proxy requests (and the same through a node's proxy) are fenced like writes but change no
-	// object, and their connections may stay open for hours: they neither hold up an ownership change nor get a
-	// deadline.
+	// A write holds the gate until its answer, within a deadline inside the lease. Long-running requests (exec,
+	// attach, port-forward, proxy, through a pod, a service or a node) may be fenced like writes but their
+	// connections may stay open for hours: they neither hold up an ownership change nor get a deadline.
 	leaseLeft := true
 	if write && !req.longRunning() {
 		p.writeGate.RLock()
@@ -109,10 +108,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy), through a
-// service's proxy, or through a node's into a pod: whatever the verb (a WebSocket exec is a GET), one into a pod or
-// service acts in that namespace, and is fenced like a write. A node's proxy to the node itself (its metrics,
-// stats) is a request like any other.
+// connects reports whether req opens a connection into a pod (exec, attach, port-forward, its proxy) or through a
+// service's proxy: whatever the verb (a WebSocket exec is a GET), it acts in that namespace, and is fenced like a
+// write. Those through a node's proxy are writes' business: the node's path says whether they go into a pod.
 func (req *Request) connects() bool {
 	if req.APIGroup != "" {
 		return false
@@ -122,9 +120,6 @@ func (req *Request) connects() bool {
 		return req.Subresource == "exec" || req.Subresource == "attach" || req.Subresource == "portforward" || req.Subresource == "proxy"
 	case "services":
 		return req.Subresource == "proxy"
-	case "nodes":
-		_, inPod := req.nodeProxyPod()
-		return inPod
 	}
 	return false
 }
