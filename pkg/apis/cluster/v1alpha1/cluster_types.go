@@ -33,9 +33,9 @@ type Cluster struct {
 // ClusterSpec describes a member cluster.
 // +kubebuilder:validation:XValidation:rule="self.syncMode != 'Push' || (has(self.apiEndpoint) && size(self.apiEndpoint) > 0)",message="apiEndpoint is required when syncMode is Push"
 type ClusterSpec struct {
-	// ID identifies the cluster across registrations: the clusterset.k8s.io ClusterProperty "cluster.clusterset.k8s.io"
-	// if the cluster has one, else the UID of its kube-system namespace. Usually collected at registration; do not
-	// change it.
+	// ID identifies the cluster across registrations: the UID of its kube-system namespace, as `kubectl fedmesh join`
+	// (like karmadactl join) collects it. join and unjoin refuse a Cluster whose ID is not the cluster their
+	// kubeconfig reaches; do not change it.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	ID string `json:"id,omitempty"`
