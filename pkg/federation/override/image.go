@@ -15,8 +15,18 @@ type imageRef struct {
 	registry, repository, ref string
 }
 
-// digest is an image digest as a tag value gives it: algorithm, colon, hex.
-var digest = regexp.MustCompile(`^[a-z0-9]+([+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}$`)
+// digestHexLengths are the digest algorithms of the OCI image spec, each with the length of its hex encoding. Only
+// these make a digest: a looser pattern would take "v1.0.0sha256" for an algorithm and write a reference no
+// runtime can pull.
+var digestHexLengths = map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}
+
+var lowerHex = regexp.MustCompile(`^[a-f0-9]+$`)
+
+// isDigest says whether s is an image digest as a tag value gives it: algorithm, colon, hex.
+func isDigest(s string) bool {
+	alg, hex, ok := strings.Cut(s, ":")
+	return ok && len(hex) == digestHexLengths[alg] && lowerHex.MatchString(hex)
+}
 
 // tagPattern is an image tag, as the OCI distribution spec has it.
 var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
@@ -57,8 +67,9 @@ func (img imageRef) String() string {
 // overrideImage changes one component of image, as Karmada does: add appends the value to the registry, the
 // repository or the tag ("mirror.example" + ".cn", "1.27" + "-alpine"; to the digest of an image without a tag;
 // on an image with neither, it sets one); replace sets the component, remove drops it. A tag that is a digest
-// ("sha256:<hex>", or "@sha256:<hex>") makes the reference a digest; one that is neither a tag nor a digest is an
-// error. The repository cannot be removed: an image without one is no image.
+// ("sha256:<hex>", or "@sha256:<hex>"; sha384 and sha512 too) makes the reference a digest; one that is neither a
+// tag nor a digest is an error, as is a digest added to a tag ("v1.0.0sha256:<hex>"). The repository cannot be
+// removed: an image without one is no image.
 func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error) {
 	img := parseImage(image)
 	var field *string
@@ -83,7 +94,7 @@ func overrideImage(image string, o policyv1alpha1.ImageOverrider) (string, error
 			ref, op = cmp.Or(tag, dig)+value, policyv1alpha1.OverriderOpReplace
 		}
 		switch {
-		case digest.MatchString(ref):
+		case isDigest(ref):
 			value = "@" + ref
 		case tagPattern.MatchString(ref):
 			value = ":" + ref

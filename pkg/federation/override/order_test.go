@@ -202,6 +202,9 @@ func TestValidate(t *testing.T) {
 	spec := func(o policyv1alpha1.Overriders) *policyv1alpha1.OverrideSpec {
 		return &policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{rule(o)}}
 	}
+	labels := func(op policyv1alpha1.OverriderOperator, value map[string]string) *policyv1alpha1.OverrideSpec {
+		return spec(policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: op, Value: value}}})
+	}
 	for _, tc := range []struct {
 		name string
 		spec *policyv1alpha1.OverrideSpec
@@ -230,6 +233,23 @@ func TestValidate(t *testing.T) {
 		}}}), want: []string{"fieldOverrider[0].yaml[0]: add of /a needs a value"}},
 		{name: "args replace", spec: spec(policyv1alpha1.Overriders{ArgsOverrider: []policyv1alpha1.CommandArgsOverrider{{ContainerName: "c", Operator: "replace"}}}),
 			want: []string{`argsOverrider[0]: operator "replace" is not add or remove`}},
+		// Labels and annotations the API server refuses are refused here, as Karmada's webhook refuses them: every
+		// member would refuse the object.
+		{name: "valid labels and annotations", spec: spec(policyv1alpha1.Overriders{
+			LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"example.com/team": "blue", "tier": ""}}},
+			AnnotationsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+				{Operator: "add", Value: map[string]string{"example.com/Note": "blue team: any text", "note": strings.Repeat("x", 300)}},
+			},
+		})},
+		{name: "label value with a space", spec: labels("add", map[string]string{"team": "blue team"}),
+			want: []string{`overrideRules[0].overriders.labelsOverrider[0].value: Invalid value: "blue team"`}},
+		{name: "label value too long", spec: labels("replace", map[string]string{"team": strings.Repeat("x", 64)}),
+			want: []string{"overrideRules[0].overriders.labelsOverrider[0].value: Invalid value", "must be no more than 63 bytes"}},
+		{name: "label key with a space, whatever the operator", spec: labels("remove", map[string]string{"bad key": ""}),
+			want: []string{`overrideRules[0].overriders.labelsOverrider[0].value: Invalid value: "bad key"`}},
+		{name: "annotation key with two slashes", spec: spec(policyv1alpha1.Overriders{AnnotationsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+			{Operator: "add", Value: map[string]string{"ok": "x"}}, {Operator: "add", Value: map[string]string{"a/b/c": "x"}},
+		}}), want: []string{`overrideRules[0].overriders.annotationsOverrider[1].value: Invalid value: "a/b/c"`}},
 		{name: "bad target field selector", spec: &policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{
 			{TargetCluster: fields("rack", corev1.NodeSelectorOpIn, "r1"), Overriders: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/a", Operator: "remove"}}}},
 		}}, want: []string{`overrideRules[0].targetCluster: fieldSelector.matchExpressions[0]: key "rack"`}},

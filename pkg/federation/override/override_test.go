@@ -207,6 +207,21 @@ func TestOverriders(t *testing.T) {
 			_ = unstructured.SetNestedStringMap(o, map[string]string{}, "metadata", "annotations")
 		},
 	}, {
+		// -1 is the last element, as in json-patch v5, which Karmada applies plaintext overriders with.
+		name: "plaintext with a negative array index",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/spec/template/spec/containers/-1/image", Operator: "replace", Value: js(`"envoy:v2"`)},
+		}},
+		want: func(o map[string]any) { setContainer(o, "containers", 1, "image", "envoy:v2") },
+	}, {
+		name: "plaintext with a negative array index out of range",
+		obj:  deployment,
+		o: policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/spec/template/spec/containers/-3/image", Operator: "replace", Value: js(`"envoy:v2"`)},
+		}},
+		err: "plaintext[0]: /spec/template/spec/containers/-3: index -3 is out of range (length 2)",
+	}, {
 		name: "plaintext replace of a missing field",
 		obj:  deployment,
 		o:    policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/spec/nope", Operator: "replace", Value: js(`1`)}}},
@@ -282,6 +297,135 @@ spec:
 			}
 			if got := image("containers"); got != "mirror.example/nginx:1.27" {
 				t.Errorf("container image %v; want mirror.example/nginx:1.27", got)
+			}
+		})
+	}
+}
+
+// Karmada finds the pod spec of a workload by its Kind alone, whatever its group: an OpenKruise Advanced StatefulSet
+// or Advanced DaemonSet gets a ported policy's image and args overrides as Karmada gives them. CronJob, which
+// fedmesh overrides beyond Karmada, keeps its own path.
+func TestPodSpecOverridersFindWorkloadsByKind(t *testing.T) {
+	const advancedStatefulSet = `
+apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata: {name: db, namespace: demo}
+spec:
+  replicas: 3
+  reserveOrdinals: [1]
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {podUpdatePolicy: InPlaceIfPossible, partition: 0}}
+  template:
+    spec:
+      containers: [{name: app, image: postgres:16, args: [--a]}]
+`
+	const advancedDaemonSet = `
+apiVersion: apps.kruise.io/v1alpha1
+kind: DaemonSet
+metadata: {name: agent, namespace: demo}
+spec:
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {type: Surging, maxSurge: 1}}
+  template:
+    spec:
+      containers: [{name: app, image: reg.example/team/agent:v1, args: [--a]}]
+`
+	const cronJob = `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: demo}
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers: [{name: app, image: report:v1, args: [--a]}]
+`
+	ps := Policies{Namespaced: []policyv1alpha1.OverridePolicy{namespaced("mirror", rule(policyv1alpha1.Overriders{
+		ImageOverrider: []policyv1alpha1.ImageOverrider{img("Registry", "replace", "mirror.example")},
+		ArgsOverrider:  []policyv1alpha1.CommandArgsOverrider{{ContainerName: "app", Operator: "add", Value: []string{"--b"}}},
+	}))}}
+	for _, tc := range []struct {
+		name, obj string
+		spec      []string
+		wantImage string
+	}{
+		{"Kruise Advanced StatefulSet", advancedStatefulSet, []string{"spec", "template", "spec"}, "mirror.example/postgres:16"},
+		{"Kruise Advanced DaemonSet", advancedDaemonSet, []string{"spec", "template", "spec"}, "mirror.example/team/agent:v1"},
+		{"CronJob", cronJob, []string{"spec", "jobTemplate", "spec", "template", "spec"}, "mirror.example/report:v1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := Apply(object(t, tc.obj), member1, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, _, _ := unstructured.NestedSlice(out.Object, append(tc.spec, "containers")...)
+			c := cs[0].(map[string]any)
+			if c["image"] != tc.wantImage {
+				t.Errorf("image %v, want %s", c["image"], tc.wantImage)
+			}
+			if diff := cmp.Diff([]any{"--a", "--b"}, c["args"]); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A fieldOverrider changes only what its operations name: the document's other numbers, and the numbers the
+// operations write, reach the members as written, though float64 cannot hold them (Karmada patches the
+// document's bytes, which keeps them too).
+func TestFieldOverriderKeepsNumbersAsWritten(t *testing.T) {
+	const (
+		big     = "12345678901234567890"     // beyond int64
+		bigger  = "123456789012345678901234" // beyond uint64
+		decimal = "0.12345678901234567890"   // beyond float64's precision
+	)
+	for _, tc := range []struct {
+		name string
+		doc  string
+		yaml bool
+		ops  []policyv1alpha1.PatchOperation
+		want string
+	}{{
+		name: "JSON document",
+		doc:  `{"id":` + big + `,"big":` + bigger + `,"ratio":` + decimal + `,"exp":1.50E+3,"list":[1.0,-0]}`,
+		ops:  []policyv1alpha1.PatchOperation{{SubPath: "/z", Operator: "add", Value: js("1")}},
+		want: `{"big":` + bigger + `,"exp":1.50E+3,"id":` + big + `,"list":[1.0,-0],"ratio":` + decimal + `,"z":1}`,
+	}, {
+		name: "JSON operation values",
+		doc:  `{"a":1}`,
+		ops: []policyv1alpha1.PatchOperation{
+			{SubPath: "/a", Operator: "replace", Value: js(big)},
+			{SubPath: "/b", Operator: "add", Value: js(`{"ratio":` + decimal + `}`)},
+		},
+		want: `{"a":` + big + `,"b":{"ratio":` + decimal + `}}`,
+	}, {
+		name: "YAML document",
+		doc:  "id: " + big + "\nbig: " + bigger + "\nratio: " + decimal + "\nlist:\n- 1.0\n- 2\n",
+		yaml: true,
+		ops:  []policyv1alpha1.PatchOperation{{SubPath: "/z", Operator: "add", Value: js("1")}},
+		want: "big: " + bigger + "\nid: " + big + "\nlist:\n- 1.0\n- 2\nratio: " + decimal + "\nz: 1\n",
+	}, {
+		name: "YAML operation values",
+		doc:  "a: 1\n",
+		yaml: true,
+		ops:  []policyv1alpha1.PatchOperation{{SubPath: "/a", Operator: "replace", Value: js(`[` + decimal + `,` + bigger + `]`)}},
+		want: "a:\n- " + decimal + "\n- " + bigger + "\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fo := policyv1alpha1.FieldOverrider{FieldPath: "/data/f", JSON: tc.ops}
+			if tc.yaml {
+				fo = policyv1alpha1.FieldOverrider{FieldPath: "/data/f", YAML: tc.ops}
+			}
+			obj := object(t, configMap)
+			_ = unstructured.SetNestedField(obj.Object, tc.doc, "data", "f")
+			out, _, err := Apply(obj, member1, Policies{Namespaced: []policyv1alpha1.OverridePolicy{
+				namespaced("p", rule(policyv1alpha1.Overriders{FieldOverrider: []policyv1alpha1.FieldOverrider{fo}}))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, _ := unstructured.NestedString(out.Object, "data", "f")
+			if got != tc.want {
+				t.Errorf("document\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

@@ -9,21 +9,34 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
 // podSpecPaths is where each workload kind keeps the pod spec that image overriders without a predicate, and
-// command and args overriders, change.
-var podSpecPaths = map[schema.GroupKind][]string{
-	{Kind: "Pod"}:                        {"spec"},
-	{Group: "apps", Kind: "Deployment"}:  {"spec", "template", "spec"},
-	{Group: "apps", Kind: "ReplicaSet"}:  {"spec", "template", "spec"},
-	{Group: "apps", Kind: "StatefulSet"}: {"spec", "template", "spec"},
-	{Group: "apps", Kind: "DaemonSet"}:   {"spec", "template", "spec"},
-	{Group: "batch", Kind: "Job"}:        {"spec", "template", "spec"},
-	{Group: "batch", Kind: "CronJob"}:    {"spec", "jobTemplate", "spec", "template", "spec"},
+// command and args overriders, change. Karmada matches these kinds by Kind alone, whatever the group, so that an
+// OpenKruise Advanced StatefulSet (apps.kruise.io) or another look-alike of a built-in workload is overridden too;
+// fedmesh does the same, so that a ported policy changes what it changed under Karmada.
+var podSpecPaths = map[string][]string{
+	"Pod":         {"spec"},
+	"ReplicaSet":  {"spec", "template", "spec"},
+	"Deployment":  {"spec", "template", "spec"},
+	"StatefulSet": {"spec", "template", "spec"},
+	"DaemonSet":   {"spec", "template", "spec"},
+	"Job":         {"spec", "template", "spec"},
+}
+
+// groupPodSpecPaths are the kinds fedmesh overrides beyond Karmada's; these are matched by group and kind.
+var groupPodSpecPaths = map[schema.GroupKind][]string{
+	{Group: "batch", Kind: "CronJob"}: {"spec", "jobTemplate", "spec", "template", "spec"},
+}
+
+// podSpecPath is where obj's kind keeps its pod spec, or nil for a kind without one.
+func podSpecPath(gvk schema.GroupVersionKind) []string {
+	if path, ok := podSpecPaths[gvk.Kind]; ok {
+		return path
+	}
+	return groupPodSpecPaths[gvk.GroupKind()]
 }
 
 // applyOverriders applies one rule's overriders to obj, in the package's fixed order.
@@ -129,8 +142,8 @@ func applyCommandArgs(obj *unstructured.Unstructured, field string, o policyv1al
 
 // eachContainer calls f with every container of lists ("containers", "initContainers") of obj's pod spec.
 func eachContainer(obj *unstructured.Unstructured, lists []string, f func(map[string]any) error) error {
-	path, ok := podSpecPaths[obj.GroupVersionKind().GroupKind()]
-	if !ok {
+	path := podSpecPath(obj.GroupVersionKind())
+	if path == nil {
 		return nil
 	}
 	spec, found, err := unstructured.NestedFieldNoCopy(obj.Object, path...)
@@ -177,7 +190,8 @@ func overrideMap(m map[string]string, o policyv1alpha1.LabelAnnotationOverrider)
 	return m
 }
 
-// applyField patches the JSON or YAML document held in a string field and writes it back in the same format.
+// applyField patches the JSON or YAML document held in a string field and writes it back in the same format. The
+// numbers of the document and of the operations' values keep their text (see decodeJSON).
 func applyField(obj *unstructured.Unstructured, o policyv1alpha1.FieldOverrider) error {
 	v, err := get(obj.Object, o.FieldPath)
 	if err != nil {
@@ -191,20 +205,20 @@ func applyField(obj *unstructured.Unstructured, o policyv1alpha1.FieldOverrider)
 	if len(o.YAML) > 0 {
 		ops, isYAML = o.YAML, true
 	}
-	raw := []byte(text)
+	var doc any
 	if isYAML {
-		if raw, err = yaml.YAMLToJSON(raw); err != nil {
+		if doc, err = decodeYAML([]byte(text)); err != nil {
 			return fmt.Errorf("%s does not hold YAML: %w", o.FieldPath, err)
 		}
-	}
-	var doc any
-	if err := utiljson.Unmarshal(raw, &doc); err != nil {
+	} else if doc, err = decodeJSON([]byte(text)); err != nil {
 		return fmt.Errorf("%s does not hold JSON: %w", o.FieldPath, err)
 	}
 	for i, op := range ops {
-		value, err := decodeValue(op.Value)
-		if err != nil {
-			return fmt.Errorf("%d: %w", i, err)
+		var value any
+		if op.Value != nil && len(op.Value.Raw) > 0 {
+			if value, err = decodeJSON(op.Value.Raw); err != nil {
+				return fmt.Errorf("%d: value is not JSON: %w", i, err)
+			}
 		}
 		if doc, err = patch(doc, op.Operator, op.SubPath, value); err != nil {
 			return fmt.Errorf("%s: %w", o.FieldPath, err)
@@ -212,7 +226,7 @@ func applyField(obj *unstructured.Unstructured, o policyv1alpha1.FieldOverrider)
 	}
 	var out []byte
 	if isYAML {
-		out, err = yaml.Marshal(doc)
+		out, err = encodeYAML(doc)
 	} else {
 		out, err = json.Marshal(doc)
 	}

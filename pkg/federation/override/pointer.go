@@ -119,12 +119,26 @@ func patchAt(node any, tokens []string, i int, op policyv1alpha1.OverriderOperat
 	}
 }
 
-// arrayIndex parses an array index token; the length itself is allowed only where add may append.
+// arrayIndex parses an array index token; the length itself is allowed only where add may append. A negative index
+// -N counts from the end, as in json-patch v5, which Karmada applies patches with: -1 is the last element, and for
+// an add, which makes the array one longer, -1 appends.
 func arrayIndex(tok string, length int, mayAppend bool) (int, error) {
-	// RFC 6901: "0", or digits without a leading zero; no sign.
-	idx, err := strconv.Atoi(tok)
-	if err != nil || strings.TrimLeft(tok, "0123456789") != "" || (len(tok) > 1 && tok[0] == '0') {
+	// RFC 6901: "0", or digits without a leading zero; beyond it, a minus sign before digits other than "0".
+	digits, negative := strings.CutPrefix(tok, "-")
+	idx, err := strconv.Atoi(digits)
+	leadingZero := len(digits) > 1 && digits[0] == '0'
+	if err != nil || strings.TrimLeft(digits, "0123456789") != "" || leadingZero || (negative && idx == 0) {
 		return 0, fmt.Errorf("%q is not an array index", tok)
+	}
+	if negative {
+		end := length
+		if mayAppend {
+			end++
+		}
+		if idx > end {
+			return 0, fmt.Errorf("index %s is out of range (length %d)", tok, length)
+		}
+		return end - idx, nil
 	}
 	if idx > length || (idx == length && !mayAppend) {
 		return 0, fmt.Errorf("index %d is out of range (length %d)", idx, length)

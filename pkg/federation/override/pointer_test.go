@@ -17,6 +17,7 @@ func TestPatch(t *testing.T) {
 		op    policyv1alpha1.OverriderOperator
 		path  string
 		value any
+		doc   string // JSON; the common doc when empty
 		want  string // JSON; empty when wantErr
 		err   string
 	}{
@@ -36,12 +37,28 @@ func TestPatch(t *testing.T) {
 		{name: "leading zero index", op: "remove", path: "/list/01", err: `"01" is not an array index`},
 		{name: "signed index", op: "remove", path: "/list/+1", err: `"+1" is not an array index`},
 		{name: "negative zero index", op: "replace", path: "/list/-0", value: "x", err: `"-0" is not an array index`},
+		// A negative index counts from the end, as in json-patch v5 (Karmada's): -1 is the last element, and for an
+		// add, which makes the array one longer, -1 appends.
+		{name: "replace last by -1", op: "replace", path: "/list/-1", value: "z", want: `{"a":{"b":1,"x/y":2,"m~n":3},"list":[10,20,"z"]}`},
+		{name: "remove first by -length", op: "remove", path: "/list/-3", want: `{"a":{"b":1,"x/y":2,"m~n":3},"list":[20,30]}`},
+		{name: "add appends with -1", op: "add", path: "/list/-1", value: int64(40), want: `{"a":{"b":1,"x/y":2,"m~n":3},"list":[10,20,30,40]}`},
+		{name: "add before last with -2", op: "add", path: "/list/-2", value: int64(25), want: `{"a":{"b":1,"x/y":2,"m~n":3},"list":[10,20,25,30]}`},
+		{name: "add first with -(length+1)", op: "add", path: "/list/-4", value: int64(5), want: `{"a":{"b":1,"x/y":2,"m~n":3},"list":[5,10,20,30]}`},
+		{name: "negative index under the path", op: "replace", path: "/nested/-1/k", value: "w", doc: `{"nested":[{"k":"u"},{"k":"v"}]}`, want: `{"nested":[{"k":"u"},{"k":"w"}]}`},
+		{name: "negative index out of range", op: "replace", path: "/list/-4", value: 1, err: "index -4 is out of range (length 3)"},
+		{name: "negative index out of range for add", op: "add", path: "/list/-5", value: 1, err: "index -5 is out of range (length 3)"},
+		{name: "negative index with a leading zero", op: "remove", path: "/list/-01", err: `"-01" is not an array index`},
+		{name: "double sign", op: "remove", path: "/list/--1", err: `"--1" is not an array index`},
 		{name: "descend into scalar", op: "add", path: "/a/b/c", value: 1, err: "/a/b/c: not found: /a/b is not an object or array"},
 		{name: "not a pointer", op: "add", path: "a", value: 1, err: "must start with /"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			src := doc
+			if tc.doc != "" {
+				src = tc.doc
+			}
 			var d any
-			if err := json.Unmarshal([]byte(doc), &d); err != nil {
+			if err := json.Unmarshal([]byte(src), &d); err != nil {
 				t.Fatal(err)
 			}
 			got, err := patch(d, tc.op, tc.path, tc.value)
@@ -88,7 +105,17 @@ func TestImage(t *testing.T) {
 		{"reg.example:10443/team/app:v1", img("Repository", "replace", "other/app"), "reg.example:10443/other/app:v1", ""},
 		{"reg.example:10443/team/app", img("Tag", "add", "v2"), "reg.example:10443/team/app:v2", ""},
 		{"reg.example:10443/team/app:v1", img("Tag", "add", "-debug"), "reg.example:10443/team/app:v1-debug", ""},
-		{"app@sha256:" + strings.Repeat("ab", 31), img("Tag", "add", "abab"), "app@sha256:" + strings.Repeat("ab", 33), ""},
+		{"app@sha256:" + strings.Repeat("ab", 30), img("Tag", "add", "abab"), "app@sha256:" + strings.Repeat("ab", 32), ""},
+		{"app@sha256:" + strings.Repeat("ab", 31), img("Tag", "add", "abab"), "", "is neither a tag nor a digest"},
+		{"app:v1", img("Tag", "replace", "sha384:"+strings.Repeat("ab", 48)), "app@sha384:" + strings.Repeat("ab", 48), ""},
+		{"app:v1", img("Tag", "replace", "@sha512:"+strings.Repeat("ab", 64)), "app@sha512:" + strings.Repeat("ab", 64), ""},
+		// Only a registered algorithm with its hex length, in lower case, is a digest.
+		{"app:v1", img("Tag", "replace", "sha512:"+strings.Repeat("ab", 32)), "", "is neither a tag nor a digest"},
+		{"app:v1", img("Tag", "replace", "md5:"+strings.Repeat("ab", 16)), "", "is neither a tag nor a digest"},
+		{"app:v1", img("Tag", "replace", "sha256:"+strings.Repeat("AB", 32)), "", "is neither a tag nor a digest"},
+		// A digest added to a tag makes neither ("v1.0.0sha256:..."); Karmada leaves such an image as it was.
+		{"fictional.registry.example/imagename:v1.0.0", img("Tag", "add", "sha256:"+strings.Repeat("ab", 32)), "", `"v1.0.0sha256:` + strings.Repeat("ab", 32) + `" is neither a tag nor a digest`},
+		{"nginx:1.27", img("Tag", "add", "@sha256:"+strings.Repeat("ab", 32)), "", "is neither a tag nor a digest"},
 		{"reg.example:10443/team/app:v1", img("Tag", "replace", "v2"), "reg.example:10443/team/app:v2", ""},
 		{"app:v1@sha256:" + strings.Repeat("ab", 32), img("Tag", "replace", "@sha256:"+strings.Repeat("cd", 32)), "app@sha256:" + strings.Repeat("cd", 32), ""},
 		{"app:v1@sha256:" + strings.Repeat("ab", 32), img("Tag", "add", "-debug"), "app:v1-debug", ""},

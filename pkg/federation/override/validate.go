@@ -3,20 +3,25 @@ package override
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
 // Validate checks what the CRD's schema cannot: plaintext and field patches carry a JSON value exactly when their
-// operation needs one (add and replace do, remove must not), paths are JSON pointers, selectors parse, no
-// overrider asks for the impossible (removing an image's repository), and none names a field of the object's
-// identity (identityPaths). It reports every problem, each with its place in the spec.
+// operation needs one (add and replace do, remove must not), paths are JSON pointers, selectors parse, labels and
+// annotations overriders hold keys and values the API server takes, no overrider asks for the impossible
+// (removing an image's repository), and none names a field of the object's identity (identityPaths). It reports
+// every problem, each with its place in the spec.
 func Validate(spec *policyv1alpha1.OverrideSpec) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -101,14 +106,21 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 			}
 		}
 	}
+	// The keys and values are checked as the API server checks an object's labels or annotations, as Karmada's
+	// webhook checks them, whatever the operator: a policy must not write an object every member refuses.
 	for _, list := range []struct {
 		name  string
 		items []policyv1alpha1.LabelAnnotationOverrider
-	}{{"labelsOverrider", o.LabelsOverrider}, {"annotationsOverrider", o.AnnotationsOverrider}} {
+		check func(map[string]string, *field.Path) field.ErrorList
+	}{
+		{"labelsOverrider", o.LabelsOverrider, metav1validation.ValidateLabels},
+		{"annotationsOverrider", o.AnnotationsOverrider, apivalidation.ValidateAnnotations},
+	} {
 		for i, l := range list.items {
 			if !validOperator(l.Operator) {
 				fail("%s.%s[%d]: unknown operator %q", at, list.name, i, l.Operator)
 			}
+			errs = append(errs, sorted(list.check(l.Value, field.NewPath(at).Child(list.name).Index(i).Child("value")))...)
 		}
 	}
 	for i, f := range o.FieldOverrider {
@@ -129,6 +141,17 @@ func validateOverriders(at string, o *policyv1alpha1.Overriders) []error {
 		}
 	}
 	return errs
+}
+
+// sorted returns errs in the order of their messages, which a map's keys do not give: a policy's condition must
+// not change from one check to the next.
+func sorted(errs field.ErrorList) []error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	slices.SortFunc(out, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return out
 }
 
 // notIdentity refuses a JSON pointer at, under or above a field of the object's identity.
