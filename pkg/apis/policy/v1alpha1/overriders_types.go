@@ -64,7 +64,8 @@ const (
 // PlaintextOverrider is one JSON-patch operation on the resource. (That value is set for add and replace and unset
 // for remove is checked when the policy is applied: CEL cannot see a field of any JSON type.)
 type PlaintextOverrider struct {
-	// Path is a JSON pointer (RFC 6901) to the field, e.g. "/spec/replicas".
+	// Path is a JSON pointer (RFC 6901) to the field, e.g. "/spec/replicas". An array index may be negative,
+	// counted from the end as in Karmada: "-1" is the last element, and for add "-1" appends.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^(/([^/~]|~[01])*)+$`
 	// +required
@@ -90,7 +91,8 @@ const (
 	Registry ImageComponent = "Registry"
 	// Repository is the path part, e.g. "library/nginx".
 	Repository ImageComponent = "Repository"
-	// Tag is the tag or digest, e.g. "1.27", or "sha256:..." (also "@sha256:...") for a digest.
+	// Tag is the tag or digest, e.g. "1.27", or "sha256:<hex>" (also "@sha256:<hex>"; sha384 and sha512 too, each
+	// with its full hex) for a digest.
 	Tag ImageComponent = "Tag"
 )
 
@@ -98,7 +100,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.operator == 'remove' || (has(self.value) && size(self.value) > 0)",message="value is required when operator is add or replace"
 type ImageOverrider struct {
 	// Predicate picks the image field to change. Unset means every container image of a Pod, or of the pod template
-	// of a ReplicaSet, Deployment, StatefulSet, DaemonSet or Job.
+	// of a ReplicaSet, Deployment, StatefulSet, DaemonSet or Job of any API group (found by kind, as in Karmada, so
+	// OpenKruise's Advanced StatefulSet and DaemonSet too), or of a batch CronJob's job template.
 	// +optional
 	Predicate *ImagePredicate `json:"predicate,omitempty"`
 
@@ -110,7 +113,7 @@ type ImageOverrider struct {
 	// the tag (registry "reg.example" with add ".cn" becomes "reg.example.cn", tag "1.27" with add "-alpine"
 	// becomes "1.27-alpine", dropping a digest beside it; an image without a tag gets the value as its tag);
 	// replace sets the part; remove drops it (not the repository). A tag that ends up neither a tag nor a digest
-	// ("sha256:<hex>") is an error.
+	// ("sha256:<hex>") is an error; so is a digest added to an image's tag.
 	// +kubebuilder:validation:Enum=add;remove;replace
 	// +required
 	Operator OverriderOperator `json:"operator"`
@@ -187,7 +190,8 @@ type FieldOverrider struct {
 
 // PatchOperation is one JSON-patch operation inside a document held in a field.
 type PatchOperation struct {
-	// SubPath is a JSON pointer into the document, e.g. "/database/port".
+	// SubPath is a JSON pointer into the document, e.g. "/database/port". An array index may be negative, counted
+	// from the end ("-1" is the last element; for add it appends).
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^(/([^/~]|~[01])*)+$`
 	// +required
