@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,7 +122,12 @@ func TestDesiredTaints(t *testing.T) {
 	notReady := corev1.Taint{Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule}
 	unreachable := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now}
 	unreachableEarlier := corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}
-	other := corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoExecute}
+	other := corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoSchedule}
+	// A drain a person wrote with kubectl: the controller stamps it with the time it first sees it, as Karmada's API
+	// does on write, so that a binding's tolerationSeconds for it count from then.
+	drain := corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}
+	drainStamped := corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute, TimeAdded: &now}
+	drainEarlier := corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}
 	for _, tc := range []struct {
 		name        string
 		taints      []corev1.Taint
@@ -140,9 +147,21 @@ func TestDesiredTaints(t *testing.T) {
 		{"reachable but not ready", []corev1.Taint{unreachableEarlier, notReady}, cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{notReady}, true},
 		{"own key with an edited effect is restored", []corev1.Taint{{Key: TaintNotReady, Effect: corev1.TaintEffectNoExecute}},
 			cond(metav1.ConditionFalse, ReasonNotReady), []corev1.Taint{notReady}, true},
+		{"never probed, a drain is stamped", []corev1.Taint{other, drain}, nil, []corev1.Taint{other, drainStamped}, true},
+		{"unknown, a drain is stamped", []corev1.Taint{notReady, drain}, cond(metav1.ConditionUnknown, ""), []corev1.Taint{notReady, drainStamped}, true},
+		{"ready, a drain is stamped", []corev1.Taint{drain}, cond(metav1.ConditionTrue, ReasonReady), []corev1.Taint{drainStamped}, true},
+		{"unreachable, a drain is stamped too", []corev1.Taint{drain}, cond(metav1.ConditionFalse, ReasonNotReachable),
+			[]corev1.Taint{drainStamped, notReady, unreachable}, true},
+		{"a drain's timeAdded is kept", []corev1.Taint{drainEarlier}, cond(metav1.ConditionTrue, ReasonReady), []corev1.Taint{drainEarlier}, false},
+		{"own unreachable taint stripped of its timeAdded is stamped", []corev1.Taint{notReady, {Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute}},
+			cond(metav1.ConditionFalse, ReasonNotReachable), []corev1.Taint{notReady, unreachable}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.taints)
 			got, changed := desiredTaints(tc.taints, tc.ready, now)
+			if !reflect.DeepEqual(in, tc.taints) {
+				t.Errorf("the taints given were changed: %v, then %v", in, tc.taints)
+			}
 			if changed != tc.wantChanged {
 				t.Errorf("changed %v, want %v", changed, tc.wantChanged)
 			}

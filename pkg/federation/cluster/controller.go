@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,7 +88,8 @@ type probeState struct {
 }
 
 // SetupWithManager watches Clusters; status writes (the controller's own, every probe) do not trigger reconciles,
-// spec changes do. The probing itself is driven by RequeueAfter.
+// spec changes do: a person's new NoExecute taint is stamped from the edit itself. The probing is driven by
+// RequeueAfter.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Options.setDefaults()
 	return ctrl.NewControllerManagedBy(mgr).Named("federation-cluster").
@@ -109,13 +111,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(c.Name)
 		return reconcile.Result{}, nil
 	}
+	elected := r.Elected == nil || r.Elected()
+	if elected {
+		// Before any probe, which may take its timeout: a person's taint counts from about when it was written.
+		if err := r.writeTaints(ctx, &c, nil); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if c.Spec.SyncMode == clusterv1alpha1.Pull {
 		// Its agent reports its health. syncMode can change: what probing it in Push mode kept (the member's pod and
 		// node watches above all) would otherwise run for the life of the process.
 		r.forget(c.Name)
+		if !elected && slices.ContainsFunc(c.Spec.Taints, unstamped) {
+			// Nothing else brings it back: the federator elected by then stamps it, maybe this one.
+			return reconcile.Result{RequeueAfter: r.Options.ProbeInterval}, nil
+		}
 		return reconcile.Result{}, nil
 	}
-	if r.Elected != nil && !r.Elected() {
+	if !elected {
 		r.standBy(c.Name)
 		forgetMetrics(c.Name) // the elected federator reports the cluster
 		return reconcile.Result{RequeueAfter: r.Options.ProbeInterval}, nil
@@ -139,9 +152,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.writeTaints(ctx, &c, ready, st); err != nil {
+	if err := r.writeTaints(ctx, &c, &ready); err != nil {
 		return reconcile.Result{}, err
 	}
+	// A taint change written is the controller's own: no reason to probe again before the interval.
+	st.generation = c.Generation
 	return reconcile.Result{RequeueAfter: r.Options.ProbeInterval}, nil
 }
 
@@ -240,8 +255,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *clusterv1alpha1.Cluster
 	return ready, nil
 }
 
-// writeTaints brings the controller's taints in line with ready.
-func (r *Reconciler) writeTaints(ctx context.Context, c *clusterv1alpha1.Cluster, ready metav1.Condition, st *probeState) error {
+// writeTaints brings the controller's taints in line with ready and stamps NoExecute taints without timeAdded (see
+// desiredTaints; a nil ready only stamps). When it writes, c becomes the Cluster written.
+func (r *Reconciler) writeTaints(ctx context.Context, c *clusterv1alpha1.Cluster, ready *metav1.Condition) error {
 	var taints []corev1.Taint
 	changed := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -249,16 +265,16 @@ func (r *Reconciler) writeTaints(ctx context.Context, c *clusterv1alpha1.Cluster
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), &cur); err != nil {
 			return err
 		}
-		taints, changed = desiredTaints(cur.Spec.Taints, &ready, metav1.Now())
+		taints, changed = desiredTaints(cur.Spec.Taints, ready, metav1.Now())
 		if !changed {
 			return nil
 		}
 		cur.Spec.Taints = taints
+		// Against the resourceVersion read: a person's edit since then is never overwritten, only stamped in turn.
 		if err := r.Client.Update(ctx, &cur); err != nil {
 			return err
 		}
-		// The taint change is the controller's own: no reason to probe again before the interval.
-		st.generation = cur.Generation
+		*c = cur
 		return nil
 	})
 	if err != nil || !changed {

@@ -143,6 +143,92 @@ func TestClusterHealthFollowsTheMembersAPIServer(t *testing.T) {
 	})
 }
 
+// TestPersonsDrainTaintIsStampedOnEdit runs the controller against a real host: a NoExecute taint a person adds to
+// a Cluster's spec.taints, as kubectl writes it, gets its timeAdded from the edit itself (not from the next probe,
+// an hour away here), on a Pull cluster and a Push one alike; a later edit's own timeAdded is left as written.
+func TestPersonsDrainTaintIsStampedOnEdit(t *testing.T) {
+	host, c := fedtest.Host(t)
+	ctx := context.Background()
+	clusters := []*clusterv1alpha1.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Name: "pull1"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}},
+		// Its credentials are missing: probed, it fails at once, no member needed.
+		{ObjectMeta: metav1.ObjectMeta{Name: "push1"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push,
+			APIEndpoint: "https://127.0.0.1:1", SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "default", Name: "missing"}}},
+	}
+	for _, mc := range clusters {
+		if err := c.Create(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fedtest.StartManager(t, host.Config(), func(mgr ctrl.Manager) error {
+		r := &Reconciler{
+			Client:   mgr.GetClient(),
+			Members:  &member.Factory{Host: mgr.GetAPIReader()},
+			Recorder: fedtest.Recorder(t, mgr, "fedmesh-cluster-test"),
+			Options:  Options{ProbeInterval: time.Hour},
+		}
+		return r.SetupWithManager(mgr)
+	})
+	// The first probe of push1, its failure written: the edit below is all that triggers the controller.
+	waitFor(t, c, "push1", 20*time.Second, "probed", func(mc *clusterv1alpha1.Cluster) error {
+		if meta.FindStatusCondition(mc.Status.Conditions, clusterv1alpha1.ClusterConditionReady) == nil {
+			return fmt.Errorf("no Ready condition")
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+
+	drained := func(name string, timeAdded *metav1.Time) {
+		t.Helper()
+		var mc clusterv1alpha1.Cluster
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
+			t.Fatal(err)
+		}
+		mc.Spec.Taints = append(mc.Spec.Taints, corev1.Taint{Key: "drain", Value: "maintenance", Effect: corev1.TaintEffectNoExecute, TimeAdded: timeAdded})
+		if err := c.Update(ctx, &mc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edited := metav1.NewTime(time.Now().Truncate(time.Second))
+	for _, mc := range clusters {
+		drained(mc.Name, nil)
+	}
+	for _, mc := range clusters {
+		got := waitFor(t, c, mc.Name, 10*time.Second, "with its drain stamped", func(mc *clusterv1alpha1.Cluster) error {
+			for _, tt := range mc.Spec.Taints {
+				if tt.Key == "drain" && tt.TimeAdded != nil {
+					return nil
+				}
+			}
+			return fmt.Errorf("taints %v", mc.Spec.Taints)
+		})
+		for _, tt := range got.Spec.Taints {
+			if tt.Key == "drain" && (tt.TimeAdded.Before(&edited) || tt.TimeAdded.After(time.Now()) || tt.Value != "maintenance") {
+				t.Errorf("%s: drain taint %s added at %v, want as written, stamped after the edit at %v", mc.Name, tt.ToString(), tt.TimeAdded, edited)
+			}
+		}
+	}
+
+	// The person writes the taints again, with a time of their own: it stands.
+	earlier := metav1.NewTime(edited.Add(-time.Hour))
+	var mc clusterv1alpha1.Cluster
+	if err := c.Get(ctx, client.ObjectKey{Name: "pull1"}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	mc.Spec.Taints = nil
+	if err := c.Update(ctx, &mc); err != nil {
+		t.Fatal(err)
+	}
+	drained("pull1", &earlier)
+	time.Sleep(2 * time.Second)
+	if err := c.Get(ctx, client.ObjectKey{Name: "pull1"}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	if len(mc.Spec.Taints) != 1 || !mc.Spec.Taints[0].TimeAdded.Equal(&earlier) {
+		t.Errorf("taints %v, want the drain added at %v as written", mc.Spec.Taints, earlier)
+	}
+}
+
 func waitForEvent(t *testing.T, host client.Client, cluster, reason string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {

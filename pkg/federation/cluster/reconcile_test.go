@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -134,6 +136,74 @@ func TestStoppedProbingReleasesTheMembersWatches(t *testing.T) {
 			}
 			if !tc.keep && (len(tc.members.forgotten) != 1 || tc.members.forgotten[0] != "member1") {
 				t.Errorf("forgotten %v, want [member1]", tc.members.forgotten)
+			}
+		})
+	}
+}
+
+// A person drains a member with a NoExecute taint written by kubectl, without timeAdded; the controller stamps it
+// with the time it first sees it, Push and Pull clusters alike (Karmada's API stamps it on write), so that a
+// binding's tolerationSeconds for it run out. A timeAdded already set is the person's, and stays.
+func TestPersonsNoExecuteTaintIsStamped(t *testing.T) {
+	earlier := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	taints := []corev1.Taint{
+		{Key: "drain", Value: "now", Effect: corev1.TaintEffectNoExecute},
+		{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "drained-before", Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier},
+	}
+	for _, mode := range []clusterv1alpha1.ClusterSyncMode{clusterv1alpha1.Pull, clusterv1alpha1.Push} {
+		t.Run(string(mode), func(t *testing.T) {
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: mode, Taints: taints}}
+			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithStatusSubresource(&clusterv1alpha1.Cluster{}).WithObjects(c).Build()
+			// A Push cluster's member is not reached here: the probe fails at once, as for a missing endpoint.
+			r := &Reconciler{Client: host, Members: &recordingMembers{err: errors.New("no endpoint")}, Recorder: record.NewFakeRecorder(10)}
+			r.Options.setDefaults()
+			before := time.Now().Truncate(time.Second)
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "member1"}}); err != nil {
+				t.Fatal(err)
+			}
+			var got clusterv1alpha1.Cluster
+			if err := host.Get(context.Background(), client.ObjectKeyFromObject(c), &got); err != nil {
+				t.Fatal(err)
+			}
+			byKey := map[string]corev1.Taint{}
+			for _, tt := range got.Spec.Taints {
+				byKey[tt.Key] = tt
+			}
+			if d := byKey["drain"]; d.TimeAdded == nil || d.TimeAdded.Before(&metav1.Time{Time: before}) || d.Value != "now" {
+				t.Errorf("drain taint %v, want it stamped now (after %v) and otherwise as written", d.ToString(), before)
+			}
+			if d := byKey["dedicated"]; d.TimeAdded != nil {
+				t.Errorf("NoSchedule taint stamped: %v", d.TimeAdded)
+			}
+			if d := byKey["drained-before"]; d.TimeAdded == nil || !d.TimeAdded.Equal(&earlier) {
+				t.Errorf("drained-before taint added at %v, want the %v it was written with", d.TimeAdded, earlier)
+			}
+		})
+	}
+}
+
+// Only the elected federator writes Clusters; another one leaves a person's taint unstamped, and looks again
+// later (a Pull cluster too, which it otherwise leaves alone), so that whoever is elected then stamps it.
+func TestNotElectedDoesNotStamp(t *testing.T) {
+	for _, mode := range []clusterv1alpha1.ClusterSyncMode{clusterv1alpha1.Pull, clusterv1alpha1.Push} {
+		t.Run(string(mode), func(t *testing.T) {
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: mode,
+				Taints: []corev1.Taint{{Key: "drain", Effect: corev1.TaintEffectNoExecute}}}}
+			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(c).Build()
+			r := &Reconciler{Client: host, Members: &recordingMembers{}, Elected: func() bool { return false }}
+			r.Options.setDefaults()
+			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "member1"}})
+			if err != nil || res.RequeueAfter != r.Options.ProbeInterval {
+				t.Fatalf("reconcile: %v %v, want a look again after the probe interval", res, err)
+			}
+			var got clusterv1alpha1.Cluster
+			if err := host.Get(context.Background(), client.ObjectKeyFromObject(c), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Taints[0].TimeAdded != nil {
+				t.Errorf("stamped by a federator not elected: %v", got.Spec.Taints)
 			}
 		})
 	}

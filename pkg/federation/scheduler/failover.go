@@ -56,8 +56,8 @@ type FailoverDecision struct {
 // Failover decides which of the binding's clusters must be left, when failover is on, from the clusters' NoExecute
 // taints and the binding's tolerations. A readiness taint (see readinessTaints) no toleration covers evicts
 // DefaultToleration after it was added, as with Karmada's default tolerations; any other taint no toleration
-// covers evicts at once. A toleration with tolerationSeconds evicts that long after the taint was added; one
-// without tolerates forever.
+// covers evicts at once. The first toleration that matches a taint says how long: with tolerationSeconds, it evicts
+// that long after the taint was added (now, for one not stamped with timeAdded yet); without, it tolerates forever.
 func Failover(in FailoverInput) FailoverDecision {
 	var d FailoverDecision
 	if in.Failover == nil {
@@ -76,7 +76,7 @@ func Failover(in FailoverInput) FailoverDecision {
 		if !ok {
 			continue // a deleted cluster is no candidate anyway
 		}
-		evictAt, ok := evictionTime(c, in.Tolerations, grace)
+		evictAt, ok := evictionTime(c, in.Tolerations, grace, in.Now)
 		switch {
 		case !ok:
 		case !in.Now.Before(evictAt):
@@ -88,9 +88,10 @@ func Failover(in FailoverInput) FailoverDecision {
 	return d
 }
 
-// evictionTime is when c's NoExecute taints stop being tolerated; ok is false when they are tolerated forever, or
-// there are none, or when they were added is not known.
-func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Duration) (at time.Time, ok bool) {
+// evictionTime is when c's NoExecute taints stop being tolerated, counting a taint not stamped with timeAdded yet
+// from now (addedAt); ok is false when they are tolerated forever, or there are none, or when c's Ready condition
+// changed is not known.
+func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Duration, now time.Time) (at time.Time, ok bool) {
 	taints := readinessTaints(c)
 	for _, t := range c.Taints {
 		if t.Effect == corev1.TaintEffectNoExecute && !isReadinessTaint(t.Key) {
@@ -98,19 +99,16 @@ func evictionTime(c *Cluster, tolerations []corev1.Toleration, grace time.Durati
 		}
 	}
 	for _, t := range taints {
-		var added time.Time
-		if t.TimeAdded != nil {
-			added = t.TimeAdded.Time
-		}
+		added := addedAt(&t, now)
 		seconds, tolerated := tolerationOf(&t, tolerations)
 		var until time.Time
 		switch {
 		case !tolerated && !isReadinessTaint(t.Key):
-			until = added // a taint of the cluster's own that nothing tolerates, say a drain: now
+			until = added // a taint of the cluster's own that nothing tolerates, say a drain: at once
 		case tolerated && seconds == nil:
 			continue
 		case added.IsZero():
-			continue // no time to count from
+			continue // a Ready condition without a transition time: nothing to count from
 		case !tolerated:
 			until = added.Add(grace)
 		default:

@@ -30,6 +30,13 @@ func TestFailover(t *testing.T) {
 				corev1.Taint{Key: UnreachableTaintKey, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
 		}
 	}
+	drainFor := func(seconds int64) corev1.Toleration {
+		return corev1.Toleration{Key: "drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds}
+	}
+	drainedAgo := func(ago time.Duration) func(*Cluster) {
+		added := metav1.NewTime(now.Add(-ago))
+		return taint(corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
+	}
 	tests := []struct {
 		name        string
 		clusters    []Cluster
@@ -115,6 +122,38 @@ func TestFailover(t *testing.T) {
 			clusters: []Cluster{cluster("a", taint(corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}))},
 			targets:  []string{"a"},
 			want:     FailoverDecision{Evict: []string{"a"}},
+		},
+		{
+			// As a drain written with kubectl: the Cluster controller stamps it, and the binding is looked at again
+			// then; until it does, the taint counts as added now, never as tolerated forever.
+			name:        "a NoExecute taint not stamped yet counts from now",
+			clusters:    []Cluster{cluster("a", taint(corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}))},
+			targets:     []string{"a"},
+			tolerations: []corev1.Toleration{drainFor(60)},
+			want:        FailoverDecision{RecheckAfter: time.Minute},
+		},
+		{
+			name:        "a drain tolerated for a while: evicted once it ran out",
+			clusters:    []Cluster{cluster("a", drainedAgo(61*time.Second)), cluster("b", drainedAgo(59*time.Second))},
+			targets:     []string{"a", "b"},
+			tolerations: []corev1.Toleration{drainFor(60)},
+			want:        FailoverDecision{Evict: []string{"a"}, RecheckAfter: time.Second},
+		},
+		{
+			name:     "the first toleration that matches counts, not the longest",
+			clusters: []Cluster{cluster("a", unhealthy(metav1.ConditionFalse, 2*time.Minute))},
+			targets:  []string{"a"},
+			tolerations: []corev1.Toleration{notReadyFor(60),
+				{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(300)}},
+			want: FailoverDecision{Evict: []string{"a"}},
+		},
+		{
+			name:     "the first toleration that matches counts, not the shortest",
+			clusters: []Cluster{cluster("a", unhealthy(metav1.ConditionFalse, 2*time.Minute))},
+			targets:  []string{"a"},
+			tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(300)},
+				notReadyFor(60)},
+			want: FailoverDecision{RecheckAfter: 3 * time.Minute},
 		},
 		{
 			name:     "clusters the binding is not on do not matter",

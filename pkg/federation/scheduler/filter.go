@@ -64,33 +64,40 @@ func untolerated(c *Cluster, tolerations []corev1.Toleration, now time.Time, eff
 	return nil
 }
 
-// tolerationOf says how long tolerations tolerate t: ok is false when none does; seconds is nil when one
-// tolerates it forever (any toleration does, for effects other than NoExecute), else the longest
-// tolerationSeconds of those that match.
+// tolerationOf says how long tolerations tolerate t: ok is false when none does; seconds is nil when it is
+// tolerated forever (any toleration does, for effects other than NoExecute), else the tolerationSeconds of the
+// first toleration that matches, whatever later ones say, as Kubernetes' taint manager and Karmada count.
 func tolerationOf(t *corev1.Taint, tolerations []corev1.Toleration) (seconds *int64, ok bool) {
 	for i := range tolerations {
 		tol := &tolerations[i]
 		if !tolerates(tol, t) {
 			continue
 		}
-		if tol.TolerationSeconds == nil || t.Effect != corev1.TaintEffectNoExecute {
+		if t.Effect != corev1.TaintEffectNoExecute {
 			return nil, true
 		}
-		if !ok || *tol.TolerationSeconds > *seconds {
-			seconds = tol.TolerationSeconds
-		}
-		ok = true
+		return tol.TolerationSeconds, true
 	}
-	return seconds, ok
+	return nil, false
 }
 
-// expired reports whether the time-limited tolerations of t ran out at now.
+// expired reports whether the time-limited toleration of t ran out at now.
 func expired(t *corev1.Taint, tolerations []corev1.Toleration, now time.Time) bool {
 	seconds, ok := tolerationOf(t, tolerations)
-	if !ok || seconds == nil || t.TimeAdded == nil {
+	if !ok || seconds == nil {
 		return false
 	}
-	return !now.Before(t.TimeAdded.Add(time.Duration(max(*seconds, 0)) * time.Second))
+	return !now.Before(addedAt(t, now).Add(time.Duration(max(*seconds, 0)) * time.Second))
+}
+
+// addedAt is when t was added. A taint without timeAdded (a person's, written with kubectl) counts as added now:
+// the Cluster controller stamps every NoExecute taint with the time it first saw it, and the bindings are looked at
+// again then. Counted so until it does, a time-limited toleration never runs out early, nor lasts forever.
+func addedAt(t *corev1.Taint, now time.Time) time.Time {
+	if t.TimeAdded == nil {
+		return now
+	}
+	return t.TimeAdded.Time
 }
 
 // karmadaTaintAliases maps Karmada's readiness taint keys to fedmesh's: policies ported from Karmada name Karmada's

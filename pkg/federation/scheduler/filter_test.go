@@ -66,3 +66,42 @@ func TestKarmadaTaintKeysTolerateFedmeshTaints(t *testing.T) {
 		t.Errorf("a toleration of cluster.karmada.io/not-ready no longer tolerates that very taint")
 	}
 }
+
+// As Karmada and Kubernetes' taint manager: of the tolerations that match a taint, the first says how long it is
+// tolerated (a toleration of a Karmada key matching as fedmesh's), whatever later ones say. A NoExecute taint not
+// stamped with timeAdded yet counts from now.
+func TestFirstMatchingTolerationSaysHowLong(t *testing.T) {
+	for_ := func(key string, seconds ...int64) corev1.Toleration {
+		tol := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+		if len(seconds) > 0 {
+			tol.TolerationSeconds = &seconds[0]
+		}
+		return tol
+	}
+	added := metav1.NewTime(now.Add(-2 * time.Minute))
+	notReady := corev1.Taint{Key: NotReadyTaintKey, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}
+	drain := corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}
+	tests := []struct {
+		name        string
+		taint       corev1.Taint
+		tolerations []corev1.Toleration
+		untolerated bool
+	}{
+		{"60 s first, 300 s after", notReady, []corev1.Toleration{for_(NotReadyTaintKey, 60), for_("", 300)}, true},
+		{"Karmada's key for 60 s first", notReady, []corev1.Toleration{for_("cluster.karmada.io/not-ready", 60), for_("", 300)}, true},
+		{"300 s first, 60 s after", notReady, []corev1.Toleration{for_("", 300), for_(NotReadyTaintKey, 60)}, false},
+		{"forever first", notReady, []corev1.Toleration{for_(NotReadyTaintKey), for_("", 60)}, false},
+		{"60 s first, forever after", notReady, []corev1.Toleration{for_(NotReadyTaintKey, 60), for_("")}, true},
+		{"a later one that does not match", notReady, []corev1.Toleration{for_("drain"), for_(NotReadyTaintKey, 60)}, true},
+		{"not stamped yet, tolerated for 60 s", drain, []corev1.Toleration{for_("drain", 60)}, false},
+		{"not stamped yet, tolerated for 0 s", drain, []corev1.Toleration{for_("drain", 0)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster("a", taint(tt.taint))
+			if got := untolerated(&c, tt.tolerations, now, corev1.TaintEffectNoExecute) != nil; got != tt.untolerated {
+				t.Errorf("untolerated = %v, want %v", got, tt.untolerated)
+			}
+		})
+	}
+}
