@@ -98,6 +98,7 @@ type ClusterSpec struct {
 	Zones []string `json:"zones,omitempty"`
 
 	// Taints keep resources that do not tolerate them off the cluster (NoSchedule) or move them away (NoExecute).
+	// A NoExecute taint without timeAdded is stamped by the federation when it first sees it.
 	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
