@@ -352,6 +352,28 @@ member2   1          <none>                   False     Unknown   cluster member
 
 func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh *cluster.Cluster) {
 	ctx := context.Background()
+	// Refused before anything changes: a server a Cluster cannot take (the host would refuse the Cluster only
+	// after the identity and the Secret exist), and a name whose Secret is not a join's (the chart's certificates).
+	plain := testKubeconfig(t, strings.Replace(fresh.Host(), "https://", "http://", 1), nil)
+	if _, errOut, code := fedmesh(t, hostKubeconfig, "join", "plain", "--kubeconfig", plain); code == 0 || !strings.Contains(errOut, "https only") {
+		t.Errorf("join of an http server: exit %d, %q; want it refused", code, errOut)
+	}
+	certs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "fedmesh-certs",
+		Labels: map[string]string{managedByLabel: "Helm"}}, Data: map[string][]byte{"ca.crt": []byte("CA")}}
+	if err := f.Host.Create(ctx, certs); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := fedmesh(t, hostKubeconfig, "join", "fedmesh-certs", "--kubeconfig", fresh.Kubeconfig()); code == 0 ||
+		!strings.Contains(errOut, "is not a join's") {
+		t.Errorf("join under the name of another's Secret: exit %d, %q; want it refused", code, errOut)
+	}
+	if err := f.Host.Get(ctx, client.ObjectKeyFromObject(certs), certs); err != nil || string(certs.Data["ca.crt"]) != "CA" || len(certs.Data) != 1 {
+		t.Errorf("the other's Secret after the refused join: %v, %d keys, ca.crt %q; want it unchanged", err, len(certs.Data), certs.Data["ca.crt"])
+	}
+	if _, err := fresh.Clientset().CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("member service account after the refused joins: %v, want none", err)
+	}
+
 	args := []string{"join", "joined", "--kubeconfig", fresh.Kubeconfig()}
 	out, errOut, code := fedmesh(t, hostKubeconfig, args...)
 	if code != 0 || !strings.Contains(out, "cluster joined joined") || errOut != "" {
@@ -388,6 +410,9 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 	if tok := hostSecret.Data[clusterv1alpha1.SecretTokenKey]; len(tok) == 0 || !bytes.Equal(tok, tokenSecret.Data[corev1.ServiceAccountTokenKey]) ||
 		!bytes.Equal(hostSecret.Data[clusterv1alpha1.SecretCADataKey], fresh.CAData()) {
 		t.Errorf("host secret %v does not hold the member's token secret and CA", hostSecret.Data)
+	}
+	if hostSecret.Labels[managedByLabel] != managedBy {
+		t.Errorf("host secret labels %v, want %s=%s (what unjoin may delete without a Cluster)", hostSecret.Labels, managedByLabel, managedBy)
 	}
 
 	// The Cluster works: a member client built from it, as the federator builds one, reaches the member.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
@@ -59,11 +63,11 @@ aggregatedStatus (AggregateStatus), healthy (InterpretHealth), dependencies (Int
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.customizationFile, "filename", "f", "", "file of ResourceInterpreterCustomizations (YAML, several separated by ---)")
+	fs.StringVarP(&o.customizationFile, "filename", "f", "", "file of ResourceInterpreterCustomizations (YAML, several separated by ---, or a List as kubectl get -o yaml writes)")
 	fs.StringVar(&o.operation, "operation", "", "operation to run: "+operationNames())
 	fs.StringVar(&o.desiredFile, "desired-file", "", "the template, or the object about to be applied for Retain")
 	fs.StringVar(&o.observedFile, "observed-file", "", "the object as it is in a member cluster")
-	fs.StringVar(&o.statusFile, "status-file", "", "for AggregateStatus: a YAML list of {clusterName, status, applied, health}")
+	fs.StringVar(&o.statusFile, "status-file", "", "for AggregateStatus: a YAML list of {clusterName, status, applied, health}, or one of them per document (as karmadactl interpret takes)")
 	fs.Int32Var(&o.desiredReplica, "desired-replica", 0, "for ReviseReplica: the cluster's share of replicas")
 	fs.StringVarP(&o.output, "output", "o", "yaml", "output format: json or yaml")
 	fs.BoolVar(&o.check, "check", false, "only validate the scripts of the -f file")
@@ -174,17 +178,8 @@ func (o *interpretOptions) request() (*interpreter.Request, error) {
 		}
 	}
 	if o.statusFile != "" {
-		data, err := o.read(o.statusFile)
-		if err != nil {
+		if req.StatusItems, err = o.readStatusItems(); err != nil {
 			return nil, err
-		}
-		if err := yaml.UnmarshalStrict(data, &req.StatusItems); err != nil {
-			return nil, fmt.Errorf("%s: want a list of {clusterName, status, applied, health}: %w", o.statusFile, err)
-		}
-		for i, item := range req.StatusItems {
-			if item.ClusterName == "" {
-				return nil, fmt.Errorf("%s: item %d has no clusterName", o.statusFile, i+1)
-			}
 		}
 	}
 	return req, nil
@@ -213,7 +208,8 @@ func (o *interpretOptions) read(name string) ([]byte, error) {
 	return os.ReadFile(name)
 }
 
-// readObject reads the one object of a YAML or JSON file.
+// readObject reads the one object of a YAML or JSON file as the federator gets it from the API server: through
+// JSON, integers as int64 (a YAML decoder makes them float64, which the interpreters read as 0).
 func (o *interpretOptions) readObject(name string) (*unstructured.Unstructured, error) {
 	data, err := o.read(name)
 	if err != nil {
@@ -223,8 +219,12 @@ func (o *interpretOptions) readObject(name string) (*unstructured.Unstructured, 
 	if len(docs) != 1 {
 		return nil, fmt.Errorf("%s: want one object, found %d", name, len(docs))
 	}
+	js, err := yaml.YAMLToJSON(docs[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	var obj map[string]any
-	if err := yaml.Unmarshal(docs[0], &obj); err != nil {
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
@@ -234,6 +234,43 @@ func (o *interpretOptions) readObject(name string) (*unstructured.Unstructured, 
 	return u, nil
 }
 
+// readStatusItems reads --status-file: a YAML list of AggregatedStatusItems, or a stream of them, one per
+// document (karmadactl interpret's form).
+func (o *interpretOptions) readStatusItems() ([]workv1alpha1.AggregatedStatusItem, error) {
+	data, err := o.read(o.statusFile)
+	if err != nil {
+		return nil, err
+	}
+	var items []workv1alpha1.AggregatedStatusItem
+	for i, doc := range splitYAML(data) {
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", o.statusFile, i+1, err)
+		}
+		if bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) {
+			var list []workv1alpha1.AggregatedStatusItem
+			if err := yaml.UnmarshalStrict(doc, &list); err != nil {
+				return nil, fmt.Errorf("%s: document %d: want a list of {clusterName, status, applied, health}: %w", o.statusFile, i+1, err)
+			}
+			items = append(items, list...)
+			continue
+		}
+		var item workv1alpha1.AggregatedStatusItem
+		if err := yaml.UnmarshalStrict(doc, &item); err != nil {
+			return nil, fmt.Errorf("%s: document %d: want a {clusterName, status, applied, health}, or a list of them: %w", o.statusFile, i+1, err)
+		}
+		items = append(items, item)
+	}
+	for i, item := range items {
+		if item.ClusterName == "" {
+			return nil, fmt.Errorf("%s: item %d has no clusterName", o.statusFile, i+1)
+		}
+	}
+	return items, nil
+}
+
+// readCustomizations reads the -f file: ResourceInterpreterCustomizations, one per document, or lists of them
+// (a List, as kubectl get -o yaml writes, or a ResourceInterpreterCustomizationList).
 func (o *interpretOptions) readCustomizations() ([]configv1alpha1.ResourceInterpreterCustomization, error) {
 	data, err := o.read(o.customizationFile)
 	if err != nil {
@@ -241,19 +278,52 @@ func (o *interpretOptions) readCustomizations() ([]configv1alpha1.ResourceInterp
 	}
 	var out []configv1alpha1.ResourceInterpreterCustomization
 	for i, doc := range splitYAML(data) {
-		var c configv1alpha1.ResourceInterpreterCustomization
-		if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+		var head metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &head); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", o.customizationFile, i+1, err)
 		}
-		if c.Kind != "ResourceInterpreterCustomization" {
-			return nil, fmt.Errorf("%s: document %d is a %q, want a ResourceInterpreterCustomization", o.customizationFile, i+1, c.Kind)
+		if head.Kind != "List" && head.Kind != "ResourceInterpreterCustomizationList" {
+			c, err := decodeCustomization(doc, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", o.customizationFile, i+1, err)
+			}
+			out = append(out, c)
+			continue
 		}
-		out = append(out, c)
+		var list struct {
+			metav1.TypeMeta `json:",inline"`
+			metav1.ListMeta `json:"metadata,omitempty"`
+			Items           []json.RawMessage `json:"items"`
+		}
+		if err := yaml.UnmarshalStrict(doc, &list); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", o.customizationFile, i+1, err)
+		}
+		for j, item := range list.Items {
+			// A typed list's items may leave out their kind; a List's say what they are.
+			c, err := decodeCustomization(item, head.Kind == "List")
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: item %d: %w", o.customizationFile, i+1, j+1, err)
+			}
+			out = append(out, c)
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no ResourceInterpreterCustomization", o.customizationFile)
 	}
 	return out, nil
+}
+
+// decodeCustomization decodes one ResourceInterpreterCustomization (YAML or JSON), refusing unknown fields and,
+// when kindRequired, any other kind.
+func decodeCustomization(data []byte, kindRequired bool) (configv1alpha1.ResourceInterpreterCustomization, error) {
+	var c configv1alpha1.ResourceInterpreterCustomization
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return c, err
+	}
+	if c.Kind != "ResourceInterpreterCustomization" && (kindRequired || c.Kind != "") {
+		return c, fmt.Errorf("a %q, want a ResourceInterpreterCustomization", c.Kind)
+	}
+	return c, nil
 }
 
 // splitYAML splits a multi-document YAML stream on its "---" lines, dropping empty documents.

@@ -12,7 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 )
 
 // interpret runs the interpret subcommand in-process and returns stdout, stderr and the exit code.
@@ -68,6 +74,21 @@ func TestInterpret(t *testing.T) {
   metadata: {name: web, namespace: shop, generation: 1}
   spec: {replicas: 4, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}}
   status: {replicas: 4, readyReplicas: 3, updatedReplicas: 4, availableReplicas: 3, unavailableReplicas: 0}`,
+		},
+		{
+			name: "the status file as karmadactl interpret takes it, an item per document",
+			args: []string{"--operation", "AggregateStatus", "--desired-file", "testdata/deployment.yaml", "--status-file", "testdata/statuses-stream.yaml", "-o", "json"},
+			want: `aggregatedStatus:
+  apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web, namespace: shop, generation: 1}
+  spec: {replicas: 4, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}}
+  status: {replicas: 4, readyReplicas: 3, updatedReplicas: 4, availableReplicas: 3, unavailableReplicas: 0}`,
+		},
+		{
+			name: "-f of a List, as kubectl get -o yaml writes it",
+			args: []string{"-f", "testdata/cloneset-ric-list.yaml", "--operation", "InterpretReplica", "--desired-file", "testdata/cloneset.yaml"},
+			want: "replica: 6",
 		},
 		{
 			name: "Retain takes both files and keeps the member's status out of the desired object",
@@ -132,7 +153,8 @@ func TestInterpretErrors(t *testing.T) {
 		{"bad output format", []string{"--operation", "InterpretReplica", "--desired-file", "testdata/deployment.yaml", "-o", "table"}, "want json or yaml"},
 		{"status file for another operation", []string{"--operation", "InterpretReplica", "--desired-file", "testdata/deployment.yaml", "--status-file", "testdata/statuses.yaml"}, "only for AggregateStatus"},
 		{"missing file", []string{"--operation", "InterpretReplica", "--desired-file", "testdata/nope.yaml"}, "no such file"},
-		{"status file that is not a list", []string{"--operation", "AggregateStatus", "--desired-file", "testdata/deployment.yaml", "--status-file", "testdata/deployment.yaml"}, "want a list"},
+		{"status file of something else", []string{"--operation", "AggregateStatus", "--desired-file", "testdata/deployment.yaml", "--status-file", "testdata/deployment.yaml"}, "or a list of them"},
+		{"-f of a List of something else", []string{"-f", "testdata/mixed-list.yaml", "--check"}, `item 1: a "ConfigMap", want a ResourceInterpreterCustomization`},
 		{"operation the customization lacks", []string{"-f", "testdata/cloneset-ric.yaml", "--operation", "InterpretHealth", "--observed-file", "testdata/cloneset.yaml"}, "no interpreter handles InterpretHealth"},
 		{"kind nothing knows", []string{"--operation", "InterpretHealth", "--observed-file", "testdata/cloneset-ric.yaml"}, "no interpreter handles InterpretHealth for config.fedmesh.io"},
 		{"check of a broken script reports its line", []string{"-f", "testdata/broken-ric.yaml", "--check"}, "broken:healthInterpretation line:3"},
@@ -149,6 +171,107 @@ func TestInterpretErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A generation-2 Deployment whose members all caught up with it, and as one member has it.
+const (
+	caughtUpDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, generation: 2}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+`
+	caughtUpStatuses = `- clusterName: east
+  applied: true
+  health: Healthy
+  status: {replicas: 2, readyReplicas: 2, updatedReplicas: 2, availableReplicas: 2, observedGeneration: 4, generation: 4, resourceTemplateGeneration: 2}
+- clusterName: west
+  applied: true
+  health: Healthy
+  status: {replicas: 1, readyReplicas: 1, updatedReplicas: 1, availableReplicas: 1, observedGeneration: 7, generation: 7, resourceTemplateGeneration: 2}
+`
+	caughtUpMember = caughtUpDeployment + "status: {replicas: 3, readyReplicas: 3, updatedReplicas: 3, availableReplicas: 3, observedGeneration: 2}\n"
+)
+
+// interpret answers as the federator does for the same objects: the federator reads them from the API server,
+// through JSON, its integers int64 (generations included), the command from files.
+func TestInterpretReadsObjectsAsTheAPIServerSendsThem(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	asServed := func(doc string) *unstructured.Unstructured {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	var items []workv1alpha1.AggregatedStatusItem
+	if err := yaml.UnmarshalStrict([]byte(caughtUpStatuses), &items); err != nil {
+		t.Fatal(err)
+	}
+	chain := interpreter.Layers{Bundled: bundled.New(), Native: native.New()}.Chain()
+	ctx := context.Background()
+
+	aggregated, err := chain.AggregateStatus(ctx, asServed(caughtUpDeployment), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus, _, _ := unstructured.NestedMap(aggregated.Object, "status")
+	out, errOut, code := interpret(t, "--operation", "AggregateStatus", "--desired-file", write("deploy.yaml", caughtUpDeployment),
+		"--status-file", write("statuses.yaml", caughtUpStatuses), "-o", "json")
+	if code != 0 {
+		t.Fatalf("AggregateStatus: exit %d: %s", code, errOut)
+	}
+	if got := decodeOutput(t, out)["aggregatedStatus"].(map[string]any)["status"]; !reflect.DeepEqual(roundTrip(t, got), roundTrip(t, wantStatus)) {
+		t.Errorf("AggregateStatus: status %v, the federator's %v", got, wantStatus)
+	}
+	if wantStatus["observedGeneration"] == nil {
+		t.Errorf("the federator's aggregated status %v has no observedGeneration: the case tests nothing", wantStatus)
+	}
+
+	reflected, err := chain.InterpretStatus(ctx, asServed(caughtUpMember))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantReflected map[string]any
+	if err := json.Unmarshal(reflected.Raw, &wantReflected); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = interpret(t, "--operation", "InterpretStatus", "--observed-file", write("member.yaml", caughtUpMember), "-o", "json")
+	if code != 0 {
+		t.Fatalf("InterpretStatus: exit %d: %s", code, errOut)
+	}
+	if got := decodeOutput(t, out)["status"]; !reflect.DeepEqual(roundTrip(t, got), wantReflected) || wantReflected["generation"] != float64(2) {
+		t.Errorf("InterpretStatus: status %v, the federator's %v (generation 2)", got, wantReflected)
+	}
+}
+
+// roundTrip is v as JSON decodes it, numbers float64, to compare values decoded differently.
+func roundTrip(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestBinary builds the plugin and runs it as kubectl would, reading the desired object from stdin.

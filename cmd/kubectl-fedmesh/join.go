@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -55,9 +56,11 @@ In the member, join creates namespace ` + names.SystemNamespace + `, ServiceAcco
 ClusterRoleBinding ` + memberClusterRole + ` (what the federator needs: get, list, watch, create, patch and delete on every
 resource, since a policy may propagate any kind, and the health and discovery endpoints; no bind, escalate or
 impersonate) and a long-lived token Secret.
-In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and caBundle) and the Push-mode Cluster NAME, whose
-apiEndpoint is the member kubeconfig's server, and proxyURL its proxy-url. A kubeconfig with tls-server-name is refused:
-a Cluster cannot carry it.
+In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and caBundle, labelled
+` + managedByLabel + `=` + managedBy + `) and the Push-mode Cluster NAME, whose apiEndpoint is the member
+kubeconfig's server, and proxyURL its proxy-url. A kubeconfig whose server is not https, or with tls-server-name, is
+refused: a Cluster cannot carry them. So is a NAME whose Secret join did not make and no Cluster NAME names (another's,
+the chart's certificates say).
 
 Running join again brings everything up to date. A Cluster NAME that already stands for another cluster (another
 kube-system UID) is an error: unjoin it first. So is a cluster already joined under another name, and the host
@@ -98,6 +101,9 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := httpsEndpoint(memberCfg.Host); err != nil {
+		return err
+	}
 	if entry.TLSServerName != "" {
 		return fmt.Errorf("member kubeconfig: tls-server-name %s: a Cluster cannot carry a TLS server name, so the federation "+
 			"would not reach the member as --kubeconfig does; use a kubeconfig whose server's certificate is valid for its address", entry.TLSServerName)
@@ -128,6 +134,9 @@ func (o *joinOptions) run(cmd *cobra.Command, name string) error {
 		return fmt.Errorf("host: cluster %s: %w", name, err)
 	}
 	if err := o.refuseJoined(ctx, host, name, id, memberCfg.Host); err != nil {
+		return err
+	}
+	if err := refuseForeignSecret(ctx, host, name, &existing); err != nil {
 		return err
 	}
 
@@ -178,6 +187,36 @@ func (o *joinOptions) refuseJoined(ctx context.Context, host client.Client, name
 			"check --kubeconfig and --member-context if it is not the cluster you meant", joined, id, joined, joined)
 	}
 	return nil
+}
+
+// httpsEndpoint refuses a member kubeconfig server that a Cluster's apiEndpoint cannot be (an https URL with a
+// host), before join changes anything: the host would refuse the Cluster after the identity and the Secret exist.
+func httpsEndpoint(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("member kubeconfig: server %q: the federation reaches members over https only (a Cluster's apiEndpoint "+
+			"is an https URL, e.g. https://10.0.0.1:6443); use the https address of the member's API server", server)
+	}
+	return nil
+}
+
+// refuseForeignSecret refuses to write the credentials over a Secret NAME that join did not make (it has not
+// join's label) unless Cluster NAME, if it was found (existing has a UID), names it: an older join's Secret.
+func refuseForeignSecret(ctx context.Context, host client.Client, name string, existing *clusterv1alpha1.Cluster) error {
+	var secret corev1.Secret
+	switch err := host.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: name}, &secret); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
+	}
+	ref := existing.Spec.SecretRef
+	if secret.Labels[managedByLabel] == managedBy ||
+		existing.UID != "" && ref != nil && ref.Namespace == names.SystemNamespace && ref.Name == name {
+		return nil
+	}
+	return fmt.Errorf("secret %s/%s exists and is not a join's (no label %s=%s, no Cluster %s names it): pick another name, "+
+		"or delete the Secret if it is a join's left behind", names.SystemNamespace, name, managedByLabel, managedBy, name)
 }
 
 // caBundle is the CA of the member kubeconfig; empty means the system's roots verify the member.
@@ -266,7 +305,10 @@ func registerInHost(ctx context.Context, host client.Client, name string, spec c
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
 	data := map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte(token), clusterv1alpha1.SecretCADataKey: caBundle}
-	if err := createOrUpdate(ctx, host, secret, func() { secret.Data = data }); err != nil {
+	if err := createOrUpdate(ctx, host, secret, func() {
+		secret.Data = data
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, managedByLabel, managedBy) // what unjoin may delete without a Cluster
+	}); err != nil {
 		return fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
 	}
 	c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}

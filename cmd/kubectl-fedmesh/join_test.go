@@ -224,7 +224,9 @@ func TestJoinSameClusterTwice(t *testing.T) {
 	}
 }
 
-// unjoin of a name with nothing to remove is an error, as kubectl delete's; a member --kubeconfig cannot reach
+// unjoin of a name with nothing to remove is an error, as kubectl delete's; it removes the registered Cluster's
+// credentials, or with no Cluster those of a join that did not finish, never another Secret of that name; a member
+// --kubeconfig cannot reach
 // (gone, or never answering: each request gives up after --request-timeout) stops unjoin before anything changes,
 // unless --force, which unjoins on the host and leaves the identity in the member.
 func TestUnjoinUnknownOrUnreachable(t *testing.T) {
@@ -260,15 +262,54 @@ func TestUnjoinUnknownOrUnreachable(t *testing.T) {
 			t.Errorf("unjoin membr1: exit %d, %q, %q; want exit 1, not found", code, out, errOut)
 		}
 	})
-	t.Run("a leftover Secret alone", func(t *testing.T) {
-		if err := hostClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := hostClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.SystemNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	createSecret := func(t *testing.T, name string, labels map[string]string) *corev1.Secret {
+		t.Helper()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name, Labels: labels},
+			Data: map[string][]byte{"key": []byte(name)}}
+		if err := hostClient.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		if err := hostClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "half"}}); err != nil {
+		return s
+	}
+	secretLeft := func(t *testing.T, s *corev1.Secret) bool {
+		t.Helper()
+		err := hostClient.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{})
+		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		if out := mustFedmesh(t, hk, "unjoin", "half"); !strings.Contains(out, "cluster half unjoined") {
-			t.Errorf("unjoin half: %q", out)
+		return err == nil
+	}
+	t.Run("the Secret of a join that did not finish", func(t *testing.T) {
+		half := createSecret(t, "half", map[string]string{managedByLabel: managedBy})
+		if out := mustFedmesh(t, hk, "unjoin", "half"); !strings.Contains(out, "cluster half unjoined") || secretLeft(t, half) {
+			t.Errorf("unjoin half: %q, secret left %v; want it unjoined, the Secret gone", out, secretLeft(t, half))
+		}
+	})
+	t.Run("a Secret join did not make, and no Cluster", func(t *testing.T) {
+		// The chart's certificates live in the same namespace.
+		certs := createSecret(t, "fedmesh-certs", map[string]string{"app.kubernetes.io/name": "fedmesh", managedByLabel: "Helm"})
+		out, errOut, code := fedmesh(t, hk, "unjoin", "fedmesh-certs")
+		if code != 1 || !strings.Contains(errOut, `cluster "fedmesh-certs" not found`) || out != "" || !secretLeft(t, certs) {
+			t.Errorf("unjoin fedmesh-certs: exit %d, %q, %q, secret left %v; want exit 1, not found, the Secret kept", code, out, errOut, secretLeft(t, certs))
+		}
+	})
+	t.Run("a Cluster whose secretRef names another Secret than NAME", func(t *testing.T) {
+		// Registered by other means, or by an older join, which did not label its Secret: the secretRef says.
+		creds := createSecret(t, "byhand-credentials", nil)
+		other := createSecret(t, "byhand", nil)
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "byhand"}, Spec: clusterv1alpha1.ClusterSpec{
+			SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: creds.Name}}}
+		if err := hostClient.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		out := mustFedmesh(t, hk, "unjoin", "byhand", "--timeout", "1s")
+		if !strings.Contains(out, "cluster byhand unjoined") || registered("byhand") || secretLeft(t, creds) || !secretLeft(t, other) {
+			t.Errorf("unjoin byhand: %q, registered %v, secretRef's Secret left %v, Secret byhand left %v; want the Cluster and its secretRef's Secret gone, the other kept",
+				out, registered("byhand"), secretLeft(t, creds), secretLeft(t, other))
 		}
 	})
 	t.Run("--member-context without --kubeconfig", func(t *testing.T) {
@@ -303,6 +344,22 @@ func TestUnjoinUnknownOrUnreachable(t *testing.T) {
 				t.Errorf("unjoin %s twice with --request-timeout 1s took %s", tc.name, took.Round(time.Second))
 			}
 		})
+	}
+}
+
+func TestHTTPSEndpoint(t *testing.T) {
+	for server, want := range map[string]bool{
+		"https://10.0.0.1:6443":      true,
+		"https://member.example":     true,
+		"http://127.0.0.1:8001":      false, // kubectl proxy's
+		"10.0.0.1:6443":              false,
+		"https://":                   false,
+		"unix:///var/run/kube.sock":  false,
+		"https://10.0.0.1:6443/base": true,
+	} {
+		if err := httpsEndpoint(server); (err == nil) != want {
+			t.Errorf("%s: %v, want accepted %t", server, err, want)
+		}
 	}
 }
 

@@ -65,7 +65,7 @@ func (o *listOptions) follow(cmd *cobra.Command, lists fedmeshctl.MemberLists, p
 			continue
 		}
 		wg.Go(func() {
-			if err := o.watchMember(cmd.Context(), mk, p); err != nil {
+			if err := o.watchMember(cmd.Context(), mk, p, cmd.ErrOrStderr()); err != nil {
 				mu.Lock()
 				failed++
 				mu.Unlock()
@@ -83,15 +83,29 @@ func (o *listOptions) follow(cmd *cobra.Command, lists fedmeshctl.MemberLists, p
 // watchMember prints the changes to one member's objects from the list it answered until ctx ends. A watch that
 // ends (the API server's timeout, a cut connection, a transient error) is opened again from the last resource
 // version seen, a bookmark's included; one whose resource version is too old (410) lists again and prints what it
-// lists. Other errors end it.
-func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPrinter) error {
+// lists. A refusal (401, 403) ends it unless the member let itself be watched before: an API server that has just
+// restarted refuses everyone until its authorizer has loaded, so it is asked again as after a cut, and warnings
+// says so once while it refuses. Other errors end it.
+func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPrinter, warnings io.Writer) error {
 	cluster, defs, rv := mk.answer.Cluster, mk.answer.Table.ColumnDefinitions, mk.answer.Table.ResourceVersion
 	pause := rewatchPause
+	followed, refused := false, false // followed: a watch was opened or a list read again; refused: warned of it
+	refusing := func(err error) bool {
+		if !followed || !refusal(err) {
+			return false
+		}
+		if !refused {
+			refused = true
+			fmt.Fprintf(warnings, "warning: cluster %s refuses the watch it allowed before (%v); asking again\n", cluster, err)
+		}
+		return true
+	}
 	for {
 		opened, events := time.Now(), 0
 		stream, err := mk.request.on(mk.watcher).Param("watch", "true").Param("resourceVersion", rv).
 			Param("allowWatchBookmarks", "true").SetHeader("Accept", tableAccept).Stream(ctx)
 		if err == nil {
+			followed, refused = true, false
 			var last string
 			var ended *metav1.Status
 			last, ended, err = fedmeshctl.ReadTableWatch(stream, func(e fedmeshctl.TableEvent) error {
@@ -116,16 +130,17 @@ func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPr
 			t, lerr := o.list(ctx, mk.client, mk.request)
 			switch {
 			case lerr == nil:
+				followed, refused = true, false
 				defs, rv = t.ColumnDefinitions, t.ResourceVersion
 				if err := p.rows(cluster, defs, t); err != nil {
 					return err
 				}
 			case ctx.Err() != nil:
 				return nil
-			case !transient(lerr):
+			case !transient(lerr) && !refusing(lerr):
 				return fmt.Errorf("list again after %v: %w", err, lerr)
 			}
-		case err != nil && !transient(err):
+		case err != nil && !transient(err) && !refusing(err):
 			return err
 		}
 		if events > 0 || time.Since(opened) >= watchLasted {
@@ -139,6 +154,11 @@ func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPr
 		}
 		pause = min(2*pause, rewatchPauseMax)
 	}
+}
+
+// refusal reports whether err is the member refusing the request's credentials (401) or their rights (403).
+func refusal(err error) bool {
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
 }
 
 // transient reports whether err ends a watch or list in a way that asking again may mend: a connection cut, reset,

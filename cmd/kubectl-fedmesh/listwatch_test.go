@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,7 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 		name, cluster string
 		first         firstWatch
 		want          string
+		warning       string // on stderr, after "No resources found"
 	}{
 		// Its list is empty; its first watch ends with 410 Expired, the list read again has relisted-1, and the
 		// watch opened again from there tells of late-1.
@@ -110,13 +112,19 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 		// late-1.
 		{name: "a member whose watch is cut", cluster: "cutting", first: cutFirst,
 			want: "CLUSTER   NAME     STATUS\ncutting   late-1   Running\n"},
+		// Its first watch is cut as its API server stops; the two after it are refused, as a restarted API server
+		// refuses everyone until its authorizer has loaded; the next tells of late-1. One warning tells of the
+		// refusals.
+		{name: "a member whose API server restarts", cluster: "restarting", first: restartFirst,
+			want:    "CLUSTER      NAME     STATUS\nrestarting   late-1   Running\n",
+			warning: "warning: cluster restarting refuses the watch it allowed before (pods is forbidden: no watch for you); asking again\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addCluster(t, f, tc.cluster, clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, tc.first), InsecureSkipTLSVerification: true})
 			w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", tc.cluster)
 			w.waitOut(t, "late-1", func(out string) bool { return strings.Contains(out, "late-1") })
 			out, errOut, code := w.stop(t)
-			if code != 0 || errOut != "No resources found in shop namespace.\n" || out != tc.want {
+			if code != 0 || errOut != "No resources found in shop namespace.\n"+tc.warning || out != tc.want {
 				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant\n%s", code, errOut, out, tc.want)
 			}
 		})
@@ -149,6 +157,32 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 	})
 }
 
+// TestListWatchFollowsAMemberThroughRestarts restarts a real member's API server under list --watch: its watch is
+// cut, then refused for a while (a restarted API server refuses everyone until its authorizer has loaded), and
+// followed again once the member answers.
+func TestListWatchFollowsAMemberThroughRestarts(t *testing.T) {
+	f := fedtest.Start(t, fedtest.Options{Members: 1})
+	m := f.Member("member1")
+	createNamespace(t, m.Clientset(), "shop")
+	createPod(t, m.Clientset(), "shop", "before", "web")
+	w := startFedmesh(t, f.Federation.Host.Kubeconfig(), "list", "pods", "-n", "shop", "-w")
+	w.waitOut(t, "the pod", func(out string) bool { return strings.Contains(out, "before") })
+	for i := 1; i <= 2; i++ {
+		m.StopAPIServer()
+		time.Sleep(2 * time.Second)
+		if err := m.StartAPIServer(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("after-restart-%d", i)
+		createPod(t, m.Clientset(), "shop", name, "web")
+		w.waitOut(t, name+" after restart "+strconv.Itoa(i), func(out string) bool { return strings.Contains(out, name) })
+	}
+	_, errOut, code := w.stop(t)
+	if code != 0 || strings.Contains(errOut, "watch:") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 // How a watchingMember answers its first watch.
 type firstWatch int
 
@@ -156,11 +190,12 @@ const (
 	expireFirst   firstWatch = iota // with 410 Expired
 	cutFirst                        // with half an event, and the connection's end
 	refuseWatches                   // with 403 Forbidden, and every watch after it alike
+	restartFirst                    // as cutFirst, and the two watches after it with 403 Forbidden
 )
 
 // watchingMember is a member cluster serving pods in namespace shop, as tables: its list is empty at resource
 // version 5. Its first watch ends as first says; after an expiry, its next list has relisted-1 at 7. The next
-// watch (from the resource version last seen) adds late-1 and stays open.
+// watch (from the resource version last seen) adds late-1 and stays open; after a restart, the third next.
 func watchingMember(t *testing.T, first firstWatch) string {
 	columns := []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name"}, {Name: "Status", Type: "string"}}
 	row := func(name, rv string) metav1.TableRow {
@@ -189,7 +224,8 @@ func watchingMember(t *testing.T, first firstWatch) string {
 			_ = enc.Encode(table)
 			return
 		}
-		if first == refuseWatches {
+		n := watches.Add(1)
+		if first == refuseWatches || first == restartFirst && (n == 2 || n == 3) {
 			w.WriteHeader(http.StatusForbidden)
 			_ = enc.Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
 				Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: `pods is forbidden: no watch for you`})
@@ -197,7 +233,7 @@ func watchingMember(t *testing.T, first firstWatch) string {
 		}
 		want := "5"
 		switch {
-		case watches.Add(1) > 1:
+		case n > 1:
 			if first == expireFirst {
 				want = "7"
 			}
@@ -205,7 +241,7 @@ func watchingMember(t *testing.T, first firstWatch) string {
 			_ = enc.Encode(map[string]any{"type": "ERROR", "object": metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 				Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: "too old resource version: 5 (6)"}})
 			return
-		case first == cutFirst:
+		case first == cutFirst || first == restartFirst:
 			_, _ = w.Write([]byte(`{"type":"ADDED","object":{"kind":"Tab`))
 			return
 		}

@@ -23,7 +23,7 @@ const (
 	memberServiceAccount = "fedmesh-federator"
 	memberClusterRole    = "fedmesh:federator"
 	memberTokenSecret    = "fedmesh-federator-token"
-	// managedByLabel marks what kubectl-fedmesh made in a member.
+	// managedByLabel marks what kubectl-fedmesh made in a member, and the credentials Secret join made in the host.
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "kubectl-fedmesh"
 )

@@ -36,10 +36,12 @@ func newUnjoinCommand(host *hostOptions) *cobra.Command {
 		Short: "Remove a member cluster from the federation, and the federation's workloads from it",
 		Long: `Remove member NAME. Its Cluster is deleted first, held by a finalizer while the federation takes its workloads
 off the member: every Work of the cluster goes, and with it what the Work applied there (unless its policy
-preserves resources on deletion). Then go the finalizer, the Secret ` + names.SystemNamespace + `/NAME with the cluster's
-credentials, and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret, ClusterRole
-and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster registered as
-NAME; the identity stays while another Cluster is registered for the same cluster. A member --kubeconfig does not
+preserves resources on deletion). Then go the finalizer, the Secret with the cluster's credentials (the one the
+Cluster's secretRef names, unless another Cluster names it too; with no Cluster, the Secret ` + names.SystemNamespace + `/NAME of
+a join that did not finish, which carries join's label ` + managedByLabel + `=` + managedBy + `;
+no other Secret), and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret,
+ClusterRole and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster
+registered as NAME; the identity stays while another Cluster is registered for the same cluster. A member --kubeconfig does not
 reach (within --request-timeout) stops unjoin before anything changes; --force goes on without it, and leaves the
 identity in the member. If Works remain after --timeout (the federator is down, say), nothing more is removed and
 unjoin can be run again to wait longer; --force goes on, and leaves their objects in the member. What is already
@@ -77,6 +79,10 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 		registered = false
 	} else if err != nil {
 		return fmt.Errorf("host: cluster %s: %w", name, err)
+	}
+	secret, err := credentials(ctx, host, name, c, registered)
+	if err != nil {
+		return err
 	}
 	var identity *memberIdentity
 	var sharedWith string // another Cluster for the cluster of --kubeconfig, which keeps the identity
@@ -121,12 +127,17 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 		}
 	}
 	removed := registered
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}}
-	switch err := host.Delete(ctx, secret); {
-	case err == nil:
-		removed = true
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("host: delete secret %s/%s: %w", names.SystemNamespace, name, err)
+	if secret != nil {
+		var opts []client.DeleteOption
+		if secret.UID != "" { // the Secret read and found join's: not another made since under its name
+			opts = append(opts, client.Preconditions{UID: &secret.UID})
+		}
+		switch err := host.Delete(ctx, secret, opts...); {
+		case err == nil:
+			removed = true
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("host: delete secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
 	}
 	if identity != nil {
 		gone, err := identity.remove(ctx)
@@ -148,6 +159,40 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", name)
 	return nil
+}
+
+// credentials is the Secret in the host with the credentials of cluster name that unjoin removes, or nil: the one
+// registered Cluster c's secretRef names, whoever made it (an older join did not label it); with no Cluster, the
+// Secret NAME a join left that failed or was interrupted before it made the Cluster, known by join's label. Any
+// other Secret of that name is not the cluster's (the chart's certificates live in the same namespace), and one
+// that another Cluster names stays for it (a Cluster copied from another shares its Secret).
+func credentials(ctx context.Context, host client.Client, name string, c *clusterv1alpha1.Cluster, registered bool) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	switch {
+	case registered && c.Spec.SecretRef == nil:
+		return nil, nil
+	case registered:
+		secret.Namespace, secret.Name = c.Spec.SecretRef.Namespace, c.Spec.SecretRef.Name
+	default:
+		switch err := host.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: name}, secret); {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
+		case secret.Labels[managedByLabel] != managedBy:
+			return nil, nil
+		}
+	}
+	var clusters clusterv1alpha1.ClusterList
+	if err := host.List(ctx, &clusters); err != nil {
+		return nil, fmt.Errorf("host: list clusters: %w", err)
+	}
+	for _, other := range clusters.Items {
+		if ref := other.Spec.SecretRef; other.Name != name && ref != nil && ref.Namespace == secret.Namespace && ref.Name == secret.Name {
+			return nil, nil
+		}
+	}
+	return secret, nil
 }
 
 // registeredAs is the name of a Cluster other than except registered for the cluster of id at endpoint, or "" if
