@@ -92,9 +92,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 				Message: relistingMessage(own, req), RetryAfter: relistingRetry})
 			return
 		}
-		// Only an object's create carries an object to label: a subresource's (an eviction, a pod's exec or proxy)
-		// carries something else, or a payload that is not the API server's.
-		if req.Verb == "create" && req.Subresource == "" && inNamespace && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
+		// Only an object's create or update (PUT) carries an object to label: a subresource's (an eviction, a
+		// status, a pod's exec or proxy) carries something else, or a payload that is not the API server's. Updates
+		// too, as the label webhook does: a controller that sets an object's labels whole would take the label off,
+		// and the object would drop out of the shard's view. A patch says only what changes, and is left to the
+		// webhook and the backfill.
+		if stamped(req.Verb) && req.Subresource == "" && inNamespace && own.FilterMode == meshv1alpha1.FilterModeLabel && own.Sharded(req.groupResource()) {
 			if err := stampLabels(r, req.Namespace); err != nil {
 				refuse(w, http.StatusBadRequest, string(metav1.StatusReasonBadRequest), "%v", err)
 				return
@@ -244,7 +247,10 @@ func relistingMessage(own *config.Ownership, req *Request) string {
 		req.Verb, resourceLabel(req), req.Namespace, own.Shard)
 }
 
-// stampLabels adds the shard-bucket label to the object of a create, so label-mode lists select it.
+// stamped reports whether a write of verb carries a whole object, whose labels label mode stamps.
+func stamped(verb string) bool { return verb == "create" || verb == "update" }
+
+// stampLabels adds the shard-bucket label to the object of a create or update, so label-mode lists select it.
 func stampLabels(r *http.Request, namespace string) error {
 	if r.Body == nil {
 		return nil

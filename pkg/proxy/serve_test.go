@@ -144,6 +144,51 @@ func TestLabelModeStampsObjectsOnly(t *testing.T) {
 	}
 }
 
+// TestLabelModeStampsUpdates: in label mode an update (PUT) of an object gets the bucket label as a create does:
+// controllers that set an object's labels whole (the EndpointSlice controller sets its slices' to the Service's)
+// would otherwise take it off, and the object would drop out of the shard's view. An update of a subresource (a
+// status, a scale) carries no labels the API server keeps, and a patch says only what changes: both pass as they
+// came.
+func TestLabelModeStampsUpdates(t *testing.T) {
+	bodies := make(chan string, 1)
+	u := &recordingUpstream{}
+	upstream := u.start(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- r.Header.Get("Content-Type") + " " + string(b)
+	})
+	doc, mine, _ := halfOwnership("label")
+	p, _ := proxyOwning(t, upstream, doc)
+	bucket := `"` + shard.BucketLabel + `":"` + shard.BucketLabelValue(mine) + `"`
+	for _, tc := range []struct {
+		method, path, contentType, body, want string
+	}{
+		{method: http.MethodPut, path: "pods/p", contentType: "application/json",
+			body: `{"metadata":{"name":"p","labels":{"app":"web"}}}`,
+			want: "application/json " + `{"metadata":{"name":"p","labels":{"app":"web",` + bucket + `}}}`},
+		{method: http.MethodPut, path: "pods/p", contentType: "application/json",
+			body: `{"metadata":{"name":"p","labels":{"` + shard.BucketLabel + `":"zz"}}}`,
+			want: "application/json " + `{"metadata":{"name":"p","labels":{` + bucket + `}}}`},
+		{method: http.MethodPut, path: "pods/p", contentType: "application/yaml", body: "metadata: {name: p}\n",
+			want: "application/json " + `{"metadata":{"name":"p","labels":{` + bucket + `}}}`},
+		{method: http.MethodPut, path: "pods/p/status", contentType: "application/json", body: `{"metadata":{"name":"p"}}`,
+			want: `application/json {"metadata":{"name":"p"}}`},
+		{method: http.MethodPatch, path: "pods/p", contentType: "application/merge-patch+json",
+			body: `{"metadata":{"labels":{"app":"web"}}}`, want: `application/merge-patch+json {"metadata":{"labels":{"app":"web"}}}`},
+	} {
+		r := httptest.NewRequest(tc.method, "/api/v1/namespaces/"+mine+"/"+tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", tc.contentType)
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, w.Code, w.Body)
+			continue
+		}
+		if got := <-bodies; got != tc.want {
+			t.Errorf("%s %s: the API server got %s, want %s", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
 // TestLeaseListsAreNotRenamed: a list or watch of Leases by the configured name (a field selector) is a list; it
 // is not sent as a GET of the shard's Lease.
 func TestLeaseListsAreNotRenamed(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,14 +101,27 @@ func unlabeledGauge(t *testing.T, resource string) (float64, bool) {
 	return v, found
 }
 
-// TestLabelWebhookAndBackfill: the webhook stamps the bucket label on creates in every namespace; with the webhook
-// gone, the backfill labels what was created meanwhile, keeps labeling new and relabeled objects, and its gauge
+// countingHandler counts the admission requests it hands to Handler.
+type countingHandler struct {
+	admission.Handler
+	n atomic.Int32
+}
+
+func (h *countingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	h.n.Add(1)
+	return h.Handler.Handle(ctx, req)
+}
+
+// TestLabelWebhookAndBackfill: the webhook stamps the bucket label on creates in every namespace but kube-system,
+// and on updates that drop it (only those call it); with the webhook gone, the backfill labels what was created
+// meanwhile (kube-system aside), keeps labeling new and relabeled objects, and its gauge
 // comes down to 0.
 func TestLabelWebhookAndBackfill(t *testing.T) {
 	c := cluster.New(t, cluster.Options{})
 	ctx := context.Background()
 	cs := c.Clientset()
-	base, ca := startWebhookServer(t, map[string]admission.Handler{labels.Path: labels.Handler{}})
+	calls := &countingHandler{Handler: labels.Handler{}}
+	base, ca := startWebhookServer(t, map[string]admission.Handler{labels.Path: calls})
 	rules := labels.WebhookRules([]meshv1alpha1.ShardingConfig{{Spec: meshv1alpha1.ShardingConfigSpec{
 		FilterMode: meshv1alpha1.FilterModeLabel, Resources: []meshv1alpha1.GroupResource{{Resource: "configmaps"}}}}})
 	whc := labels.MutatingWebhookConfiguration("fedmesh-labels",
@@ -133,6 +147,27 @@ func TestLabelWebhookAndBackfill(t *testing.T) {
 		}
 	}
 
+	// An update that keeps the label does not call the webhook (its match condition); one that drops it gets it back.
+	before := calls.n.Load()
+	cm, err := cs.CoreV1().ConfigMaps("shop").Get(ctx, "by-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if cm, err = cs.CoreV1().ConfigMaps("shop").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.n.Load(); n != before {
+		t.Errorf("an update keeping the bucket label called the webhook %d times", n-before)
+	}
+	delete(cm.Labels, shard.BucketLabel)
+	if cm, err = cs.CoreV1().ConfigMaps("shop").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bucketLabeled(cm) || calls.n.Load() == before {
+		t.Errorf("an update dropping the bucket label: labels %v after %d webhook calls", cm.Labels, calls.n.Load()-before)
+	}
+
 	// Without the webhook, creates stay unlabeled until the backfill runs.
 	if err := whcs.Delete(ctx, whc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -154,6 +189,12 @@ func TestLabelWebhookAndBackfill(t *testing.T) {
 			return false, err
 		}
 		for _, cm := range list.Items {
+			if cm.Namespace == labels.ExemptNamespace {
+				if _, ok := cm.Labels[shard.BucketLabel]; ok {
+					return false, errors.New(cm.Namespace + "/" + cm.Name + " is labeled: the backfill leaves kube-system alone")
+				}
+				continue
+			}
 			if !bucketLabeled(&cm) {
 				return false, errors.New(cm.Namespace + "/" + cm.Name + " is not labeled")
 			}

@@ -24,7 +24,8 @@ import (
 // Backfill labels the objects of sharded resources that lack their bucket label or carry a wrong one: one
 // controller per resource, over a metadata-only watch, so it keeps labeling for as long as the manager runs (objects
 // created while the webhook was down, or relabeled later), not only at start-up. It patches metadata.labels alone,
-// with a merge patch. The gauge fedmesh_manager_unlabeled_objects{resource} counts what is still unlabeled.
+// with a merge patch. Like the webhook it leaves ExemptNamespace alone. The gauge
+// fedmesh_manager_unlabeled_objects{resource} counts what is still unlabeled.
 //
 // Controllers run on the elected leader only, like the manager's other controllers.
 type Backfill struct {
@@ -119,7 +120,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func (r *backfiller) handler() objectHandler {
 	observe := func(obj *metav1.PartialObjectMetadata, q queue) {
 		key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-		needs := !Labeled(obj)
+		needs := needsLabel(obj)
 		r.unlabeled.set(key, needs)
 		if needs {
 			q.Add(reconcile.Request{NamespacedName: key})
@@ -144,7 +145,7 @@ func (r *backfiller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if Labeled(obj) {
+	if !needsLabel(obj) {
 		return reconcile.Result{}, nil
 	}
 	err := r.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, LabelPatch(obj.Namespace)))
@@ -152,4 +153,10 @@ func (r *backfiller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, err
+}
+
+// needsLabel reports whether the backfill labels obj: it lacks its right label, outside the namespace the webhook
+// leaves alone. A label put there would not last: nothing stamps the writes of its controllers.
+func needsLabel(obj metav1.Object) bool {
+	return obj.GetNamespace() != ExemptNamespace && !Labeled(obj)
 }

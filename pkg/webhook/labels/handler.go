@@ -16,17 +16,21 @@ import (
 // Path is where the manager serves the label webhook.
 const Path = "/mutate-shard-labels"
 
-// Handler is the admission handler of label mode: on the create of a namespaced object it sets shard.BucketLabel to
-// the bucket of the object's namespace, with a JSON patch that touches no other label. A wrong value is corrected.
-// It is stateless: the bucket depends only on the namespace.
+// Handler is the admission handler of label mode: on the create or update of a namespaced object it sets
+// shard.BucketLabel to the bucket of the object's namespace, with a JSON patch that touches no other label. A wrong
+// value is corrected; an object that has the right one gets no patch, so a controller that writes an object's labels
+// whole (without the bucket's) at every sync gets it put back and changes nothing. It is stateless: the bucket
+// depends only on the namespace.
 type Handler struct{}
 
 var _ admission.Handler = Handler{}
 
-// Handle stamps the label. It never refuses a create: an object it cannot stamp is admitted as it is, and the
-// backfill labels it afterwards.
+// Handle stamps the label. It never refuses a write: an object it cannot stamp is admitted as it is, and the
+// backfill labels it afterwards. A subresource's object (a status, a scale, an eviction) is not the one whose labels
+// the API server keeps.
 func (Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create || req.Namespace == "" || len(req.Object.Raw) == 0 {
+	stamps := req.Operation == admissionv1.Create || req.Operation == admissionv1.Update
+	if !stamps || req.SubResource != "" || req.Namespace == "" || len(req.Object.Raw) == 0 {
 		return admission.Allowed("")
 	}
 	// The API server always sends the object as JSON; the proxy's stamping keeps every other byte of it.

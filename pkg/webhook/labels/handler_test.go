@@ -13,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
-func request(op admissionv1.Operation, namespace, object string) admission.Request {
+func request(op admissionv1.Operation, namespace, subresource, object string) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		Operation: op, Namespace: namespace, Object: runtime.RawExtension{Raw: []byte(object)},
+		Operation: op, Namespace: namespace, SubResource: subresource, Object: runtime.RawExtension{Raw: []byte(object)},
 	}}
 }
 
@@ -29,29 +30,44 @@ func TestHandlerPatches(t *testing.T) {
 		name   string
 		op     admissionv1.Operation
 		ns     string
+		sub    string
 		object string
 		want   []jsonpatch.JsonPatchOperation
 	}{
-		{"no labels", admissionv1.Create, "shop", `{"kind":"ConfigMap","metadata":{"name":"a"}}`,
+		{"no labels", admissionv1.Create, "shop", "", `{"kind":"ConfigMap","metadata":{"name":"a"}}`,
 			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/labels",
 				Value: map[string]any{shard.BucketLabel: bucket}}}},
-		{"null labels", admissionv1.Create, "shop", `{"metadata":{"name":"a","labels":null}}`,
+		{"null labels", admissionv1.Create, "shop", "", `{"metadata":{"name":"a","labels":null}}`,
 			[]jsonpatch.JsonPatchOperation{{Operation: "replace", Path: "/metadata/labels",
 				Value: map[string]any{shard.BucketLabel: bucket}}}},
-		{"other labels kept", admissionv1.Create, "shop", `{"metadata":{"name":"a","labels":{"app":"x"}}}`,
+		{"other labels kept", admissionv1.Create, "shop", "", `{"metadata":{"name":"a","labels":{"app":"x"}}}`,
 			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: key, Value: bucket}}},
-		{"wrong value fixed", admissionv1.Create, "shop",
+		{"wrong value fixed", admissionv1.Create, "shop", "",
 			`{"metadata":{"name":"a","labels":{"app":"x","mesh.fedmesh.io/hash-bucket":"zz"}}}`,
 			[]jsonpatch.JsonPatchOperation{{Operation: "replace", Path: key, Value: bucket}}},
-		{"right value: no patch", admissionv1.Create, "shop",
+		{"right value: no patch", admissionv1.Create, "shop", "",
 			`{"metadata":{"name":"a","labels":{"mesh.fedmesh.io/hash-bucket":"` + bucket + `"}}}`, nil},
-		{"cluster-scoped: no patch", admissionv1.Create, "", `{"metadata":{"name":"a"}}`, nil},
-		{"update: no patch", admissionv1.Update, "shop", `{"metadata":{"name":"a"}}`, nil},
-		{"not JSON: admitted unchanged", admissionv1.Create, "shop", `{"metadata":`, nil},
+		{"cluster-scoped: no patch", admissionv1.Create, "", "", `{"metadata":{"name":"a"}}`, nil},
+		{"not JSON: admitted unchanged", admissionv1.Create, "shop", "", `{"metadata":`, nil},
+		// An EndpointSlice's or Endpoints' controller sets their labels to the Service's at every sync.
+		{"update that drops the label: stamped again", admissionv1.Update, "shop", "",
+			`{"kind":"EndpointSlice","metadata":{"name":"web-x","labels":{"kubernetes.io/service-name":"web"}},"endpoints":[]}`,
+			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: key, Value: bucket}}},
+		{"update without labels: stamped again", admissionv1.Update, "shop", "", `{"metadata":{"name":"a"}}`,
+			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/labels",
+				Value: map[string]any{shard.BucketLabel: bucket}}}},
+		{"update with a wrong value: fixed", admissionv1.Update, "shop", "",
+			`{"metadata":{"name":"a","labels":{"mesh.fedmesh.io/hash-bucket":"zz"}}}`,
+			[]jsonpatch.JsonPatchOperation{{Operation: "replace", Path: key, Value: bucket}}},
+		{"update with the right value: no patch", admissionv1.Update, "shop", "",
+			`{"metadata":{"name":"a","labels":{"app":"x","mesh.fedmesh.io/hash-bucket":"` + bucket + `"}}}`, nil},
+		{"update of a subresource: no patch", admissionv1.Update, "shop", "status", `{"metadata":{"name":"a"}}`, nil},
+		{"create of a subresource: no patch", admissionv1.Create, "shop", "eviction", `{"metadata":{"name":"a"}}`, nil},
+		{"delete: no patch", admissionv1.Delete, "shop", "", `{"metadata":{"name":"a"}}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := Handler{}.Handle(context.Background(), request(tt.op, tt.ns, tt.object))
+			resp := Handler{}.Handle(context.Background(), request(tt.op, tt.ns, tt.sub, tt.object))
 			if !resp.Allowed {
 				t.Fatalf("refused: %v", resp.Result)
 			}
@@ -62,6 +78,30 @@ func TestHandlerPatches(t *testing.T) {
 				t.Errorf("patch type %v with %d patches", resp.PatchType, len(tt.want))
 			}
 		})
+	}
+}
+
+// TestHandlerRestampingChangesNothing: the label is the bucket of the namespace alone, so an update of an object
+// the webhook stamped gets no patch, and stamping it again gives the same bytes: a controller that writes the same
+// object over and over makes no change, and no watch event.
+func TestHandlerRestampingChangesNothing(t *testing.T) {
+	const object = `{"kind":"EndpointSlice","metadata":{"name":"web-x","labels":{"app":"web"}},"endpoints":[]}`
+	for _, ns := range []string{"shop", "billing", "default", "a-very-long-namespace-name-of-sixty-three-characters-exactly-xx"} {
+		stamped, err := filter.StampCreate([]byte(object), "application/json", ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := filter.StampCreate(stamped, "application/json", ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(stamped) {
+			t.Errorf("%s: stamped twice\n%s\nonce\n%s", ns, again, stamped)
+		}
+		resp := Handler{}.Handle(context.Background(), request(admissionv1.Update, ns, "", string(stamped)))
+		if !resp.Allowed || len(resp.Patches) > 0 || resp.PatchType != nil {
+			t.Errorf("%s: an update of a stamped object: allowed %v, patches %v", ns, resp.Allowed, resp.Patches)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // WebhookName is the name of the webhook inside the MutatingWebhookConfiguration.
@@ -41,14 +42,16 @@ func LabelModeResources(configs []meshv1alpha1.ShardingConfig) (resources []sche
 	return resources, all
 }
 
-// WebhookRules are the admission rules of the label webhook: CREATE of every resource of the ShardingConfigs in
-// label mode, one rule per API group, in every version, namespaced only. A config that shards every namespaced
-// resource gives the one rule */*/*. No config in label mode gives no rules.
+// WebhookRules are the admission rules of the label webhook: CREATE and UPDATE of every resource of the
+// ShardingConfigs in label mode (not their subresources), one rule per API group, in every version, namespaced only.
+// UPDATE because controllers set some objects' labels whole at every sync (the EndpointSlice and Endpoints
+// controllers set them to their Service's): a label stamped at create only would come off at the next write. A
+// config that shards every namespaced resource gives the one rule */*/*. No config in label mode gives no rules.
 func WebhookRules(configs []meshv1alpha1.ShardingConfig) []admissionregistrationv1.RuleWithOperations {
 	resources, all := LabelModeResources(configs)
 	rule := func(groups, resources []string) admissionregistrationv1.RuleWithOperations {
 		return admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 			Rule: admissionregistrationv1.Rule{APIGroups: groups, APIVersions: []string{"*"}, Resources: resources,
 				Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		}
@@ -67,8 +70,17 @@ func WebhookRules(configs []meshv1alpha1.ShardingConfig) []admissionregistration
 	return rules
 }
 
+// unlabeledOrCreate is the webhook's match condition: every create, and an update of an object without the bucket
+// label (a controller that sets its objects' labels whole took it off).
+var unlabeledOrCreate = `request.operation == 'CREATE' || !has(object.metadata.labels) || !('` + shard.BucketLabel + `' in object.metadata.labels)`
+
+// ExemptNamespace is the namespace label mode leaves alone: the webhook is not called there, so the backfill does
+// not label it either (its controllers would take the label off at their next write, and the backfill put it back,
+// for ever).
+const ExemptNamespace = "kube-system"
+
 // MutatingWebhookConfiguration is the label webhook's registration: the webhook at clientConfig (a URL or a
-// Service, with its CA bundle; the path is Path) for rules, on every namespace but kube-system.
+// Service, with its CA bundle; the path is Path) for rules, on every namespace but ExemptNamespace.
 func MutatingWebhookConfiguration(name string, clientConfig admissionregistrationv1.WebhookClientConfig,
 	rules []admissionregistrationv1.RuleWithOperations) *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -87,8 +99,11 @@ func MutatingWebhookConfiguration(name string, clientConfig admissionregistratio
 			ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
 			MatchPolicy:        ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"},
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{ExemptNamespace},
 			}}},
+			// An update is sent only when it lacks the label: an object keeps its namespace, so a label it has is
+			// right, and every other update (node heartbeats, leader-election renewals under */*/*) skips the call.
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "create-or-unlabeled", Expression: unlabeledOrCreate}},
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
 		}},

@@ -23,7 +23,7 @@ func gr(group, resource string) meshv1alpha1.GroupResource {
 
 func rule(group string, resources ...string) admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources,
 			Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 	}
