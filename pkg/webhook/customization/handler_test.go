@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,7 +77,6 @@ func TestHandler(t *testing.T) {
 			return c
 		}(), true, ""},
 		{"another operation of the same kind", admissionv1.Create, ric("cloneset-status", "", statusOK), true, ""},
-		{"an update of the existing one", admissionv1.Update, ric("cloneset-health", "function InterpretHealth(o) return true end", ""), true, ""},
 		{"a syntax error, with its line", admissionv1.Create, ric("bad", "function InterpretHealth(obj)\n  return obj.status ~=\nend", ""),
 			false, "bad:healthInterpretation line:3(column:3) near 'end': syntax error"},
 		{"a script that does not define its function", admissionv1.Create, ric("misnamed", "function Health(obj) return true end", ""),
@@ -123,5 +123,99 @@ func TestHandlerErrors(t *testing.T) {
 		Object: runtime.RawExtension{Raw: []byte("{not json")}}}
 	if resp := h.Handle(context.Background(), bad); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
 		t.Fatalf("undecodable object: %+v", resp.Result)
+	}
+}
+
+// update is the request that changes old to c.
+func update(t *testing.T, old, c *configv1alpha1.ResourceInterpreterCustomization) admission.Request {
+	req := request(t, admissionv1.Update, c)
+	raw, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.OldObject = runtime.RawExtension{Raw: raw}
+	return req
+}
+
+// created is c created at t.
+func created(c *configv1alpha1.ResourceInterpreterCustomization, t time.Time) *configv1alpha1.ResourceInterpreterCustomization {
+	c.CreationTimestamp = metav1.NewTime(t)
+	return c
+}
+
+// Customizations can be invalid or conflicting already, admitted while the webhook was unreachable (the chart
+// registers it with failurePolicy Ignore). Their updates that change no spec pass, and so do edits of the one the
+// federator serves; edits of the others are judged against the ones the federator takes before them.
+func TestHandlerUpdates(t *testing.T) {
+	hour := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const healthFixed = "function InterpretHealth(obj)\n  return obj.status ~= nil and obj.status.ready\nend"
+	// "older" serves InterpretHealth of CloneSets; "newer" defines it too, and the federator refuses it.
+	older := created(ric("older", healthOK, ""), hour)
+	newer := created(ric("newer", healthOK, ""), hour.Add(time.Hour))
+	// Created in the same second: the one serving keeps the operation, whatever the names.
+	serving := created(ric("serving", healthOK, ""), hour)
+	serving.Spec.Target.Kind = "Workflow"
+	serving.Status.ServedGeneration = 1
+	alsoThen := created(ric("also-then", healthOK, ""), hour)
+	alsoThen.Spec.Target.Kind = "Workflow"
+	broken := created(ric("broken", "function InterpretHealth(obj)\n  return obj.status ~=\nend", ""), hour)
+	broken.Spec.Target.Kind = "Rollout"
+
+	edit := func(c *configv1alpha1.ResourceInterpreterCustomization, change func(*configv1alpha1.ResourceInterpreterCustomization)) *configv1alpha1.ResourceInterpreterCustomization {
+		c = c.DeepCopy()
+		change(c)
+		return c
+	}
+	fixScript := func(c *configv1alpha1.ResourceInterpreterCustomization) {
+		c.Spec.Customizations.HealthInterpretation.LuaScript = healthFixed
+	}
+	deleting := edit(newer, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+		c.Finalizers = []string{metav1.FinalizerDeleteDependents}
+		c.DeletionTimestamp = &metav1.Time{Time: hour.Add(2 * time.Hour)}
+	})
+	for _, tc := range []struct {
+		name   string
+		old, c *configv1alpha1.ResourceInterpreterCustomization
+		reason string // part of the denial; "" when allowed
+	}{
+		{"a fix of the script that serves", older, edit(older, fixScript), ""},
+		{"an edit of the newer one, conflicting still", newer, edit(newer, fixScript),
+			`InterpretHealth (healthInterpretation) for apps.kruise.io/v1alpha1, CloneSet is already defined by customization "older"`},
+		{"the newer one made to conflict no more", newer, edit(newer, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+			c.Spec.Customizations.HealthInterpretation = nil
+			c.Spec.Customizations.StatusReflection = &configv1alpha1.StatusReflection{LuaScript: statusOK}
+		}), ""},
+		// The garbage collector's last step of a foreground deletion: refused, the customization would stay.
+		{"its finalizer removed while it is deleted", deleting, edit(deleting, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+			c.Finalizers = nil
+		}), ""},
+		{"a label on the newer one", newer, edit(newer, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+			c.Labels = map[string]string{"team": "apps"}
+		}), ""},
+		{"a label on one that does not compile", broken, edit(broken, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+			c.Labels = map[string]string{"team": "apps"}
+		}), ""},
+		{"an edit of one that does not compile, still not compiling", broken, edit(broken, func(c *configv1alpha1.ResourceInterpreterCustomization) {
+			c.Spec.Customizations.HealthInterpretation.LuaScript += "\n"
+		}), "syntax error"},
+		{"of the same second, an edit of the serving one", serving, edit(serving, fixScript), ""},
+		{"of the same second, an edit of the other", alsoThen, edit(alsoThen, fixScript), `already defined by customization "serving"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scheme(t)
+			reader := fake.NewClientBuilder().WithScheme(s).
+				WithObjects(older.DeepCopy(), newer.DeepCopy(), serving.DeepCopy(), alsoThen.DeepCopy(), broken.DeepCopy()).Build()
+			h := &Handler{Reader: reader, Decoder: admission.NewDecoder(s)}
+			resp := h.Handle(context.Background(), update(t, tc.old, tc.c))
+			if tc.reason == "" {
+				if !resp.Allowed {
+					t.Fatalf("denied: %+v", resp.Result)
+				}
+				return
+			}
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusForbidden || !strings.Contains(resp.Result.Message, tc.reason) {
+				t.Fatalf("result %+v, want a denial containing %q", resp.Result, tc.reason)
+			}
+		})
 	}
 }

@@ -51,11 +51,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	raw, err := json.Marshal(injected)
+	// The patch is of the pod as decoded, not of the request's: fields this k8s.io/api does not know are not in
+	// the decoded pod, and a diff against the request would remove them.
+	patch, err := changePatch(pod, injected)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("", patch...)
 }
 
 // podOptions are the Options with the ordinal label of the pod's ShardingConfig. A ShardingConfig that does not

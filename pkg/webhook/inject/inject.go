@@ -107,7 +107,32 @@ func Inject(pod *corev1.Pod, opts Options) (*corev1.Pod, error) {
 		out.Spec.Volumes = append(out.Spec.Volumes, apiTokenVolume(opts))
 	}
 	out.Spec.InitContainers = append([]corev1.Container{proxyContainer(sc, opts, out.Spec.SecurityContext)}, out.Spec.InitContainers...)
+	if out.Spec.Resources != nil {
+		addProxyResources(out.Spec.Resources, opts.Resources)
+	}
 	return out, nil
+}
+
+// addProxyResources makes room for the proxy in the pod-level resources pod sets: the API server refuses a pod
+// whose containers request more together than its requests, or one of which has a limit above its limits. The
+// proxy's requests (or, where it has only a limit, that limit, which Kubernetes makes its request) are added to the
+// requests; its limits (or, where it has only a request, that request, so that the pod's requests stay within its
+// limits) to the limits. Only resources the pod sets are changed: the others it leaves unbounded at its level.
+func addProxyResources(pod *corev1.ResourceRequirements, proxy corev1.ResourceRequirements) {
+	add := func(list corev1.ResourceList, first, second corev1.ResourceList) {
+		for name, q := range list {
+			extra, ok := first[name]
+			if !ok {
+				extra, ok = second[name]
+			}
+			if ok {
+				q.Add(extra)
+				list[name] = q
+			}
+		}
+	}
+	add(pod.Requests, proxy.Requests, proxy.Limits)
+	add(pod.Limits, proxy.Limits, proxy.Requests)
 }
 
 // mountsServiceAccountDir reports whether c has something mounted where in-cluster clients read their token: the

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -478,5 +479,66 @@ func TestHandlerDeniesWithTheError(t *testing.T) {
 	}})
 	if !resp.Allowed || len(resp.Patches) == 0 {
 		t.Errorf("allowed %v with %d patches", resp.Allowed, len(resp.Patches))
+	}
+}
+
+// A pod with pod-level resources gets the proxy's added to those it sets, as the API server wants them to cover
+// the proxy's too; resources it does not set stay unset.
+func TestInjectPodLevelResources(t *testing.T) {
+	q := resource.MustParse
+	list := func(cpu, memory string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = q(cpu)
+		}
+		if memory != "" {
+			l[corev1.ResourceMemory] = q(memory)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name      string
+		proxy     corev1.ResourceRequirements
+		pod, want corev1.ResourceRequirements
+	}{
+		{name: "requests, with the default proxy", pod: corev1.ResourceRequirements{Requests: list("100m", "128Mi")},
+			want: corev1.ResourceRequirements{Requests: list("150m", "192Mi")}},
+		{name: "requests and limits", proxy: corev1.ResourceRequirements{Requests: list("50m", "64Mi"), Limits: list("200m", "128Mi")},
+			pod:  corev1.ResourceRequirements{Requests: list("100m", "128Mi"), Limits: list("1", "1Gi")},
+			want: corev1.ResourceRequirements{Requests: list("150m", "192Mi"), Limits: list("1200m", "1152Mi")}},
+		// Limits equal to the requests (Kubernetes defaults the requests so) stay at least the requests.
+		{name: "limits, with a proxy without", pod: corev1.ResourceRequirements{Requests: list("100m", "128Mi"), Limits: list("100m", "128Mi")},
+			want: corev1.ResourceRequirements{Requests: list("150m", "192Mi"), Limits: list("150m", "192Mi")}},
+		{name: "a proxy with only a limit", proxy: corev1.ResourceRequirements{Limits: list("25m", "")},
+			pod:  corev1.ResourceRequirements{Requests: list("100m", ""), Limits: list("100m", "")},
+			want: corev1.ResourceRequirements{Requests: list("125m", ""), Limits: list("125m", "")}},
+		{name: "only memory set", pod: corev1.ResourceRequirements{Limits: list("", "1Gi")},
+			want: corev1.ResourceRequirements{Limits: list("", "1088Mi")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOptions
+			opts.Resources = tc.proxy
+			pod := testPod(sc(""), "manager")
+			pod.Spec.Resources = tc.pod.DeepCopy()
+			got, err := Inject(pod, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for what, lists := range map[string][2]corev1.ResourceList{
+				"requests": {tc.want.Requests, got.Spec.Resources.Requests}, "limits": {tc.want.Limits, got.Spec.Resources.Limits}} {
+				want, have := lists[0], lists[1]
+				if len(want) != len(have) {
+					t.Errorf("pod %s %v, want %v", what, have, want)
+				}
+				for name, w := range want {
+					if h := have[name]; h.Cmp(w) != 0 {
+						t.Errorf("pod %s of %s %s, want %s", what, name, h.String(), w.String())
+					}
+				}
+			}
+			if !equality.Semantic.DeepEqual(pod.Spec.Resources, &tc.pod) {
+				t.Errorf("the pod given changed: %v", pod.Spec.Resources)
+			}
+		})
 	}
 }

@@ -22,7 +22,10 @@ import (
 // of a StatefulSet can win that race. Such a pod would talk to the API server directly, every namespace in view.
 //
 // Only pods with a controlling owner are deleted (nothing else would create them again), only in namespaces the
-// webhook covers, and only while the registration exists, so a pod is not deleted into the same hole again.
+// webhook covers, only while the registration exists, so a pod is not deleted into the same hole again, and only
+// pods created before the registration: a pod created after it, without the proxy, got its InjectLabel after the
+// webhook had its turn (from a later webhook, which does not reinvoke the injection webhook for a label it adds, or
+// from an edit), and its controller would make it again the same way, in a loop. Such a pod gets a Warning event.
 type Readmitter struct {
 	Client client.Client
 	// Registration is the name of the injection MutatingWebhookConfiguration.
@@ -65,25 +68,49 @@ func (r *Readmitter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, err
 	}
+	if !createdBefore(pod, &reg) {
+		r.event(pod, labelledAfterAdmission, "the pod asks for the fedmesh proxy ("+InjectLabel+"=true) but was admitted without it, "+
+			"though the injection webhook was registered: the webhook injects only pods that have the label when they are created, "+
+			"so the label must be in the pod's template, not added by a later webhook or an edit; the pod is left as it is")
+		return ctrl.Result{}, nil
+	}
 	const why = "the pod asks for the fedmesh proxy (" + InjectLabel + "=true) but was created before the injection webhook was registered"
 	err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return ctrl.Result{}, nil // gone or changed: the next event decides
 	case apierrors.IsForbidden(err):
-		// The manager may delete pods only where it is allowed to (the chart: its own namespace).
-		r.event(pod, why+"; the fedmesh manager may not delete it: delete it so that its controller creates it again with the proxy")
+		// The manager may delete pods only where its RBAC allows (the chart allows it everywhere; a narrower install may not).
+		r.event(pod, admittedWithoutProxy, why+"; the fedmesh manager may not delete it: delete it so that its controller creates it again with the proxy")
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	}
 	log.FromContext(ctx).Info("deleted a pod admitted without the fedmesh proxy; its controller creates it again through the injection webhook")
-	r.event(pod, why+"; deleted so that its controller creates it again with the proxy")
+	r.event(pod, admittedWithoutProxy, why+"; deleted so that its controller creates it again with the proxy")
 	return ctrl.Result{}, nil
 }
 
-func (r *Readmitter) event(pod *corev1.Pod, note string) {
+// Reasons of the Warning events on pods without the proxy: one the Readmitter deletes (or would, were it allowed
+// to), and one it leaves, since the webhook could not have injected it.
+const (
+	admittedWithoutProxy   = "AdmittedWithoutProxy"
+	labelledAfterAdmission = "LabelledAfterAdmission"
+)
+
+// registrationSlack is how long after its creation a registration may not be in force yet: creation timestamps
+// have whole seconds, and each API server calls a webhook only once its informer has seen the registration.
+const registrationSlack = 10 * time.Second
+
+// createdBefore reports whether pod was created before reg came into force, counting registrationSlack after reg's
+// creation: admitted without the webhook, not past it. A pod of the slack that got past it is deleted all the same;
+// made again still in the slack, again: for seconds, not in a loop.
+func createdBefore(pod *corev1.Pod, reg *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	return pod.CreationTimestamp.Time.Before(reg.CreationTimestamp.Add(registrationSlack))
+}
+
+func (r *Readmitter) event(pod *corev1.Pod, reason, note string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "AdmittedWithoutProxy", "%s", note)
+		r.Recorder.Eventf(pod, corev1.EventTypeWarning, reason, "%s", note)
 	}
 }

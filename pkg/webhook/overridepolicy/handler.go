@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,30 +31,53 @@ func NewWebhook(scheme *runtime.Scheme) *admission.Webhook {
 	return &admission.Webhook{Handler: &Handler{Decoder: admission.NewDecoder(scheme)}}
 }
 
-// Handle allows a policy that override.Validate accepts and denies any other with the reason.
+// Handle allows a policy that override.Validate accepts and denies any other with the reason. An update that changes
+// no spec, or of a policy being deleted, passes unjudged: a policy can be invalid already (admitted while the webhook
+// was unreachable: the chart registers it with failurePolicy Ignore), and refused, its finalizers could not be
+// removed, so a foreground deletion would never end, nor its labels be changed. The binding stage refuses it all the
+// same.
 func (h *Handler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
-	var spec *policyv1alpha1.OverrideSpec
+	var policy, old policyObject
 	switch req.Kind.Kind {
 	case "OverridePolicy":
-		var p policyv1alpha1.OverridePolicy
-		if err := h.Decoder.Decode(req, &p); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		spec = &p.Spec
+		policy, old = &policyv1alpha1.OverridePolicy{}, &policyv1alpha1.OverridePolicy{}
 	case "ClusterOverridePolicy":
-		var p policyv1alpha1.ClusterOverridePolicy
-		if err := h.Decoder.Decode(req, &p); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		spec = &p.Spec
+		policy, old = &policyv1alpha1.ClusterOverridePolicy{}, &policyv1alpha1.ClusterOverridePolicy{}
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s is not an override policy", req.Kind.Kind))
 	}
-	if err := override.Validate(spec); err != nil {
+	if err := h.Decoder.Decode(req, policy); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Update {
+		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if policy.GetDeletionTimestamp() != nil || equality.Semantic.DeepEqual(specOf(old), specOf(policy)) {
+			return admission.Allowed("")
+		}
+	}
+	if err := override.Validate(specOf(policy)); err != nil {
 		return admission.Denied(err.Error())
 	}
 	return admission.Allowed("")
+}
+
+// policyObject is an OverridePolicy or a ClusterOverridePolicy.
+type policyObject interface {
+	metav1.Object
+	runtime.Object
+}
+
+func specOf(p policyObject) *policyv1alpha1.OverrideSpec {
+	switch p := p.(type) {
+	case *policyv1alpha1.OverridePolicy:
+		return &p.Spec
+	case *policyv1alpha1.ClusterOverridePolicy:
+		return &p.Spec
+	}
+	return nil
 }

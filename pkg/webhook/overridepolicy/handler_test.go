@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,23 +27,41 @@ func plaintext(path, op, value string) policyv1alpha1.OverrideSpec {
 		Plaintext: []policyv1alpha1.PlaintextOverrider{p}}}}}
 }
 
-func request(t *testing.T, op admissionv1.Operation, kind string, spec policyv1alpha1.OverrideSpec) admission.Request {
-	var obj any
-	switch kind {
-	case "OverridePolicy":
-		obj = &policyv1alpha1.OverridePolicy{TypeMeta: metav1.TypeMeta{APIVersion: "policy.fedmesh.io/v1alpha1", Kind: kind},
+// policy is an override policy of kind, named p (in namespace tenant when namespaced), with spec.
+func policy(kind string, spec policyv1alpha1.OverrideSpec) policyObject {
+	if kind == "OverridePolicy" {
+		return &policyv1alpha1.OverridePolicy{TypeMeta: metav1.TypeMeta{APIVersion: "policy.fedmesh.io/v1alpha1", Kind: kind},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "p"}, Spec: spec}
-	default:
-		obj = &policyv1alpha1.ClusterOverridePolicy{TypeMeta: metav1.TypeMeta{APIVersion: "policy.fedmesh.io/v1alpha1", Kind: kind},
-			ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: spec}
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
+	return &policyv1alpha1.ClusterOverridePolicy{TypeMeta: metav1.TypeMeta{APIVersion: "policy.fedmesh.io/v1alpha1", Kind: kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: spec}
+}
+
+// request is the admission request of op on obj; an update's old object is obj with an empty spec.
+func request(t *testing.T, op admissionv1.Operation, kind string, spec policyv1alpha1.OverrideSpec) admission.Request {
+	var old policyObject
+	if op == admissionv1.Update {
+		old = policy(kind, policyv1alpha1.OverrideSpec{})
 	}
+	return changeRequest(t, op, old, policy(kind, spec))
+}
+
+// changeRequest is the admission request of op changing old (nil for none) to obj.
+func changeRequest(t *testing.T, op admissionv1.Operation, old, obj policyObject) admission.Request {
+	raw := func(o policyObject) runtime.RawExtension {
+		if o == nil {
+			return runtime.RawExtension{}
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: b}
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "1", Operation: op,
 		Kind:   metav1.GroupVersionKind{Group: "policy.fedmesh.io", Version: "v1alpha1", Kind: kind},
-		Object: runtime.RawExtension{Raw: raw}}}
+		Object: raw(obj), OldObject: raw(old)}}
 }
 
 func TestHandler(t *testing.T) {
@@ -72,6 +91,56 @@ func TestHandler(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := h.Handle(context.Background(), request(t, tc.op, tc.kind, tc.spec))
+			if tc.reason == "" {
+				if !resp.Allowed {
+					t.Fatalf("denied: %+v", resp.Result)
+				}
+				return
+			}
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusForbidden || !strings.Contains(resp.Result.Message, tc.reason) {
+				t.Fatalf("result %+v, want a denial containing %q", resp.Result, tc.reason)
+			}
+		})
+	}
+}
+
+// A policy can be invalid already, admitted while the webhook was unreachable (the chart registers it with
+// failurePolicy Ignore): its updates that change no spec pass, above all the removal of its finalizer when it is
+// deleted in the foreground, and so does any update once it is being deleted.
+func TestHandlerUpdates(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	h := NewWebhook(s).Handler
+	invalid := plaintext("/metadata/namespace", "replace", `"victim"`)
+	edit := func(kind string, change func(policyObject)) policyObject {
+		p := policy(kind, invalid)
+		change(p)
+		return p
+	}
+	deleting := func(p policyObject) {
+		p.SetFinalizers([]string{metav1.FinalizerDeleteDependents})
+		p.SetDeletionTimestamp(&metav1.Time{Time: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)})
+	}
+	for _, tc := range []struct {
+		name     string
+		old, obj policyObject
+		reason   string // part of the denial; "" when allowed
+	}{
+		{"its finalizer removed while it is deleted", edit("OverridePolicy", deleting), edit("OverridePolicy", func(p policyObject) {
+			deleting(p)
+			p.SetFinalizers(nil)
+		}), ""},
+		{"a label", policy("ClusterOverridePolicy", invalid), edit("ClusterOverridePolicy", func(p policyObject) {
+			p.SetLabels(map[string]string{"team": "apps"})
+		}), ""},
+		{"another invalid spec", policy("OverridePolicy", invalid),
+			policy("OverridePolicy", plaintext("/metadata/name", "replace", `"other"`)), "path /metadata/name"},
+		{"made valid", policy("OverridePolicy", invalid), policy("OverridePolicy", plaintext("/metadata/labels/env", "add", `"prod"`)), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.Handle(context.Background(), changeRequest(t, admissionv1.Update, tc.old, tc.obj))
 			if tc.reason == "" {
 				if !resp.Allowed {
 					t.Fatalf("denied: %+v", resp.Result)
