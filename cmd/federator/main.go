@@ -38,6 +38,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/bundled"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/customization"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	interpreterwebhook "github.com/fedmesh/fedmesh/pkg/federation/interpreter/webhook"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -167,10 +168,11 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	}
 	// Users' customizations and webhooks come first and are swapped in live; a bad one is refused and the last
 	// good set keeps answering. Both are loaded before the stages start: a stage passing before the reconcilers'
-	// first pass would interpret a customized kind without them (replicas 0, no retained fields).
-	customizations, hooks := customization.NewLayer(), interpreterwebhook.NewLayer()
-	customizationReconciler := &customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder}
-	webhookReconciler := &interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder}
+	// first pass would interpret a customized kind without them (replicas 0, no retained fields). Each set swapped
+	// in later re-runs, at once, the stages whose answers it may change for the objects of the kinds it changed.
+	customizations, hooks, layerChanges := customization.NewLayer(), interpreterwebhook.NewLayer(), &rerun.Notifier{}
+	customizationReconciler := &customization.Reconciler{Client: mgr.GetClient(), Layer: customizations, Recorder: recorder, Changes: layerChanges}
+	webhookReconciler := &interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: recorder, Changes: layerChanges}
 	if err := loadLayers(o.proxyReadyURL, mgr.GetAPIReader(), customizationReconciler, webhookReconciler); err != nil {
 		return err
 	}
@@ -197,26 +199,27 @@ func (o *options) setup(mgr ctrl.Manager, recorder record.EventRecorder) error {
 	// binding stage's outcomes reach the binding-status stage, which judges FullyApplied from them.
 	applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
 	renderings := &rendering.Store{}
-	executor := &execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder}
+	executor := &execution.Reconciler{Client: mgr.GetClient(), Members: members, Retainer: chain, Verdicts: applied, Recorder: recorder,
+		LayerChanges: layerChanges}
 	controllers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		customizationReconciler,
 		webhookReconciler,
 		&cluster.Reconciler{Client: mgr.GetClient(), Members: wholeMembers, Recorder: recorder, Elected: elected.Elected,
 			Options: cluster.Options{ProbeInterval: o.probeInterval}},
 		&detector.Reconciler{Client: mgr.GetClient(), Dynamic: dyn, Templates: tpls, Mapper: mgr.GetRESTMapper(), Interpreter: chain, Recorder: recorder, Cached: cached,
-			ClusterScoped: elected, ReleaseGrace: o.releaseGrace},
+			ClusterScoped: elected, ReleaseGrace: o.releaseGrace, LayerChanges: layerChanges},
 		&scheduling.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Cached: cached},
 		// Dependencies are read from the API server: caching every kind a template may depend on (Secrets
 		// included) would hold them all in memory for one read per rendering.
 		&binding.Reconciler{Client: mgr.GetClient(), Templates: tpls, Interpreter: chain, Renderings: renderings, Recorder: recorder,
-			Coalesce: o.statusCoalesce, Cached: cached},
+			Coalesce: o.statusCoalesce, Cached: cached, LayerChanges: layerChanges},
 		&eviction.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Timeout: o.evictionTimeout},
 		executor,
 		// Its member watches tell the execution stage of member edits, to apply the federation's fields again.
 		&status.WorkReconciler{Client: mgr.GetClient(), Members: members, Verdicts: applied, Interpreter: chain, Coalesce: o.statusCoalesce,
-			Recorder: recorder, MemberEdits: executor},
+			Recorder: recorder, MemberEdits: executor, LayerChanges: layerChanges},
 		&status.BindingReconciler{Client: mgr.GetClient(), Templates: tpls, Aggregator: chain, Renderings: renderings, Discovery: disc, Coalesce: o.statusCoalesce,
-			HoldLimit: statusHoldWindows * o.statusCoalesce},
+			HoldLimit: statusHoldWindows * o.statusCoalesce, LayerChanges: layerChanges},
 	}
 	for _, c := range controllers {
 		if err := c.SetupWithManager(mgr); err != nil {

@@ -29,6 +29,8 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
@@ -76,6 +78,11 @@ type Reconciler struct {
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
 
+	// LayerChanges, if set, tells of each new set of the users' interpreter layers: the bindings of the kinds whose
+	// replicas it may revise, or dependencies find, differently are rendered again at once. Nil leaves them to
+	// their next reconcile.
+	LayerChanges *rerun.Notifier
+
 	// dependents are the dependencies each binding's last pass looked up, for their changes to bring it back.
 	dependents dependents
 }
@@ -120,6 +127,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 		bldr = bldr.WatchesMetadata(obj, r.dependents.eventHandler(gvk.GroupKind(), r.Coalesce))
+	}
+	if r.LayerChanges != nil {
+		bldr = bldr.WatchesRawSource(rerun.Bindings(r.LayerChanges, mgr.GetCache(), interpreter.ReviseReplica, interpreter.InterpretDependency))
 	}
 	return bldr.Complete(r)
 }

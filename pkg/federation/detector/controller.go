@@ -30,6 +30,7 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/cachewait"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/templates"
 )
@@ -96,6 +97,9 @@ type Reconciler struct {
 	// ReleaseGrace is how long a template no policy selects any more keeps its claim and binding before it is
 	// released; DefaultReleaseGrace when zero, none when negative.
 	ReleaseGrace time.Duration
+	// LayerChanges, if set, tells of each new set of the users' interpreter layers: the templates of the kinds
+	// whose replicas it may find differently are looked at again at once. Nil leaves them to their next reconcile.
+	LayerChanges *rerun.Notifier
 
 	queue *templateQueue
 	log   logr.Logger
@@ -154,6 +158,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.queue = &templateQueue{canonical: r.Templates.Canonical}
 	r.Templates.OnChange(r.queue.add)
+	if r.LayerChanges != nil {
+		r.LayerChanges.Subscribe(r.requeueInterpreted)
+	}
 	r.log = mgr.GetLogger().WithValues("controller", templatesControllerName)
 	if r.ClusterScoped != nil {
 		r.ClusterScoped.OnElected(func() { r.takeUpClusterScoped(mgr.GetCache()) })
@@ -215,6 +222,16 @@ func (r *Reconciler) takeUpClusterScoped(reader client.Reader) {
 				r.queue.add(k)
 			}
 		}
+	}
+}
+
+// requeueInterpreted queues the templates in the informers whose replicas a, a change of a users' interpreter
+// layer, may find otherwise.
+func (r *Reconciler) requeueInterpreted(a interpreter.Affected) {
+	for _, k := range r.Templates.Keys(func(u *unstructured.Unstructured) bool {
+		return a.Matches(u.GroupVersionKind().GroupKind(), interpreter.InterpretReplica)
+	}) {
+		r.queue.add(k)
 	}
 }
 

@@ -26,6 +26,8 @@ import (
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/internal/shorten"
@@ -64,6 +66,10 @@ type Reconciler struct {
 	// ConflictRecheck is how often a Work stopped by a conflict looks again (the object may have been removed);
 	// default 1m.
 	ConflictRecheck time.Duration
+	// LayerChanges, if set, tells of each new set of the users' interpreter layers: the Works with objects of the
+	// kinds whose member fields it may retain differently are applied again at once. Nil leaves them to their next
+	// reconcile.
+	LayerChanges *rerun.Notifier
 
 	edits memberEdits
 }
@@ -95,15 +101,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
 		},
 	}, objectMissing, objectFinished)
-	return ctrl.NewControllerManagedBy(mgr).
+	bldr := ctrl.NewControllerManagedBy(mgr).
 		Named("execution").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, specDeletionOrMissing)).
 		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.worksOfBinding),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.worksOfCluster),
 			builder.WithPredicates(clusterCameOrWent)).
-		WatchesRawSource(r.edits.source()).
-		Complete(r)
+		WatchesRawSource(r.edits.source())
+	if r.LayerChanges != nil {
+		bldr = bldr.WatchesRawSource(rerun.Works(r.LayerChanges, mgr.GetCache(), interpreter.Retain))
+	}
+	return bldr.Complete(r)
 }
 
 // objectMissing passes a Work applied in full whose status lacks one of its objects (missingInMember): the

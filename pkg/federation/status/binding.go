@@ -29,6 +29,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/coalesce"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
 )
@@ -69,6 +70,9 @@ type BindingReconciler struct {
 	// holds) before what has come is written, at least: under load, when clusters report further apart, the
 	// limit grows with the gaps seen, up to maxHoldFactor times this; 0 does not wait.
 	HoldLimit time.Duration
+	// LayerChanges, if set, tells of each new set of the users' interpreter layers: the bindings of the kinds whose
+	// statuses it may aggregate differently are looked at again at once. Nil leaves them to their next reconcile.
+	LayerChanges *rerun.Notifier
 
 	holds   holds
 	wakeups *wakeups
@@ -101,7 +105,7 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Templates == nil {
 		r.Templates = r.Client
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	bldr := ctrl.NewControllerManagedBy(mgr).
 		Named("binding-status").
 		// A binding's own changes are gathered too: placing it, rendering its Works and applying them come in
 		// quick succession, and each would otherwise restate its status. Of a binding, only its spec (targets,
@@ -114,8 +118,11 @@ func (r *BindingReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(r.wakeups.source(r.Coalesce)).
 		// Of a Cluster, items read only whether it is Ready; its other status changes with every probe.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnCluster),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) }})).
-		Complete(r)
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) }}))
+	if r.LayerChanges != nil {
+		bldr = bldr.WatchesRawSource(rerun.Bindings(r.LayerChanges, mgr.GetCache(), interpreter.AggregateStatus))
+	}
+	return bldr.Complete(r)
 }
 
 func (r *BindingReconciler) bindingsOnCluster(ctx context.Context, obj client.Object) []reconcile.Request {

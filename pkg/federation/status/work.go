@@ -30,6 +30,7 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/applystatus"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
@@ -71,6 +72,10 @@ type WorkReconciler struct {
 	// MemberEdits, if set, hears of every update of the member objects watched: the execution stage, which applies
 	// again what a member changed of the federation's fields. Nothing else watches the members.
 	MemberEdits MemberEdits
+	// LayerChanges, if set, tells of each new set of the users' interpreter layers: the Works with objects of the
+	// kinds whose status or health it may interpret differently are looked at again at once. Nil leaves them to
+	// their next reconcile.
+	LayerChanges *rerun.Notifier
 
 	watches *memberWatches
 	wakeups *wakeups
@@ -123,7 +128,7 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	bldr := ctrl.NewControllerManagedBy(mgr).
 		Named("work-status").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(hasCluster, predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(r.wakeups.source(r.Coalesce)).
@@ -143,8 +148,11 @@ func (r *WorkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				r.Members.Forget(e.Object.GetName())
 				r.enqueueWorksOf(ctx, e.Object.GetName(), q)
 			},
-		}).
-		Complete(r)
+		})
+	if r.LayerChanges != nil {
+		bldr = bldr.WatchesRawSource(rerun.Works(r.LayerChanges, mgr.GetCache(), interpreter.InterpretStatus, interpreter.InterpretHealth))
+	}
+	return bldr.Complete(r)
 }
 
 func readinessChanged(old, cur client.Object) bool {

@@ -21,6 +21,7 @@ import (
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 )
 
 // Event reasons on ResourceInterpreterCustomizations.
@@ -52,11 +53,18 @@ type Reconciler struct {
 	// Timeout and MemoryLimit bound one call of a script; declarative's defaults when zero.
 	Timeout     time.Duration
 	MemoryLimit uint64
+	// Changes is told, after each new set is swapped in, what it may answer differently, so that the stages look
+	// again at once at the objects of those kinds; not at Load, which fills the layer before the stages start.
+	// Nil tells no one: the new set reaches each object at its next reconcile.
+	Changes *rerun.Notifier
 
-	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built and stated.
+	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built, served and
+	// stated.
 	mu sync.Mutex
 	// built is the fingerprint of the set the layer serves; "" before the first.
 	built string
+	// served is the set the layer serves, for Changed.
+	served []configv1alpha1.ResourceInterpreterCustomization
 	// stated is this shard's verdict on each customization as it last wrote it or found it written.
 	stated map[statedKey]stated
 }
@@ -92,11 +100,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	serve, verdicts := Select(list.Items)
+	prev := r.served
 	switch rebuilt, err := r.build(serve); {
 	case err != nil:
 		return reconcile.Result{}, err
 	case rebuilt:
-		logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "customizations", len(verdicts))
+		changed := Changed(prev, serve)
+		logger.V(1).Info("resource interpreter customizations rebuilt", "serving", len(serve), "customizations", len(verdicts),
+			"changed", changed.String())
+		if r.Changes != nil {
+			r.Changes.Notify(changed)
+		}
 	}
 
 	byName := map[string]*configv1alpha1.ResourceInterpreterCustomization{}
@@ -170,7 +184,7 @@ func (r *Reconciler) build(serve []configv1alpha1.ResourceInterpreterCustomizati
 		in.WithMemoryLimit(r.MemoryLimit)
 	}
 	r.Layer.Set(in)
-	r.built = fp
+	r.built, r.served = fp, serve
 	return true, nil
 }
 

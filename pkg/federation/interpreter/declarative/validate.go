@@ -138,6 +138,15 @@ func Operations(c *configv1alpha1.ResourceInterpreterCustomization) []interprete
 	return ops
 }
 
+// Scripts are the Lua sources of c's scripts, by operation.
+func Scripts(c *configv1alpha1.ResourceInterpreterCustomization) map[interpreter.Operation]string {
+	out := map[interpreter.Operation]string{}
+	for _, r := range rules(c) {
+		out[r.op] = r.src
+	}
+	return out
+}
+
 // Conflicts reports the operations c defines for its target that one of others, a customization with another name,
 // already defines for the same target; nil when there are none.
 func Conflicts(c *configv1alpha1.ResourceInterpreterCustomization, others []configv1alpha1.ResourceInterpreterCustomization) error {

@@ -34,6 +34,8 @@ type hook struct {
 	url          string
 	client       *http.Client
 	timeout      time.Duration
+	// spec is the webhook as configured, to tell what a new set changed (Changed).
+	spec *configv1alpha1.ResourceInterpreterWebhook
 }
 
 // newHook checks w's client configuration and context versions and builds its HTTPS client.
@@ -62,7 +64,7 @@ func newHook(config string, w *configv1alpha1.ResourceInterpreterWebhook) (*hook
 	transport.TLSClientConfig = tlsConfig
 	return &hook{
 		config: config, name: w.Name, rules: w.Rules, url: target, timeout: timeout,
-		client: &http.Client{Transport: transport},
+		client: &http.Client{Transport: transport}, spec: w.DeepCopy(),
 	}, nil
 }
 

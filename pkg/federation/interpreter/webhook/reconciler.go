@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 )
 
 // Event reasons on ResourceInterpreterWebhookConfigurations.
@@ -40,6 +42,10 @@ type Reconciler struct {
 	Layer *Layer
 	// Recorder records refusals on the configurations; required.
 	Recorder record.EventRecorder
+	// Changes is told, after each new set is swapped in, what it may answer differently, so that the stages look
+	// again at once at the objects of those kinds; not at Load, which fills the layer before the stages start.
+	// Nil tells no one: the new set reaches each object at its next reconcile.
+	Changes *rerun.Notifier
 
 	mu    sync.Mutex
 	built map[string]builtConfig // the last good version of each configuration, by name
@@ -67,25 +73,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile builds each configuration whose generation changed, keeps the last good version of those that fail,
 // and hands the whole set to the layer.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{}, r.rebuild(ctx, r.Client)
+	changed, err := r.rebuild(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !changed.Empty() {
+		log.FromContext(ctx).V(1).Info("resource interpreter webhooks rebuilt", "changed", changed.String())
+		if r.Changes != nil {
+			r.Changes.Notify(changed)
+		}
+	}
+	return reconcile.Result{}, nil
 }
 
 // Load fills the layer from the configurations reader lists, as Reconcile does. A starting federator calls it
 // before its stages run, with a reader that works before the manager starts (its APIReader): the layer starts
 // empty, and a stage passing first would interpret a kind without the user's webhook.
 func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
-	if err := r.rebuild(ctx, reader); err != nil {
+	if _, err := r.rebuild(ctx, reader); err != nil {
 		return fmt.Errorf("loading resource interpreter webhook configurations: %w", err)
 	}
 	return nil
 }
 
-// rebuild is Reconcile, from the configurations reader lists.
-func (r *Reconciler) rebuild(ctx context.Context, reader client.Reader) error {
+// rebuild is Reconcile, from the configurations reader lists, and tells what the new set changed.
+func (r *Reconciler) rebuild(ctx context.Context, reader client.Reader) (interpreter.Affected, error) {
 	logger := log.FromContext(ctx)
 	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
 	if err := reader.List(ctx, &list); err != nil {
-		return err
+		return interpreter.Affected{}, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 
@@ -131,6 +147,8 @@ func (r *Reconciler) rebuild(ctx context.Context, reader client.Reader) error {
 			delete(r.built, name)
 		}
 	}
-	r.Layer.Set(Merge(parts...))
-	return nil
+	next := Merge(parts...)
+	changed := Changed(r.Layer.Current(), next)
+	r.Layer.Set(next)
+	return changed, nil
 }
