@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/customization"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 )
 
@@ -89,20 +90,9 @@ func rankedBefore(c *configv1alpha1.ResourceInterpreterCustomization, all []conf
 	var before []configv1alpha1.ResourceInterpreterCustomization
 	for i := range all {
 		o := &all[i]
-		if o.Name != c.Name && takenBefore(o, c) {
+		if o.Name != c.Name && customization.TakenBefore(o, c) {
 			before = append(before, *o)
 		}
 	}
 	return before
-}
-
-// takenBefore is customization.Select's order.
-func takenBefore(a, b *configv1alpha1.ResourceInterpreterCustomization) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	if aServes, bServes := a.Status.ServedGeneration != 0, b.Status.ServedGeneration != 0; aServes != bServes {
-		return aServes
-	}
-	return a.Name < b.Name
 }

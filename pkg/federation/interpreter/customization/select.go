@@ -51,6 +51,18 @@ func (v *Verdict) Condition() metav1.Condition {
 		ObservedGeneration: v.Generation, Reason: v.Reason, Message: msg}
 }
 
+// TakenBefore is the order Select takes customizations in: oldest first; of two created in the same second
+// (timestamps have whole seconds), the one already serving; then by name.
+func TakenBefore(a, b *configv1alpha1.ResourceInterpreterCustomization) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if aServes, bServes := a.Status.ServedGeneration != 0, b.Status.ServedGeneration != 0; aServes != bServes {
+		return aServes
+	}
+	return a.Name < b.Name
+}
+
 // Select chooses the versions to serve from current, the customizations in the host with their statuses. A
 // customization whose spec loads and defines no operation an older one defines is accepted and serves; otherwise
 // it is refused, and the last accepted version its status keeps serves instead if it loads and conflicts with
@@ -61,17 +73,7 @@ func (v *Verdict) Condition() metav1.Condition {
 // I/O; it compiles the scripts. The served versions come in the order taken, each with the generation it had.
 func Select(current []configv1alpha1.ResourceInterpreterCustomization) (serve []configv1alpha1.ResourceInterpreterCustomization, verdicts []Verdict) {
 	ordered := append([]configv1alpha1.ResourceInterpreterCustomization(nil), current...)
-	sort.SliceStable(ordered, func(i, j int) bool {
-		a, b := &ordered[i], &ordered[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		// Timestamps have whole seconds: of two created in the same second, the one already serving stays.
-		if aServes, bServes := a.Status.ServedGeneration != 0, b.Status.ServedGeneration != 0; aServes != bServes {
-			return aServes
-		}
-		return a.Name < b.Name
-	})
+	sort.SliceStable(ordered, func(i, j int) bool { return TakenBefore(&ordered[i], &ordered[j]) })
 	for i := range ordered {
 		c := &ordered[i]
 		v := Verdict{Name: c.Name, Generation: c.Generation, Reason: configv1alpha1.CustomizationReasonAccepted,
