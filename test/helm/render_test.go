@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -164,7 +166,9 @@ func checkRestricted(t *testing.T, name string, spec corev1.PodSpec) {
 	}
 }
 
-// TestSchemaRejects: wrong values fail at install with a message that names the value.
+// TestSchemaRejects: wrong values fail at install with a message that names the value. Among them are values the
+// binaries refuse at start (a zero interval or timeout: every federator shard would crash-loop) and disruption
+// budgets that block every node drain.
 func TestSchemaRejects(t *testing.T) {
 	for _, tc := range []struct {
 		set, want string
@@ -186,15 +190,24 @@ func TestSchemaRejects(t *testing.T) {
 		{"proxy.resources.requests.cpu=lots", "/proxy/resources/requests/cpu"},
 		{"proxy.resources.claims[0].name=x", "/proxy/resources"},
 		{"federator.releaseGrace=0s", "/federator/releaseGrace"},
+		{"federator.clusterProbeInterval=0s", "/federator/clusterProbeInterval"},
+		{"federator.clusterProbeInterval=0m0.0s", "/federator/clusterProbeInterval"},
+		{"federator.gracefulEvictionTimeout=0s", "/federator/gracefulEvictionTimeout"},
+		{"federator.podDisruptionBudget.maxUnavailable=0", "/federator/podDisruptionBudget/maxUnavailable"},
+		{"manager.podDisruptionBudget.minAvailable=10", "/manager/podDisruptionBudget/minAvailable"},
 	} {
-		out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set)
-		if err == nil {
-			t.Errorf("--set %s rendered:\n%.300s", tc.set, out)
-			continue
-		}
-		if !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("--set %s: error does not name %s:\n%v", tc.set, tc.want, err)
-		}
+		schemaRefuses(t, "--set", tc.set, tc.want)
+	}
+	// Strings pass a JSON schema's minimum and maximum: the budgets' percentages and counts as strings have their
+	// own patterns.
+	for _, tc := range []struct{ set, want string }{
+		{"federator.podDisruptionBudget.maxUnavailable=0", "/federator/podDisruptionBudget/maxUnavailable"},
+		{"federator.podDisruptionBudget.maxUnavailable=0%", "/federator/podDisruptionBudget/maxUnavailable"},
+		{"federator.podDisruptionBudget.maxUnavailable=1", "/federator/podDisruptionBudget/maxUnavailable"}, // a PDB's string is a percentage
+		{"federator.podDisruptionBudget.maxUnavailable=101%", "/federator/podDisruptionBudget/maxUnavailable"},
+		{"manager.podDisruptionBudget.minAvailable=100%", "/manager/podDisruptionBudget/minAvailable"},
+	} {
+		schemaRefuses(t, "--set-string", tc.set, tc.want)
 	}
 	_, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", "default")
 	if err == nil || !strings.Contains(err.Error(), "fedmesh-system") {
@@ -207,11 +220,92 @@ func TestSchemaRejects(t *testing.T) {
 		{"proxy.resources.requests.memory=1Gi,proxy.resources.limits.memory=1000Mi",
 			"proxy.resources.requests.memory (1Gi) is more than proxy.resources.limits.memory (1000Mi)"},
 		{"proxy.resources.limits.cpu=0m", "proxy.resources.limits.cpu (0m) must be more than 0"},
+		{"manager.replicas=2,manager.podDisruptionBudget.minAvailable=2",
+			"manager.podDisruptionBudget.minAvailable (2) keeps all 2 manager replicas up, which blocks every node drain"},
+		{"manager.replicas=3,manager.podDisruptionBudget.minAvailable=67%", // rounded up: 3 of 3
+			"manager.podDisruptionBudget.minAvailable (67%) keeps all 3 manager replicas up, which blocks every node drain"},
 	} {
 		if _, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, "--set", tc.set); err == nil ||
 			!strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s: %v, want an error saying %q", tc.set, err, tc.want)
 		}
+	}
+}
+
+func schemaRefuses(t *testing.T, flag, set, want string) {
+	t.Helper()
+	out, err := Run(t.TempDir(), "template", "fedmesh", ChartDir(), "--namespace", Namespace, flag, set)
+	if err == nil {
+		t.Errorf("%s %s rendered:\n%.300s", flag, set, out)
+		return
+	}
+	if !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s %s: error does not name %s:\n%v", flag, set, want, err)
+	}
+}
+
+// TestBudgetsThatLeaveDrainsPossible: the budgets the schema and templates refuse above stop short of what still
+// lets a node drain.
+func TestBudgetsThatLeaveDrainsPossible(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"--set", "manager.replicas=3,manager.podDisruptionBudget.minAvailable=2"}, "minAvailable: 2"},
+		{[]string{"--set", "manager.replicas=3", "--set-string", "manager.podDisruptionBudget.minAvailable=66%"}, `minAvailable: "66%"`},
+		{[]string{"--set-string", "federator.podDisruptionBudget.maxUnavailable=100%"}, `maxUnavailable: "100%"`},
+	} {
+		args := append([]string{"template", "fedmesh", ChartDir(), "--namespace", Namespace}, tc.set...)
+		out, err := Run(t.TempDir(), args...)
+		if err != nil {
+			t.Errorf("%q: %v", tc.set, err)
+		} else if !strings.Contains(out, tc.want) {
+			t.Errorf("%q: no %q in the rendered budgets", tc.set, tc.want)
+		}
+	}
+}
+
+// TestLargeNumbersRenderInFull: numbers from a values file are floats to Helm, which prints a million as 1e+06; an
+// integer flag or field given that fails to parse (the federator would exit), so the templates print integers.
+func TestLargeNumbersRenderInFull(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	err := os.WriteFile(values, []byte(`
+manager: {replicas: 3, podDisruptionBudget: {minAvailable: 2}}
+federator:
+  memberQPS: 1000000
+  memberBurst: 2000000
+  kubeAPIQPS: 3000000.5
+  kubeAPIBurst: 4000000
+  concurrentReconciles: 5000000
+  podDisruptionBudget: {maxUnavailable: 6000000}
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	budgets := map[string]any{}
+	for _, u := range decode(t, render(t, values)) {
+		switch u.GetKind() {
+		case "StatefulSet":
+			args = into[appsv1.StatefulSet](t, u).Spec.Template.Spec.Containers[0].Args
+		case "PodDisruptionBudget":
+			pdb := into[policyv1.PodDisruptionBudget](t, u)
+			if pdb.Spec.MaxUnavailable != nil {
+				budgets["maxUnavailable"] = pdb.Spec.MaxUnavailable.IntValue()
+			}
+			if pdb.Spec.MinAvailable != nil {
+				budgets["minAvailable"] = pdb.Spec.MinAvailable.IntValue()
+			}
+		}
+	}
+	for _, want := range []string{"--member-qps=1000000", "--member-burst=2000000", "--kube-api-qps=3000000.5",
+		"--kube-api-burst=4000000", "--concurrent-reconciles=5000000"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("the federator's arguments lack %s: %q", want, args)
+		}
+	}
+	if d := cmp.Diff(map[string]any{"maxUnavailable": 6000000, "minAvailable": 2}, budgets); d != "" {
+		t.Errorf("budgets (-want +got):\n%s", d)
 	}
 }
 

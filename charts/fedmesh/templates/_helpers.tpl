@@ -185,3 +185,9 @@ preferredDuringSchedulingIgnoredDuringExecution:
           - {key: app.kubernetes.io/instance, operator: In, values: [{{ .Release.Name }}]}
       matchLabelKeys: [apps.kubernetes.io/pod-index]
 {{- end }}
+
+{{/* A PodDisruptionBudget's count or percentage: a percentage quoted, a count as an integer (a large number from a
+values file would otherwise print as 1e+06, which is neither). */}}
+{{- define "fedmesh.intOrPercent" -}}
+{{- if kindIs "string" . }}{{ quote . }}{{ else }}{{ int . }}{{ end -}}
+{{- end }}

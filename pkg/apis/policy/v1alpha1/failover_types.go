@@ -115,10 +115,14 @@ type StatePreservation struct {
 
 // StatePreservationRule carries one value over.
 type StatePreservationRule struct {
+	// The rule uses regexes, not the CEL format library, which API servers before 1.32 refuse in new CRDs. The first
+	// checks the key's shape (DNS subdomain prefix, name of at most 63 characters), the second bounds the prefix to
+	// 253 characters.
+
 	// AliasLabelName is the label key the value is given to the new copy under.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
-	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="aliasLabelName must be a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && self.matches('^([^/]{1,253}/)?[^/]*$')",message="aliasLabelName must be a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +required
 	AliasLabelName string `json:"aliasLabelName"`
 
