@@ -26,8 +26,8 @@ import (
 // TestLabelModeKeepsEndpointsInTheShardsView: the EndpointSlice and Endpoints controllers set their objects' labels
 // to the Service's at every sync. With the label webhook and the backfill running as the manager runs them, a shard
 // watching a Service's EndpointSlice and Endpoints with the bucket selector (as its proxy does in label mode) keeps
-// seeing them while backends come up: never DELETED while they exist, labeled at the end. In kube-system, which the
-// webhook leaves alone, the backfill labels nothing either: its controllers would take the label off again, on and on.
+// seeing them while backends come up: never DELETED while they exist, labeled at the end. In kube-system, whose
+// creates do not call the webhook, the backfill labels them, and the webhook keeps the label on at each update.
 func TestLabelModeKeepsEndpointsInTheShardsView(t *testing.T) {
 	c := cluster.New(t, cluster.Options{FakeNodes: 1})
 	ctx := context.Background()
@@ -49,18 +49,27 @@ func TestLabelModeKeepsEndpointsInTheShardsView(t *testing.T) {
 	startBackfill(t, c, schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		schema.GroupVersionResource{Version: "v1", Resource: "endpoints"})
 
-	// Everything kube-system's EndpointSlices show, from before its Service is created.
-	system, err := cs.DiscoveryV1().EndpointSlices("kube-system").Watch(ctx, metav1.ListOptions{})
+	// Every change of kube-system's EndpointSlice of the Service, from before it is created: once the backfill has
+	// labeled it (the webhook is not called for creates there), no write of its controller takes the label off.
+	system, err := cs.DiscoveryV1().EndpointSlices("kube-system").Watch(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer system.Stop()
-	systemLabeled := make(chan string, 1)
+	systemUnlabeled := make(chan string, 1)
 	go func() {
+		labeled := false
 		for ev := range system.ResultChan() {
-			if es, ok := ev.Object.(*discoveryv1.EndpointSlice); ok && es.Labels[shard.BucketLabel] != "" {
+			es, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			switch has := es.Labels[shard.BucketLabel] != ""; {
+			case has:
+				labeled = true
+			case labeled && ev.Type != watch.Deleted:
 				select {
-				case systemLabeled <- fmt.Sprintf("%s %s labels=%v", ev.Type, es.Name, es.Labels):
+				case systemUnlabeled <- fmt.Sprintf("%s %s labels=%v", ev.Type, es.Name, es.Labels):
 				default:
 				}
 			}
@@ -160,18 +169,18 @@ func TestLabelModeKeepsEndpointsInTheShardsView(t *testing.T) {
 		t.Errorf("the shard saw %d more events of the EndpointSlice and Endpoints after the last backend was in", n)
 	}
 	select {
-	case ev := <-systemLabeled:
-		t.Errorf("an EndpointSlice in kube-system was labeled: %s", ev)
+	case ev := <-systemUnlabeled:
+		t.Errorf("kube-system's EndpointSlice lost its bucket label after the backfill labeled it: %s", ev)
 	default:
 	}
 	system.Stop()
-	list, err := cs.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
+	list, err := cs.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, es := range list.Items {
-		if v, ok := es.Labels[shard.BucketLabel]; ok {
-			t.Errorf("kube-system/%s is labeled %s=%s", es.Name, shard.BucketLabel, v)
+		if es.Labels[shard.BucketLabel] != shard.BucketLabelValue("kube-system") {
+			t.Errorf("kube-system/%s labels %v, want %s=%s", es.Name, es.Labels, shard.BucketLabel, shard.BucketLabelValue("kube-system"))
 		}
 	}
 }

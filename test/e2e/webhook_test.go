@@ -113,8 +113,8 @@ func (h *countingHandler) Handle(ctx context.Context, req admission.Request) adm
 }
 
 // TestLabelWebhookAndBackfill: the webhook stamps the bucket label on creates in every namespace but kube-system,
-// and on updates that drop it (only those call it); with the webhook gone, the backfill labels what was created
-// meanwhile (kube-system aside), keeps labeling new and relabeled objects, and its gauge
+// and on updates that lack it, there too (only those call it); with the webhook gone, the backfill labels what was
+// created meanwhile, keeps labeling new and relabeled objects, and its gauge
 // comes down to 0.
 func TestLabelWebhookAndBackfill(t *testing.T) {
 	c := cluster.New(t, cluster.Options{})
@@ -167,6 +167,18 @@ func TestLabelWebhookAndBackfill(t *testing.T) {
 	if !bucketLabeled(cm) || calls.n.Load() == before {
 		t.Errorf("an update dropping the bucket label: labels %v after %d webhook calls", cm.Labels, calls.n.Load()-before)
 	}
+	// In kube-system creates do not call it (its components never wait on the manager); updates lacking the label do.
+	before = calls.n.Load()
+	if cm = createConfigMap(t, cs, "kube-system", "system", nil); bucketLabeled(cm) || calls.n.Load() != before {
+		t.Errorf("a create in kube-system: labels %v after %d webhook calls, want none", cm.Labels, calls.n.Load()-before)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if cm, err = cs.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bucketLabeled(cm) {
+		t.Errorf("an update in kube-system lacking the bucket label: labels %v", cm.Labels)
+	}
 
 	// Without the webhook, creates stay unlabeled until the backfill runs.
 	if err := whcs.Delete(ctx, whc.Name, metav1.DeleteOptions{}); err != nil {
@@ -189,12 +201,6 @@ func TestLabelWebhookAndBackfill(t *testing.T) {
 			return false, err
 		}
 		for _, cm := range list.Items {
-			if cm.Namespace == labels.ExemptNamespace {
-				if _, ok := cm.Labels[shard.BucketLabel]; ok {
-					return false, errors.New(cm.Namespace + "/" + cm.Name + " is labeled: the backfill leaves kube-system alone")
-				}
-				continue
-			}
 			if !bucketLabeled(&cm) {
 				return false, errors.New(cm.Namespace + "/" + cm.Name + " is not labeled")
 			}

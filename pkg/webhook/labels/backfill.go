@@ -24,7 +24,7 @@ import (
 // Backfill labels the objects of sharded resources that lack their bucket label or carry a wrong one: one
 // controller per resource, over a metadata-only watch, so it keeps labeling for as long as the manager runs (objects
 // created while the webhook was down, or relabeled later), not only at start-up. It patches metadata.labels alone,
-// with a merge patch. Like the webhook it leaves ExemptNamespace alone. The gauge
+// with a merge patch. The gauge
 // fedmesh_manager_unlabeled_objects{resource} counts what is still unlabeled.
 //
 // Controllers run on the elected leader only, like the manager's other controllers.
@@ -155,8 +155,7 @@ func (r *backfiller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, err
 }
 
-// needsLabel reports whether the backfill labels obj: it lacks its right label, outside the namespace the webhook
-// leaves alone. A label put there would not last: nothing stamps the writes of its controllers.
+// needsLabel reports whether the backfill labels obj: it lacks its right label.
 func needsLabel(obj metav1.Object) bool {
-	return obj.GetNamespace() != ExemptNamespace && !Labeled(obj)
+	return !Labeled(obj)
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
-// TestBackfillNeedsLabel: the backfill labels what the webhook would have stamped, and nothing else: kube-system is
-// left alone as the webhook leaves it, or the label would come and go with every write its controllers make.
+// TestBackfillNeedsLabel: the backfill labels every namespaced object without its right label, kube-system's too
+// (whose creates the webhook is not called for; its updates that drop the label are).
 func TestBackfillNeedsLabel(t *testing.T) {
 	obj := func(ns string, labels map[string]string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Labels: labels}}
@@ -23,8 +23,8 @@ func TestBackfillNeedsLabel(t *testing.T) {
 		{"missing", obj("shop", map[string]string{"app": "x"}), true},
 		{"wrong", obj("shop", map[string]string{shard.BucketLabel: "zz"}), true},
 		{"cluster-scoped", obj("", nil), false},
-		{"kube-system, missing", obj("kube-system", map[string]string{"k8s-app": "kube-dns"}), false},
-		{"kube-system, wrong", obj("kube-system", map[string]string{shard.BucketLabel: "zz"}), false},
+		{"kube-system, missing", obj("kube-system", map[string]string{"k8s-app": "kube-dns"}), true},
+		{"kube-system, wrong", obj("kube-system", map[string]string{shard.BucketLabel: "zz"}), true},
 	}
 	for _, tt := range tests {
 		if got := needsLabel(tt.obj); got != tt.want {

@@ -70,17 +70,22 @@ func WebhookRules(configs []meshv1alpha1.ShardingConfig) []admissionregistration
 	return rules
 }
 
-// unlabeledOrCreate is the webhook's match condition: every create, and an update of an object without the bucket
-// label (a controller that sets its objects' labels whole took it off).
-var unlabeledOrCreate = `request.operation == 'CREATE' || !has(object.metadata.labels) || !('` + shard.BucketLabel + `' in object.metadata.labels)`
+// lacksBucketLabel is true of an object without the bucket label.
+const lacksBucketLabel = `(!has(object.metadata.labels) || !('` + shard.BucketLabel + `' in object.metadata.labels))`
 
-// ExemptNamespace is the namespace label mode leaves alone: the webhook is not called there, so the backfill does
-// not label it either (its controllers would take the label off at their next write, and the backfill put it back,
-// for ever).
-const ExemptNamespace = "kube-system"
+// matchCondition is when the webhook is called: for every create outside SystemNamespace, and for an update of an
+// object without the bucket label in any namespace (a controller that sets its objects' labels whole took it off,
+// and the backfill would put it back, for ever). An object keeps its namespace, so a label it has is right: other
+// updates (node heartbeats, leader-election renewals under */*/*) skip the call.
+const matchCondition = `request.namespace == '` + SystemNamespace + `' ? (request.operation == 'UPDATE' && ` + lacksBucketLabel + `)` +
+	` : (request.operation == 'CREATE' || ` + lacksBucketLabel + `)`
+
+// SystemNamespace is the namespace whose creates the webhook is not called for, so that the cluster's own
+// components never wait on the manager to start; the backfill labels what they create there.
+const SystemNamespace = "kube-system"
 
 // MutatingWebhookConfiguration is the label webhook's registration: the webhook at clientConfig (a URL or a
-// Service, with its CA bundle; the path is Path) for rules, on every namespace but ExemptNamespace.
+// Service, with its CA bundle; the path is Path) for rules, when matchCondition holds.
 func MutatingWebhookConfiguration(name string, clientConfig admissionregistrationv1.WebhookClientConfig,
 	rules []admissionregistrationv1.RuleWithOperations) *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -96,14 +101,9 @@ func MutatingWebhookConfiguration(name string, clientConfig admissionregistratio
 			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
 			// A later webhook that rewrites labels gets the bucket label put back.
-			ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
-			MatchPolicy:        ptr.To(admissionregistrationv1.Equivalent),
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{ExemptNamespace},
-			}}},
-			// An update is sent only when it lacks the label: an object keeps its namespace, so a label it has is
-			// right, and every other update (node heartbeats, leader-election renewals under */*/*) skips the call.
-			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "create-or-unlabeled", Expression: unlabeledOrCreate}},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "create-or-unlabeled", Expression: matchCondition}},
 			TimeoutSeconds:          ptr.To[int32](5),
 			AdmissionReviewVersions: []string{"v1"},
 		}},
