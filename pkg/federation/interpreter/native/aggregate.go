@@ -80,8 +80,10 @@ func aggregateCounts(obj *unstructured.Unstructured, items []workv1alpha1.Aggreg
 			sums[f] += n
 		}
 		if pods, ok := s["disruptedPods"].(map[string]any); ok {
+			// Pods of different clusters may share a name (a StatefulSet's web-0 in each): keyed by cluster, as
+			// Karmada keys them, none hides another.
 			for name, t := range pods {
-				disrupted[name] = t
+				disrupted[items[i].ClusterName+"/"+name] = t
 			}
 		}
 		if kind.generation && !memberCaughtUp(s, obj.GetGeneration()) {

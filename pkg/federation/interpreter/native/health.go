@@ -93,14 +93,28 @@ func daemonSetHealthy(d *appsv1.DaemonSet) bool {
 		s.UpdatedNumberScheduled == s.DesiredNumberScheduled
 }
 
-// serviceHealthy: a LoadBalancer Service has an ingress point; other Services are healthy once they exist.
+// serviceHealthy: a LoadBalancer Service has an ingress point with an address (one with only port errors, as a
+// load balancer still being provisioned may report, serves nothing); other Services are healthy once they exist.
 func serviceHealthy(s *corev1.Service) bool {
-	return s.Spec.Type != corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return true
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" || in.Hostname != "" {
+			return true
+		}
+	}
+	return false
 }
 
-// ingressHealthy: the Ingress has an ingress point.
+// ingressHealthy: the Ingress has an ingress point with an address.
 func ingressHealthy(i *networkingv1.Ingress) bool {
-	return len(i.Status.LoadBalancer.Ingress) > 0
+	for _, in := range i.Status.LoadBalancer.Ingress {
+		if in.IP != "" || in.Hostname != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pvcHealthy: the claim is bound.

@@ -1,6 +1,8 @@
 package native
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -51,11 +53,26 @@ func PodRequirements(ns string, spec *corev1.PodSpec) *workv1alpha1.ReplicaRequi
 // PodRequests is what the scheduler reserves for one pod of spec: its containers' requests plus its sidecars
 // (restartable init containers, which run beside the containers) or, if more, the peak while its init containers
 // run one by one (each beside the sidecars started before it); pod-level requests replace that sum for the
-// resources they name; the runtime's overhead comes on top. Nil when the pod requests nothing.
+// resources they name; the runtime's overhead comes on top. Nil when the pod requests nothing. A template is never
+// defaulted, so the pod-level requests are those the API server gives a Pod made of it (podLevelRequests).
 func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	reqs := aggregateContainers(spec, containerRequests)
+	for name, q := range podLevelRequests(spec, reqs) {
+		reqs[name] = q.DeepCopy()
+	}
+	addTo(reqs, spec.Overhead)
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs
+}
+
+// aggregateContainers totals what of each container of spec resourcesOf returns, as the scheduler totals requests:
+// the app containers and sidecars together, or, if more, the peak while the init containers run.
+func aggregateContainers(spec *corev1.PodSpec, resourcesOf func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
 	apps := corev1.ResourceList{}
 	for i := range spec.Containers {
-		addTo(apps, containerRequests(&spec.Containers[i]))
+		addTo(apps, resourcesOf(&spec.Containers[i]))
 	}
 	// Init containers run in order. A sidecar keeps running, so it adds to every later init container and to the
 	// app containers; a regular init container runs alone beside the sidecars started before it.
@@ -63,7 +80,7 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	peak := corev1.ResourceList{}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		r := containerRequests(c)
+		r := resourcesOf(c)
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			addTo(sidecars, r)
 			maxInto(peak, sidecars)
@@ -75,16 +92,63 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	addTo(apps, sidecars)
 	maxInto(apps, peak)
-	if spec.Resources != nil {
-		for name, q := range spec.Resources.Requests {
-			apps[name] = q.DeepCopy()
-		}
-	}
-	addTo(apps, spec.Overhead)
-	if len(apps) == 0 {
+	return apps
+}
+
+// podLevelRequests is the pod-level requests of a Pod with spec once the API server has defaulted them (with
+// PodLevelResources, on by default since Kubernetes 1.34). Only a Pod with pod-level limits gets defaults: for
+// each supported resource without a pod-level request, cpu and memory take the containers' total (containers) if
+// they request it; any resource left, the pod-level limit. Hugepages, which cannot be overcommitted, thus take the
+// pod-level limit, which itself defaults to the containers' total hugepages limits when the pod sets any
+// pod-level resource but no hugepages request or limit.
+func podLevelRequests(spec *corev1.PodSpec, containers corev1.ResourceList) corev1.ResourceList {
+	if spec.Resources == nil {
 		return nil
 	}
-	return apps
+	requests, limits := spec.Resources.Requests, spec.Resources.Limits
+	if len(requests) > 0 || len(limits) > 0 {
+		limits = limits.DeepCopy()
+		for name, q := range aggregateContainers(spec, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }) {
+			_, requested := requests[name]
+			if _, limited := limits[name]; !limited && !requested && isHugePages(name) {
+				if limits == nil {
+					limits = corev1.ResourceList{}
+				}
+				limits[name] = q.DeepCopy()
+			}
+		}
+	}
+	out := corev1.ResourceList{}
+	for name, q := range requests {
+		if isPodLevelResource(name) {
+			out[name] = q.DeepCopy()
+		}
+	}
+	if len(limits) == 0 {
+		return out
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := containers[name]; ok {
+			if _, set := out[name]; !set {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	for name, q := range limits {
+		if _, set := out[name]; !set && isPodLevelResource(name) {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// isPodLevelResource: the resources a pod may request and limit at pod level.
+func isPodLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || isHugePages(name)
+}
+
+func isHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 func containerRequests(c *corev1.Container) corev1.ResourceList {
