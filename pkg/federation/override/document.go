@@ -48,37 +48,50 @@ func decodeYAML(raw []byte) (any, error) {
 type yamlValue struct{ v any }
 
 func (y *yamlValue) UnmarshalYAML(unmarshal func(any) error) error {
-	var v any
-	if err := unmarshal(&v); err != nil {
-		return err
-	}
-	switch v := v.(type) {
-	case map[any]any:
-		var m map[any]*yamlValue
-		if err := unmarshal(&m); err != nil {
-			return err
-		}
+	// Each kind is tried without decoding the node's subtree generically first: a node of another kind fails at
+	// once, so the whole document is decoded once (linear in its size, whatever its depth).
+	var m map[any]yamlValue
+	if err := unmarshal(&m); err == nil && m != nil {
 		out := make(map[string]any, len(m))
 		for k, e := range m {
 			key, err := yamlKey(k)
 			if err != nil {
 				return err
 			}
-			out[key] = e.value()
+			out[key] = e.v
 		}
 		y.v = out
-	case []any:
-		var s []*yamlValue
-		if err := unmarshal(&s); err != nil {
-			return err
-		}
+		return nil
+	} else if err != nil && !isTypeError(err) {
+		return err
+	}
+	var s []yamlValue
+	if err := unmarshal(&s); err == nil && s != nil {
 		out := make([]any, len(s))
 		for i, e := range s {
-			out[i] = e.value()
+			out[i] = e.v
 		}
 		y.v = out
+		return nil
+	} else if err != nil && !isTypeError(err) {
+		return err
+	}
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case map[any]any:
+		if len(v) > 0 { // only an empty mapping gets here: a mapping decodes above
+			return fmt.Errorf("a mapping could not be read")
+		}
+		y.v = map[string]any{}
+	case []any:
+		if len(v) > 0 {
+			return fmt.Errorf("a sequence could not be read")
+		}
+		y.v = []any{}
 	case int, int64, uint64, float64:
-		// Decoding a number into a string gives its text.
 		var text string
 		if err := unmarshal(&text); err != nil {
 			return err
@@ -94,11 +107,17 @@ func (y *yamlValue) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-func (y *yamlValue) value() any {
-	if y == nil {
-		return nil
-	}
-	return y.v
+// isTypeError says whether err is yaml.v2's "the node is not of that kind".
+func isTypeError(err error) bool {
+	var te *yamlv2.TypeError
+	return errors.As(err, &te)
+}
+
+// UnmarshalText takes a quoted "null" or "~": yaml.v2 reads their text as null before it would call UnmarshalYAML,
+// and hands it as text to a type that takes text.
+func (y *yamlValue) UnmarshalText(text []byte) error {
+	y.v = string(text)
+	return nil
 }
 
 var jsonNumberText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)

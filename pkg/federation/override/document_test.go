@@ -20,6 +20,7 @@ func TestYAMLDocumentsReadAsYAMLToJSONReadsThem(t *testing.T) {
 		"multi: |\n  line one\n  line two\nfolded: >\n  a\n  b\n",
 		"[1, 2, 3]\n",
 		"plain\n",
+		"sink: \"null\"\ntilde: '~'\nsinks:\n- \"null\"\n- null\nempty: {}\nnone: []\n",
 	} {
 		t.Run(strings.SplitN(doc, "\n", 2)[0], func(t *testing.T) {
 			want := viaYAMLToJSON(t, []byte(doc))
@@ -82,4 +83,16 @@ func normalized(t *testing.T, v any) any {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// BenchmarkDecodeYAMLDeep reads a deeply nested document, as a tenant's ConfigMap may hold one: each node is decoded
+// once, so the time grows with the size, not with size times depth.
+func BenchmarkDecodeYAMLDeep(b *testing.B) {
+	doc := []byte(strings.Repeat("{a: ", 2000) + "[" + strings.TrimSuffix(strings.Repeat("1,", 20000), ",") + "]" +
+		strings.Repeat("}", 2000) + "\n")
+	for b.Loop() {
+		if _, err := decodeYAML(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
