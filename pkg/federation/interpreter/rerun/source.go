@@ -13,6 +13,7 @@ import (
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
@@ -21,7 +22,7 @@ import (
 func Bindings(n *Notifier, reader client.Reader, ops ...interpreter.Operation) source.Source {
 	return fromList(n, "bindings", func(ctx context.Context, a interpreter.Affected) ([]reconcile.Request, error) {
 		var list workv1alpha1.ResourceBindingList
-		if err := reader.List(ctx, &list); err != nil {
+		if err := reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // only read
 			return nil, err
 		}
 		return BindingsAffected(list.Items, a, ops...), nil
@@ -29,11 +30,12 @@ func Bindings(n *Notifier, reader client.Reader, ops ...interpreter.Operation) s
 }
 
 // Works is a source that, on each change n tells of, queues the Works reader holds (the manager's cache) that
-// carry a manifest of a kind the change affects for one of ops.
+// carry a manifest of a kind the change affects for one of ops. Only Works labelled with their cluster, the ones the
+// stages take: a Work without the label is not the federation's.
 func Works(n *Notifier, reader client.Reader, ops ...interpreter.Operation) source.Source {
 	return fromList(n, "works", func(ctx context.Context, a interpreter.Affected) ([]reconcile.Request, error) {
 		var list workv1alpha1.WorkList
-		if err := reader.List(ctx, &list); err != nil {
+		if err := reader.List(ctx, &list, client.HasLabels{names.ClusterLabel}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		return WorksAffected(list.Items, a, ops...), nil
