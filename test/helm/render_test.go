@@ -203,9 +203,9 @@ func TestSchemaRejects(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
 		{"federator.podDisruptionBudget.maxUnavailable=0", "/federator/podDisruptionBudget/maxUnavailable"},
 		{"federator.podDisruptionBudget.maxUnavailable=0%", "/federator/podDisruptionBudget/maxUnavailable"},
-		{"federator.podDisruptionBudget.maxUnavailable=1", "/federator/podDisruptionBudget/maxUnavailable"}, // a PDB's string is a percentage
 		{"federator.podDisruptionBudget.maxUnavailable=101%", "/federator/podDisruptionBudget/maxUnavailable"},
 		{"manager.podDisruptionBudget.minAvailable=100%", "/manager/podDisruptionBudget/minAvailable"},
+		{"manager.podDisruptionBudget.minAvailable=10", "/manager/podDisruptionBudget/minAvailable"},
 	} {
 		schemaRefuses(t, "--set-string", tc.set, tc.want)
 	}
@@ -254,6 +254,9 @@ func TestBudgetsThatLeaveDrainsPossible(t *testing.T) {
 		{[]string{"--set", "manager.replicas=3,manager.podDisruptionBudget.minAvailable=2"}, "minAvailable: 2"},
 		{[]string{"--set", "manager.replicas=3", "--set-string", "manager.podDisruptionBudget.minAvailable=66%"}, `minAvailable: "66%"`},
 		{[]string{"--set-string", "federator.podDisruptionBudget.maxUnavailable=100%"}, `maxUnavailable: "100%"`},
+		// A count written as a string (a values file's "2") is a count, rendered as a number.
+		{[]string{"--set", "manager.replicas=3", "--set-string", "manager.podDisruptionBudget.minAvailable=2"}, "minAvailable: 2"},
+		{[]string{"--set-string", "federator.podDisruptionBudget.maxUnavailable=1"}, "maxUnavailable: 1"},
 	} {
 		args := append([]string{"template", "fedmesh", ChartDir(), "--namespace", Namespace}, tc.set...)
 		out, err := Run(t.TempDir(), args...)

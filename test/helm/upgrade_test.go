@@ -44,6 +44,19 @@ func TestUpgradeAsTheREADMESays(t *testing.T) {
 	if err := os.WriteFile(crd, field.ReplaceAll(data, nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// And a setting the previous chart did not have: the README's upgrade must render the new chart's default.
+	valuesFile := filepath.Join(previous, "values.yaml")
+	values, err := os.ReadFile(valuesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace := regexp.MustCompile(`\n  releaseGrace: 10s`)
+	if !grace.Match(values) {
+		t.Fatal("no federator.releaseGrace: 10s in values.yaml to cut out")
+	}
+	if err := os.WriteFile(valuesFile, grace.ReplaceAll(values, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	helmDir := t.TempDir()
 	if _, err := Run(helmDir, "install", "fedmesh", previous, "--create-namespace", "--kubeconfig", host.Kubeconfig(),
 		"--namespace", Namespace); err != nil {
@@ -62,6 +75,14 @@ func TestUpgradeAsTheREADMESays(t *testing.T) {
 		}
 	}
 	shell(upgrade)
+	manifest, err := Run(helmDir, "get", "manifest", "fedmesh", "--kubeconfig", host.Kubeconfig(), "--namespace", Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(manifest, "--release-grace=10s") {
+		t.Errorf("after the README's upgrade the federator lacks the new chart's --release-grace=10s (the previous "+
+			"chart's values were kept whole?)")
+	}
 
 	dyn := dynamic.NewForConfigOrDie(host.Config())
 	policies := dyn.Resource(schema.GroupVersionResource{Group: "policy.fedmesh.io", Version: "v1alpha1", Resource: "propagationpolicies"})

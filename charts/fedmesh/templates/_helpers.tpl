@@ -186,8 +186,8 @@ preferredDuringSchedulingIgnoredDuringExecution:
       matchLabelKeys: [apps.kubernetes.io/pod-index]
 {{- end }}
 
-{{/* A PodDisruptionBudget's count or percentage: a percentage quoted, a count as an integer (a large number from a
-values file would otherwise print as 1e+06, which is neither). */}}
+{{/* A PodDisruptionBudget's count or percentage: a percentage quoted, a count (a number, or digits given as a
+string) as an integer (a large number from a values file would otherwise print as 1e+06, which is neither). */}}
 {{- define "fedmesh.intOrPercent" -}}
-{{- if kindIs "string" . }}{{ quote . }}{{ else }}{{ int . }}{{ end -}}
+{{- if and (kindIs "string" .) (hasSuffix "%" .) }}{{ quote . }}{{ else }}{{ int . }}{{ end -}}
 {{- end }}
