@@ -151,25 +151,35 @@ type Outcome struct {
 	Code int
 	// Err is a transport error or timeout on the way to the upstream. It counts as a failure.
 	Err error
-	// Canceled means the caller went away first: neither a success nor a failure of the upstream.
+	// Canceled means the caller went away first: neither a success nor a failure of the upstream, unless it was
+	// Unanswered.
 	Canceled bool
+	// Unanswered, with Canceled, means the caller went away before the response headers came, Latency after
+	// forwarding: a breaker whose latency threshold that wait exceeds counts a failure (a hung upstream's callers
+	// all give up on it), any other breaker counts nothing.
+	Unanswered bool
 	// Unsent means the request never reached the upstream (its caller left while it waited, or the handler
 	// answered it itself): its rate-limit tokens are given back.
 	Unsent bool
-	// Latency is the time from forwarding to the response headers (or to the end, for short requests).
+	// Latency is the time from forwarding to the response headers, or to the end when none came: how long the
+	// caller then takes to read the body is not the upstream's.
 	Latency time.Duration
 }
 
-// failed says whether a breaker should count o as a failure: 5xx and 429 responses, transport errors and
-// timeouts, missing responses, and (for short requests with a threshold) slow responses.
-func (o Outcome) failed(latencyThreshold time.Duration, longRunning bool) bool {
+// judged is what a breaker counts o as: errFailed for 5xx and 429 responses, transport errors and timeouts,
+// missing responses, and (for short requests with a threshold) slow responses; nil for a success; errExcluded when
+// the caller went away first, unless the upstream had already been slower than the threshold.
+func (o Outcome) judged(latencyThreshold time.Duration, longRunning bool) error {
+	slow := latencyThreshold > 0 && !longRunning && o.Latency > latencyThreshold
 	switch {
-	case o.Err != nil, o.Code == 0, o.Code >= 500, o.Code == 429:
-		return true
-	case latencyThreshold > 0 && !longRunning && o.Latency > latencyThreshold:
-		return true
+	case o.Canceled && o.Unanswered && slow:
+		return errFailed
+	case o.Canceled:
+		return errExcluded
+	case o.Err != nil, o.Code == 0, o.Code >= 500, o.Code == 429, slow:
+		return errFailed
 	}
-	return false
+	return nil
 }
 
 // Clock is the engine's source of time; tests use a fake one.

@@ -57,6 +57,8 @@ type circuit struct {
 type clusterBreaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	openedAt atomic.Int64 // wall-clock UnixNano of the last transition to open
+	// changes counts state changes, each of which starts gobreaker's counts afresh (a new generation).
+	changes atomic.Uint64
 	// forgotten is set once its cluster left (circuit.forget): like retired, for this breaker alone.
 	forgotten atomic.Bool
 }
@@ -94,6 +96,7 @@ func (c *circuit) forCluster(cluster string) *clusterBreaker {
 		// Called under the gobreaker's lock, on the request that notices the change: the open-to-half-open
 		// transition is seen only when the next request arrives.
 		OnStateChange: func(_ string, from, to gobreaker.State) {
+			b.changes.Add(1)
 			if to == gobreaker.StateOpen {
 				b.openedAt.Store(time.Now().UnixNano())
 			}
@@ -121,9 +124,11 @@ func (r BreakerRule) readyToTrip(counts gobreaker.Counts) bool {
 // 503 decision: Retry-After is the rest of the open timeout, or 1s when half-open probes are all taken.
 func (c *circuit) allow(cluster string) (probe, *Decision) {
 	b := c.forCluster(cluster)
+	// Read before Allow: a change in between only makes the probe report the way gobreaker would.
+	changes := b.changes.Load()
 	report, err := b.cb.Allow()
 	if err == nil {
-		return probe{report: report, latencyThreshold: c.rule.LatencyThreshold}, nil
+		return probe{breaker: b, report: report, changes: changes, latencyThreshold: c.rule.LatencyThreshold}, nil
 	}
 	retryAfter := time.Second
 	state := "half-open and probing"
@@ -184,19 +189,36 @@ func (c *circuit) statuses() []BreakerStatus {
 
 // probe is an admitted request's pending report to one breaker.
 type probe struct {
-	report           func(error)
+	breaker *clusterBreaker
+	report  func(error)
+	// changes is breaker.changes when the request was admitted.
+	changes          uint64
 	latencyThreshold time.Duration
 }
 
+// finish counts the request's outcome when it ends. gobreaker's report files it in the bucket of the rolling window
+// the request started in, and drops it once that bucket has left the window: every 504 kube-apiserver gives after
+// its 60s request timeout would be lost with the default 60s interval. So while the breaker has stayed closed since
+// the admission, that report only takes the request off the count (excluded), and the outcome goes through a fresh
+// Allow, which a closed breaker always grants, into the current bucket. A half-open probe's outcome, or one of a
+// breaker that changed state since (whose counts started afresh), goes the way gobreaker would take it.
 func (p probe) finish(r Request, o Outcome) {
-	switch {
-	case o.Canceled:
-		p.report(errExcluded)
-	case o.failed(p.latencyThreshold, r.LongRunning):
-		p.report(errFailed)
-	default:
-		p.report(nil)
+	result := o.judged(p.latencyThreshold, r.LongRunning)
+	b := p.breaker
+	if result == errExcluded || b.changes.Load() != p.changes || b.cb.State() != gobreaker.StateClosed {
+		p.report(result)
+		return
 	}
+	p.report(errExcluded)
+	report, err := b.cb.Allow()
+	if err != nil {
+		return // opened meanwhile
+	}
+	if b.changes.Load() != p.changes {
+		report(errExcluded) // changed meanwhile: the outcome is of counts gone, and must not take a probe's place
+		return
+	}
+	report(result)
 }
 
 // departedClusters are the clusters Engine.ForgetCluster dropped, until they join again. Read only when a cluster's

@@ -18,10 +18,12 @@ import (
 // outcome of every forwarded request goes back to the engine. Only a request next marks as Sent is judged: an
 // answer next gives itself (a refusal, a 404) says nothing of the upstream, and counts neither way.
 //
-// Latency is measured from forwarding, so rate-limit waits and injected delays never trip a latency breaker. For
-// long-running requests (classify sets Request.LongRunning) the outcome is reported when the response headers are
-// written, not when the stream ends: a watch that was established is a success, and a half-open breaker's probe
-// must not be held for the hours a watch may last.
+// Latency is measured from forwarding to the response headers, so rate-limit waits and injected delays never trip a
+// latency breaker, nor does a caller reading a large answer slowly. A caller that leaves before the headers has
+// waited that long for them: a latency breaker judges the wait (a hung upstream's callers all give up), others count
+// it neither way. For long-running requests (classify sets Request.LongRunning) the outcome is reported when the
+// response headers are written, not when the stream ends: a watch that was established is a success, and a
+// half-open breaker's probe must not be held for the hours a watch may last.
 func Middleware(engine *Engine, classify func(*http.Request) Request, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r := classify(req)
@@ -43,21 +45,35 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 
 		start := engine.opts.Clock.Now()
 		rw := &outcomeWriter{ResponseWriter: w}
-		var once sync.Once
+		var (
+			once      sync.Once
+			headersAt time.Time // when the response headers were written
+			answered  bool      // the headers were written before the caller left
+		)
 		report := func(o Outcome) {
 			once.Do(func() {
-				o.Latency = engine.opts.Clock.Now().Sub(start)
+				end := headersAt
+				if end.IsZero() {
+					end = engine.opts.Clock.Now()
+				}
+				o.Latency = end.Sub(start)
 				// A caller that left is no outcome of the upstream's, whether the copy then broke (the panic
-				// below) or not.
-				if req.Context().Err() != nil || rw.excused || !rw.sent {
+				// below) or not; unless no answer had come, which a latency breaker judges by the wait.
+				left := req.Context().Err() != nil
+				if left || rw.excused || !rw.sent {
 					o.Canceled = true
 				}
+				o.Unanswered = left && !answered && rw.sent && !rw.excused
 				o.Unsent = o.Unsent || !rw.sent
 				engine.Done(r, d, o)
 			})
 		}
-		if r.LongRunning {
-			rw.onHeader = func(code int) { report(Outcome{Code: code}) }
+		rw.onHeader = func(code int) {
+			headersAt = engine.opts.Clock.Now()
+			answered = req.Context().Err() == nil
+			if r.LongRunning {
+				report(Outcome{Code: code})
+			}
 		}
 		defer func() {
 			if p := recover(); p != nil {
@@ -128,7 +144,7 @@ func WriteStatus(w http.ResponseWriter, d Decision) {
 	_ = json.NewEncoder(w).Encode(status) // the caller may be gone; nothing to do about it
 }
 
-// outcomeWriter records the response status and, for long-running requests, calls onHeader when it is sent.
+// outcomeWriter records the response status and calls onHeader when it is sent.
 type outcomeWriter struct {
 	http.ResponseWriter
 	code     int

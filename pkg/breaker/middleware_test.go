@@ -316,3 +316,80 @@ func TestMiddlewareUnsentAnswerIsNotJudged(t *testing.T) {
 		t.Errorf("transitions %q, want %q: the local 403 must neither close the breaker nor hold its probe", got, want)
 	}
 }
+
+// TestMiddlewareJudgesLatencyToHeaders: a latency breaker judges the upstream by how long its response headers
+// took, not by how long the caller took to read the body; and a caller that gave up waiting for the headers longer
+// than the threshold has met a slow upstream (a hung member, whose callers all time out). The handler plays each
+// case's steps on a fake clock, under a breaker that opens at its first failure.
+func TestMiddlewareJudgesLatencyToHeaders(t *testing.T) {
+	const threshold = time.Second
+	tests := []struct {
+		name string
+		// steps, in order: wait (2×threshold) or brief-wait (threshold/2) on the clock, headers (200), body,
+		// leave (the caller's context ends, as when it goes away), excuse (Excuse).
+		steps       string
+		noThreshold bool
+		watch       bool
+		wantOpen    bool
+	}{
+		{name: "slow headers", steps: "wait headers body", wantOpen: true},
+		{name: "fast headers, slowly read body", steps: "headers wait body"},
+		{name: "caller gave up waiting past the threshold", steps: "wait leave", wantOpen: true},
+		{name: "caller gave up past the threshold, then the handler answered", steps: "wait leave headers",
+			wantOpen: true},
+		{name: "caller gave up within the threshold", steps: "brief-wait leave"},
+		{name: "caller left after slow headers", steps: "wait headers leave"},
+		{name: "caller gave up without a threshold", steps: "wait leave", noThreshold: true},
+		{name: "caller gave up on an excused request", steps: "excuse wait leave"},
+		{name: "caller gave up on a watch", steps: "wait leave", watch: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{now: time.Unix(0, 0)}
+			rule := BreakerRule{Name: "upstream", ConsecutiveFailures: 1, LatencyThreshold: threshold,
+				OpenTimeout: time.Hour}
+			if tt.noThreshold {
+				rule.LatencyThreshold = 0
+			}
+			e, err := New(Policy{Breakers: []BreakerRule{rule}}, Options{Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, leave := context.WithCancel(context.Background())
+			defer leave()
+			path := "/clusters/member1/pods"
+			if tt.watch {
+				path += "?watch=1"
+			}
+			req := httptest.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+			Middleware(e, classifyTestPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				Sent(w)
+				for _, step := range strings.Fields(tt.steps) {
+					switch step {
+					case "wait":
+						clock.now = clock.now.Add(2 * threshold)
+					case "brief-wait":
+						clock.now = clock.now.Add(threshold / 2)
+					case "headers":
+						w.WriteHeader(http.StatusOK)
+					case "body":
+						_, _ = w.Write([]byte("{}"))
+					case "leave":
+						leave()
+					case "excuse":
+						Excuse(w)
+					default:
+						t.Fatalf("unknown step %q", step)
+					}
+				}
+			})).ServeHTTP(httptest.NewRecorder(), req)
+			want := "upstream/member1=closed"
+			if tt.wantOpen {
+				want = "upstream/member1=open"
+			}
+			if got := breakerList(e); got != want {
+				t.Errorf("steps %q: breakers %q, want %q", tt.steps, got, want)
+			}
+		})
+	}
+}
