@@ -163,8 +163,9 @@ type InFlightLimit struct {
 }
 
 // CircuitBreaker opens after too many failures, then lets a few probe requests through (half-open) once openTimeout
-// has passed; it closes when they all succeed. Failures are responses with status 5xx or 429, timeouts, and
-// responses slower than latencyThreshold.
+// has passed; it closes when they all succeed. Failures are responses with status 5xx or 429 (a member's own 504
+// timeouts included), timeouts on the way to the member, and answers whose headers come later than
+// latencyThreshold. Each outcome counts when its request ends.
 // +kubebuilder:validation:XValidation:rule="has(self.failureRatioPercent) || has(self.consecutiveFailures)",message="a circuit breaker needs failureRatioPercent or consecutiveFailures"
 type CircuitBreaker struct {
 	// Name identifies the rule.
@@ -200,7 +201,8 @@ type CircuitBreaker struct {
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// LatencyThreshold counts a response slower than this as a failure. Unset means latency is not judged.
+	// LatencyThreshold counts as a failure a response whose headers come later than this after forwarding, and a
+	// request whose caller gave up after waiting longer than this for them. Unset means latency is not judged.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +optional
