@@ -10,7 +10,9 @@
 // Contract for the manager:
 //   - Observation.Owned is what the canary shard owns in the assignment that every proxy has acknowledged. A step's
 //     pause (and its metrics window) starts only when Owned equals the State's Canary set.
-//   - The metrics of an Observation count from State.StepStart; restart the counters when it changes.
+//   - The metrics of an Observation count from State.StepStart; restart the counters when it changes. If they
+//     could only start later (a manager restarted mid-step), say when in Observation.MeasuredSince: the step's
+//     pause then runs from there.
 //   - Actions are levels, not edges: Pause holds until the action is Continue again; Rollback and Promote stick.
 //     Promote is approval: the steps and their analysis still run, and promotion follows the last step.
 //   - On Promote the Result asks for the stable shards to be rolled to the canary's version (Result.Promote) while the

@@ -27,11 +27,16 @@ import (
 //	handover         every proxy acknowledged the last Result: Owned becomes the State's Canary set
 //	rolled-out       the stable shards run the canary's version
 //	advance D        moves the clock
+//	edit [namespaces=a,b] [steps=...] [max-...=N]
+//	                 the user edits the spec mid-rollout: the State goes through the old plan's Status and the new
+//	                 plan's Restore, as the manager reads it back; prints the restored State
+//	restart-manager  the manager restarts: the State goes through Status and Restore, and the metrics count again
+//	                 from now (Observation.MeasuredSince); prints the restored State
 //	step             calls Step and prints the State, the Result and the events
 //
-// Like the manager's, the metrics restart at 0 whenever StepStart changes. Every step also checks that Step is
-// pure (a second call gives the same answer), that its State is a fixpoint (calling again with it records nothing
-// and changes nothing), and that the canary's set only grows until the rollout ends.
+// Like the manager's, the metrics restart at 0 (and MeasuredSince is cleared) whenever StepStart changes. Every step
+// also checks that Step is pure (a second call gives the same answer), that its State is a fixpoint (calling again
+// with it records nothing and changes nothing), and that the canary's set only grows until the rollout ends.
 func TestScripts(t *testing.T) {
 	scripttest.Run(t, func(t *testing.T, file string) scripttest.Runner {
 		s := &script{t: t, now: scriptStart}
@@ -98,6 +103,24 @@ func (s *script) run(file string, line int, cmd string) []string {
 			return fail("%v", err)
 		}
 		s.now = s.now.Add(d)
+	case "edit":
+		spec, err := specOf(args)
+		if err != nil {
+			return fail("%v", err)
+		}
+		edited, err := FromSpec(spec)
+		if err != nil {
+			return strings.Split(err.Error(), "\n")
+		}
+		st := s.plan.Status(s.state)
+		s.plan, s.state = edited, edited.Restore(&st, s.state.Canary)
+		return []string{"restored: " + s.describeState(s.state)}
+	case "restart-manager":
+		st := s.plan.Status(s.state)
+		s.state = s.plan.Restore(&st, s.state.Canary)
+		s.obs.Requests, s.obs.Errors, s.obs.BreakerTrips, s.obs.Restarts = 0, 0, 0, 0
+		s.obs.MeasuredSince = s.now
+		return []string{"restored: " + s.describeState(s.state)}
 	case "step":
 		return s.step(fail)
 	default:
@@ -129,9 +152,9 @@ func (s *script) step(fail func(string, ...any) []string) []string {
 	}
 	if !next.StepStart.Equal(s.state.StepStart) {
 		s.obs.Requests, s.obs.Errors, s.obs.BreakerTrips, s.obs.Restarts = 0, 0, 0, 0
+		s.obs.MeasuredSince = time.Time{}
 	}
-	out := []string{fmt.Sprintf("%s step=%d start=%s canary=%s (%s)", next.Phase, next.Step, s.since(next.StepStart),
-		s.describeSet(next.Canary), grew)}
+	out := []string{fmt.Sprintf("%s (%s)", s.describeState(next), grew)}
 	flags := fmt.Sprintf("result: requeue=%v", res.RequeueAfter)
 	if res.Promote {
 		flags += " promote"
@@ -145,6 +168,10 @@ func (s *script) step(fail func(string, ...any) []string) []string {
 	}
 	s.state = next
 	return out
+}
+
+func (s *script) describeState(st State) string {
+	return fmt.Sprintf("%s step=%d start=%s canary=%s", st.Phase, st.Step, s.since(st.StepStart), s.describeSet(st.Canary))
 }
 
 func (s *script) since(t time.Time) string {

@@ -48,7 +48,7 @@ type State struct {
 	Message string
 }
 
-// Observation is what the manager saw of the canary. Metrics count from State.StepStart.
+// Observation is what the manager saw of the canary. Metrics count from State.StepStart (or MeasuredSince).
 type Observation struct {
 	// Owned is what the canary shard owns in the assignment every proxy has acknowledged.
 	Owned shard.Set
@@ -63,6 +63,10 @@ type Observation struct {
 	// Unmeasured counts the canary pods whose proxy metrics could not be read in the step's window (no address, a
 	// failed scrape, or only a baseline so far): their requests, errors and trips are unknown, not zero.
 	Unmeasured int
+	// MeasuredSince, if after State.StepStart, is when the counters above began: a manager restarted mid-step lost
+	// the counts from before. The step's pause then runs from MeasuredSince, so the step passes only on a full
+	// window of counts. Zero means the counters run from StepStart.
+	MeasuredSince time.Time
 	// Action is the user's spec.canary.action; empty means Continue.
 	Action v1alpha1.CanaryAction
 	// StableRolledOut reports that, after a promotion, every stable shard runs the canary's version.

@@ -22,8 +22,12 @@ import (
 //     return every namespace to the stable shards. This holds while Paused and while waiting to be promoted.
 //     With an error-rate or breaker-trip bound, canary pods whose metrics could not be read (Unmeasured) hold the
 //     rollout at its step once the pause is over, with a warning, until they can be: it never moves on unmeasured.
-//   - Action Pause holds the rollout at its step (before the first step it stays Pending). Continue resumes it, with
-//     a fresh pause once the handover is done.
+//   - A plan edited under the rollout so that the State's canary set lacks its step's set hands that step over
+//     again (e.g. named namespaces removed, which shifts the step indexes).
+//   - Action Pause holds the rollout at its step (before the first step it stays Pending); a handover that finishes
+//     while paused starts the step's analysis. Continue resumes it, with a fresh pause once the handover is done;
+//     Promote resumes a step whose pause is over without a fresh one.
+//   - The pause runs from StepStart, or from Observation.MeasuredSince if later (counts lost to a manager restart).
 //   - A step hands over, then waits its pause; then the next step starts. After the last step the rollout waits,
 //     analysing, for action Promote, or promotes itself if Plan.AutoPromote.
 //   - Action Promote is approval, not a skip: set earlier, it advances like Continue and promotes once the last step
@@ -65,14 +69,28 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 		return rollback(s, RolledBack, EventNormal, "RolledBack", "action Rollback")
 	}
 
+	if s.Phase != Pending && !s.Canary.ContainsSet(p.Set(s.Step)) {
+		// The plan was edited under the rollout (e.g. its named namespaces removed, so that the restored step index
+		// now names a later step): hand the step over and analyse it rather than pass it unseen.
+		return startStep(p, s, s.Step)
+	}
+
 	if !s.StepStart.IsZero() {
-		if failure := analyse(p.Analysis, o, now.Sub(s.StepStart) >= p.pause(s.Step)); failure != "" {
+		if failure := analyse(p.Analysis, o, p.pauseOver(s, o, now)); failure != "" {
 			return rollback(s, Failed, EventWarning, "AnalysisFailed", p.describe(s.Step)+": "+failure)
 		}
 	}
 
 	if o.Action == v1alpha1.CanaryPause {
-		if s.Phase == Paused || s.Phase == Pending { // Pending: nothing has moved, nothing to hold
+		switch {
+		case s.Phase == Pending: // nothing has moved, nothing to hold
+			return s, Event{}, false
+		case s.Phase == Paused && s.StepStart.IsZero() && o.Owned.Equal(s.Canary):
+			// Handed over while paused: the analysis, which runs while paused, needs its window to start.
+			s.StepStart = now
+			s.Message = fmt.Sprintf("%s: handed over while paused; analysing", p.describe(s.Step))
+			return s, Event{EventNormal, "Analyzing", s.Message}, true
+		case s.Phase == Paused:
 			return s, Event{}, false
 		}
 		s.Phase, s.Message = Paused, "action Pause holds the rollout at "+p.describe(s.Step)
@@ -83,6 +101,11 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 	case Pending:
 		return startStep(p, s, 0)
 	case Paused:
+		if o.Action == v1alpha1.CanaryPromote && !s.StepStart.IsZero() && o.Owned.Equal(s.Canary) && p.pauseOver(s, o, now) {
+			// Approval of a step analysed for its whole pause (paused or not): no second pause.
+			s.Phase, s.Message = Analyzing, "resumed at "+p.describe(s.Step)+" by action Promote; its pause is over"
+			return s, Event{EventNormal, "Resumed", s.Message}, true
+		}
 		s.Phase, s.StepStart = Progressing, time.Time{}
 		if o.Owned.Equal(s.Canary) {
 			s.Phase, s.StepStart = Analyzing, now
@@ -97,7 +120,7 @@ func transition(p Plan, s State, o Observation, now time.Time) (next State, ev E
 		s.Message = fmt.Sprintf("%s: handed over; analysing for %v", p.describe(s.Step), p.pause(s.Step))
 		return s, Event{EventNormal, "Analyzing", s.Message}, true
 	case Analyzing:
-		if now.Sub(s.StepStart) < p.pause(s.Step) {
+		if !p.pauseOver(s, o, now) {
 			return s, Event{}, false
 		}
 		if why := unmeasured(p.Analysis, o); why != "" {
@@ -153,11 +176,25 @@ func result(p Plan, s State, o Observation, now time.Time, events []Event) Resul
 		r.Finished, r.RequeueAfter = true, 0
 	}
 	if s.Phase == Analyzing {
-		if left := p.pause(s.Step) - now.Sub(s.StepStart); left > 0 {
+		if left := p.pause(s.Step) - now.Sub(windowStart(s, o)); left > 0 {
 			r.RequeueAfter = min(left, p.Interval)
 		}
 	}
 	return r
+}
+
+// pauseOver reports whether the current step (handed over, StepStart set) has been analysed for its whole pause.
+func (p Plan) pauseOver(s State, o Observation, now time.Time) bool {
+	return now.Sub(windowStart(s, o)) >= p.pause(s.Step)
+}
+
+// windowStart is when the step's metrics window began: StepStart, or the later Observation.MeasuredSince of a
+// manager that lost the counts from before it, so that the step is judged on a full window of counts.
+func windowStart(s State, o Observation) time.Time {
+	if o.MeasuredSince.After(s.StepStart) {
+		return o.MeasuredSince
+	}
+	return s.StepStart
 }
 
 // pause is step i's pause; 0 for an index outside the plan (a plan edited mid-rollout).

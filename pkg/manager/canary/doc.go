@@ -18,5 +18,8 @@
 // Counters are deltas since the rollout step began (State.StepStart). The baseline of each pod is its first
 // observation in the step, or zero for a pod created after the step began. Baselines live in memory, keyed by the
 // ShardingConfig and the step's start: a restarted manager takes new baselines, so what happened between the
-// step's start and the restart is not counted. A counter that went down (a restarted proxy) counts from zero.
+// step's start and the restart is not counted. It says so (Measurement.MeasuredSince), and the rollout runs the
+// step's pause again from then, so that the step is judged on a full window; a container whose last termination
+// finished after the step's start counts as at least one restart in it. A counter that went down (a restarted
+// proxy) counts from zero.
 package canary

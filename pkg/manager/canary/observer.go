@@ -36,6 +36,10 @@ type Measurement struct {
 	// Unmeasured counts the canary pods whose proxy metrics this step has not read: no address, a failed scrape,
 	// or only a baseline so far. Their requests, errors and trips are unknown, not zero.
 	Unmeasured int
+	// MeasuredSince is when this Observer took its baselines, if it did not see the step begin (a manager
+	// restarted mid-step): the counts run from then, not from the step's start (pkg/canary's
+	// Observation.MeasuredSince). Zero when they run from the step's start.
+	MeasuredSince time.Time
 }
 
 // MetricsAddress is the "host:port" of the injected proxy's /metrics on pod: MetricsAnnotation if set, else the
@@ -74,9 +78,12 @@ type Observer struct {
 	windows map[string]*window
 }
 
-// window is one step's baselines and running totals, per pod.
+// window is one step's baselines and running totals, per pod. A window with a zero start marks a rollout seen
+// between steps, so that the next step's window is known to begin with the step.
 type window struct {
 	start time.Time
+	// since is when the baselines were taken if the Observer met the step already under way; zero otherwise.
+	since time.Time
 	pods  map[ktypes.UID]*podCounters
 }
 
@@ -105,8 +112,11 @@ func (c *counter) observe(v float64, fromZero bool) {
 
 // Observe measures pods, the canary pods of the ShardingConfig key, for the step that began at stepStart. A zero
 // stepStart (a step still handing over) measures readiness only and forgets the baselines. A new stepStart starts
-// new baselines. Proxies whose metrics cannot be read are skipped, counted in Measurement.Unmeasured and reported in
-// the error, which is informational: the Measurement is still usable.
+// new baselines. If the Observer meets a step already under way (it has seen nothing of the key since it was made
+// or told to Forget it: a restarted manager), the counts run from its first measurement (Measurement.MeasuredSince),
+// and a container whose last termination finished after stepStart counts as at least one restart in the step.
+// Proxies whose metrics cannot be read are skipped, counted in Measurement.Unmeasured and reported in the error,
+// which is informational: the Measurement is still usable.
 func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time, pods []corev1.Pod) (Measurement, error) {
 	var m Measurement
 	for _, p := range pods {
@@ -116,7 +126,12 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 		}
 	}
 	if stepStart.IsZero() {
-		o.Forget(key)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.windows == nil {
+			o.windows = map[string]*window{}
+		}
+		o.windows[key] = &window{} // no baselines, but the next step is seen to begin
 		return m, nil
 	}
 	type scraped struct {
@@ -140,9 +155,14 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 	}
 	w := o.windows[key]
 	if w == nil || !w.start.Equal(stepStart) {
+		met := w == nil // nothing seen of the rollout before: the step is already under way
 		w = &window{start: stepStart, pods: map[ktypes.UID]*podCounters{}}
+		if met {
+			w.since = time.Now()
+		}
 		o.windows[key] = w
 	}
+	m.MeasuredSince = w.since
 	var errs []string
 	for _, p := range pods {
 		pc := w.pods[p.UID]
@@ -151,7 +171,12 @@ func (o *Observer) Observe(ctx context.Context, key string, stepStart time.Time,
 			w.pods[p.UID] = pc
 		}
 		bornInStep := p.CreationTimestamp.After(stepStart)
+		baseline := !pc.restarts.seen && !bornInStep
 		pc.restarts.observe(float64(restarts(&p)), bornInStep)
+		if baseline && !w.since.IsZero() {
+			// A baseline taken late hides the restarts before it; those that finished in the step show.
+			pc.restarts.acc += float64(terminatedSince(&p, stepStart))
+		}
 		s := metrics[p.UID]
 		if s.err != nil {
 			m.Unmeasured++
@@ -213,6 +238,17 @@ func restarts(p *corev1.Pod) int32 {
 	}
 	for _, cs := range p.Status.InitContainerStatuses {
 		n += cs.RestartCount
+	}
+	return n
+}
+
+// terminatedSince counts the containers (init containers included) of p whose last termination finished after t.
+func terminatedSince(p *corev1.Pod, t time.Time) int {
+	n := 0
+	for _, cs := range slices.Concat(p.Status.ContainerStatuses, p.Status.InitContainerStatuses) {
+		if term := cs.LastTerminationState.Terminated; term != nil && term.FinishedAt.After(t) {
+			n++
+		}
 	}
 	return n
 }

@@ -67,6 +67,9 @@ func TestObserverCountsFromTheStepStart(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 4}}}}
 	var o Observer
 	ctx := context.Background()
+	if _, err := o.Observe(ctx, "ops/op", time.Time{}, []corev1.Pod{pod}); err != nil { // the step hands over
+		t.Fatal(err)
+	}
 	fp.set(100, 10, 1) // trips before the step do not count
 	m, err := o.Observe(ctx, "ops/op", start, []corev1.Pod{pod})
 	if err != nil || m != (Measurement{Ready: 1, Total: 1, Unmeasured: 1}) { // a baseline measures nothing yet

@@ -194,6 +194,7 @@ func (r *Reconciler) rollout(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		// rolled out, and the canary's namespaces must not go back to it yet.
 		StableRolledOut: mcanary.RunImages(pods.stable, promoted) && pods.everyShard(int(sc.Spec.Shards)),
 		Unmeasured:      m.Unmeasured,
+		MeasuredSince:   m.MeasuredSince,
 	}
 	promotion := sc.Spec.Canary.Promotion
 	var promo *meshv1alpha1.CanaryPromotionStatus
