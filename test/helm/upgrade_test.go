@@ -80,7 +80,7 @@ func TestUpgradeAsTheREADMESays(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(manifest, "--release-grace=10s") {
-		t.Errorf("after the README's upgrade the federator lacks the new chart's --release-grace=10s (the previous "+
+		t.Errorf("after the README's upgrade the federator lacks the new chart's --release-grace=10s (the previous " +
 			"chart's values were kept whole?)")
 	}
 
