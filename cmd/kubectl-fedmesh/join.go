@@ -60,7 +60,8 @@ In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and
 ` + managedByLabel + `=` + managedBy + `) and the Push-mode Cluster NAME, whose apiEndpoint is the member
 kubeconfig's server, and proxyURL its proxy-url. A kubeconfig whose server is not https, or with tls-server-name, is
 refused: a Cluster cannot carry them. So is a NAME whose Secret join did not make and no Cluster NAME names (another's,
-the chart's certificates say).
+the chart's certificates say), and one whose Secret another Cluster names (its credentials, which join would
+overwrite: a Cluster copied from NAME's shares its Secret, and unjoin of NAME kept it).
 
 Running join again brings everything up to date. A Cluster NAME that already stands for another cluster (another
 kube-system UID) is an error: unjoin it first. So is a cluster already joined under another name, and the host
@@ -200,8 +201,9 @@ func httpsEndpoint(server string) error {
 	return nil
 }
 
-// refuseForeignSecret refuses to write the credentials over a Secret NAME that join did not make (it has not
-// join's label) unless Cluster NAME, if it was found (existing has a UID), names it: an older join's Secret.
+// refuseForeignSecret refuses to write the credentials over a Secret NAME that is not cluster NAME's: one join did
+// not make (it has not join's label) unless Cluster NAME, if it was found (existing has a UID), names it (an older
+// join's Secret); and one that another Cluster names, whose credentials it holds.
 func refuseForeignSecret(ctx context.Context, host client.Client, name string, existing *clusterv1alpha1.Cluster) error {
 	var secret corev1.Secret
 	switch err := host.Get(ctx, client.ObjectKey{Namespace: names.SystemNamespace, Name: name}, &secret); {
@@ -210,13 +212,25 @@ func refuseForeignSecret(ctx context.Context, host client.Client, name string, e
 	case err != nil:
 		return fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
 	}
-	ref := existing.Spec.SecretRef
-	if secret.Labels[managedByLabel] == managedBy ||
-		existing.UID != "" && ref != nil && ref.Namespace == names.SystemNamespace && ref.Name == name {
-		return nil
+	namesIt := func(c *clusterv1alpha1.Cluster) bool {
+		ref := c.Spec.SecretRef
+		return ref != nil && ref.Namespace == secret.Namespace && ref.Name == secret.Name
 	}
-	return fmt.Errorf("secret %s/%s exists and is not a join's (no label %s=%s, no Cluster %s names it): pick another name, "+
-		"or delete the Secret if it is a join's left behind", names.SystemNamespace, name, managedByLabel, managedBy, name)
+	if secret.Labels[managedByLabel] != managedBy && (existing.UID == "" || !namesIt(existing)) {
+		return fmt.Errorf("secret %s/%s exists and is not a join's (no label %s=%s, no Cluster %s names it): pick another name, "+
+			"or delete the Secret if it is a join's left behind", secret.Namespace, name, managedByLabel, managedBy, name)
+	}
+	var clusters clusterv1alpha1.ClusterList
+	if err := host.List(ctx, &clusters); err != nil {
+		return fmt.Errorf("host: list clusters: %w", err)
+	}
+	for i := range clusters.Items {
+		if other := &clusters.Items[i]; other.Name != name && namesIt(other) {
+			return fmt.Errorf("secret %s/%s holds the credentials of cluster %s (its secretRef names it), which join would overwrite: "+
+				"pick another name, or give cluster %s a Secret of its own first", secret.Namespace, name, other.Name, other.Name)
+		}
+	}
+	return nil
 }
 
 // caBundle is the CA of the member kubeconfig; empty means the system's roots verify the member.

@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -53,29 +54,40 @@ func TestOtherCluster(t *testing.T) {
 }
 
 // unjoin holds the deleted Cluster until its Works, which it deletes, are gone (the execution stage lets them go
-// once their objects are off the member), then lets it go; Works that stay past --timeout stop it with the Cluster
-// still held, unless --force.
-func TestUnjoinDrain(t *testing.T) {
+// once their objects are off the member), then deletes its credentials Secret and lets it go; Works that stay past
+// --timeout stop it with the Cluster still held, unless --force. The Secret goes before the Cluster: an unjoin
+// that stops between the two leaves the Cluster held, to unjoin again, not the Secret alone.
+func TestUnjoinUnregister(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		worksLeave  bool
-		force       bool
-		wantErr     string
-		wantCluster bool // still there, held
+		name          string
+		worksLeave    bool
+		force         bool
+		secretRefused bool // the host refuses to delete the Secret
+		wantErr       string
+		wantCluster   bool // still there, held, and its Secret with it
 	}{
-		{"works leave", true, false, "", false},
-		{"works stay", false, false, "1 Work (shop/web-deployment-m1) of cluster m1 still there", true},
-		{"works stay, forced", false, true, "", false},
+		{name: "works leave", worksLeave: true},
+		{name: "works stay", wantErr: "1 Work (shop/web-deployment-m1) of cluster m1 still there", wantCluster: true},
+		{name: "works stay, forced", force: true},
+		{name: "the Secret cannot be deleted", worksLeave: true, secretRefused: true, wantErr: "host: delete secret fedmesh-system/m1", wantCluster: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "m1"}}
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}, Spec: clusterv1alpha1.ClusterSpec{
+				SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: secret.Namespace, Name: secret.Name}}}
 			work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-m1",
 				Labels: map[string]string{names.ClusterLabel: "m1"}, Finalizers: []string{names.ExecutionFinalizer}},
 				Spec: workv1alpha1.WorkSpec{ClusterName: "m1"}}
 			other := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment-m2",
 				Labels: map[string]string{names.ClusterLabel: "m2"}}, Spec: workv1alpha1.WorkSpec{ClusterName: "m2"}}
-			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(c, work, other).Build()
+			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(c, work, other, secret.DeepCopy()).
+				WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if _, ok := obj.(*corev1.Secret); ok && tc.secretRefused {
+						return apierrors.NewServiceUnavailable("etcd is down")
+					}
+					return cl.Delete(ctx, obj, opts...)
+				}}).Build()
 			o := &unjoinOptions{timeout: 300 * time.Millisecond, poll: 10 * time.Millisecond, force: tc.force}
 			if tc.worksLeave {
 				go func() {
@@ -92,14 +104,17 @@ func TestUnjoinDrain(t *testing.T) {
 				}()
 			}
 			var out bytes.Buffer
-			err := o.drain(ctx, &out, host, c.DeepCopy())
+			err := o.unregister(ctx, &out, host, c.DeepCopy(), secret.DeepCopy())
 			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("drain: %v, want %q", err, tc.wantErr)
+				t.Fatalf("unregister: %v, want %q", err, tc.wantErr)
 			}
 			var cur clusterv1alpha1.Cluster
 			err = host.Get(ctx, client.ObjectKey{Name: "m1"}, &cur)
 			if tc.wantCluster != (err == nil) {
-				t.Fatalf("cluster after drain: %v, finalizers %v; want it there: %v", err, cur.Finalizers, tc.wantCluster)
+				t.Fatalf("cluster after unregister: %v, finalizers %v; want it there: %v", err, cur.Finalizers, tc.wantCluster)
+			}
+			if err := host.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); tc.wantCluster != (err == nil) {
+				t.Errorf("secret after unregister: %v; want it there: %v, as the Cluster", err, tc.wantCluster)
 			}
 			if tc.wantCluster && (cur.DeletionTimestamp.IsZero() || !slices.Contains(cur.Finalizers, names.UnjoinFinalizer)) {
 				t.Errorf("cluster left %v, finalizers %v; want it being deleted and held", cur.DeletionTimestamp, cur.Finalizers)
@@ -222,6 +237,31 @@ func TestJoinSameClusterTwice(t *testing.T) {
 	if _, err := admin.CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("member service account after unjoin member1: %v, want it gone", err)
 	}
+
+	// A join's Secret that another Cluster still names (unjoin of its own Cluster kept it for that one): joining
+	// its name again would overwrite the other Cluster's credentials.
+	shared := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: "shared", Labels: map[string]string{managedByLabel: managedBy}},
+		Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("borrower-token"), clusterv1alpha1.SecretCADataKey: []byte("CA")}}
+	borrower := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "borrower"}, Spec: clusterv1alpha1.ClusterSpec{
+		SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1",
+		SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: shared.Name}}}
+	for _, obj := range []client.Object{shared, borrower} {
+		if err := hostClient.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errOut, code = fedmesh(t, hk, "join", "shared", "--kubeconfig", member.Kubeconfig())
+	if code == 0 || !strings.Contains(errOut, "secret fedmesh-system/shared holds the credentials of cluster borrower") {
+		t.Errorf("join shared, whose Secret cluster borrower names: exit %d, %q; want it refused, naming borrower", code, errOut)
+	}
+	var after corev1.Secret
+	if err := hostClient.Get(ctx, client.ObjectKeyFromObject(shared), &after); err != nil || string(after.Data[clusterv1alpha1.SecretTokenKey]) != "borrower-token" {
+		t.Errorf("secret shared after the refused join: %v, borrower's token kept %v; want it kept",
+			err, string(after.Data[clusterv1alpha1.SecretTokenKey]) == "borrower-token")
+	}
+	if _, err := admin.CoreV1().ServiceAccounts(names.SystemNamespace).Get(ctx, memberServiceAccount, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("member service account after the refused join: %v, want none made", err)
+	}
 }
 
 // unjoin of a name with nothing to remove is an error, as kubectl delete's; it removes the registered Cluster's
@@ -296,6 +336,50 @@ func TestUnjoinUnknownOrUnreachable(t *testing.T) {
 			t.Errorf("unjoin fedmesh-certs: exit %d, %q, %q, secret left %v; want exit 1, not found, the Secret kept", code, out, errOut, secretLeft(t, certs))
 		}
 	})
+	// What an older join wrote (join's keys, no label), left once an older unjoin let its Cluster go and stopped
+	// before it deleted the Secret; caBundle is empty where the system's roots verify the member.
+	oldJoins := func(t *testing.T, name string, data map[string][]byte) *corev1.Secret {
+		t.Helper()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: names.SystemNamespace, Name: name}, Data: data}
+		if err := hostClient.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("an older join's Secret whose Cluster went", func(t *testing.T) {
+		old := oldJoins(t, "oldjoin", map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("member-token"), clusterv1alpha1.SecretCADataKey: nil})
+		out, errOut, code := fedmesh(t, hk, "unjoin", "oldjoin")
+		if code != 0 || !strings.Contains(out, "cluster oldjoin unjoined") || secretLeft(t, old) {
+			t.Errorf("unjoin oldjoin: exit %d, %q, %q, secret left %v; want it unjoined, the member's token gone from the host", code, out, errOut, secretLeft(t, old))
+		}
+	})
+	for _, tc := range []struct {
+		name, secret string
+		data         map[string][]byte
+		namedBy      string // a Cluster whose secretRef names the Secret
+	}{
+		{name: "an older join's Secret that another Cluster names", secret: "lent", namedBy: "borrower",
+			data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t"), clusterv1alpha1.SecretCADataKey: []byte("CA")}},
+		{name: "a Secret with join's keys and more", secret: "more",
+			data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t"), clusterv1alpha1.SecretCADataKey: []byte("CA"), "tls.key": []byte("k")}},
+		{name: "a Secret with a token only", secret: "tokenonly", data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte("t")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := oldJoins(t, tc.secret, tc.data)
+			if tc.namedBy != "" {
+				c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: tc.namedBy}, Spec: clusterv1alpha1.ClusterSpec{
+					SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1",
+					SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: names.SystemNamespace, Name: tc.secret}}}
+				if err := hostClient.Create(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, errOut, code := fedmesh(t, hk, "unjoin", tc.secret)
+			if code != 1 || !strings.Contains(errOut, `cluster "`+tc.secret+`" not found`) || out != "" || !secretLeft(t, s) {
+				t.Errorf("unjoin %s: exit %d, %q, %q, secret left %v; want exit 1, not found, the Secret kept", tc.secret, code, out, errOut, secretLeft(t, s))
+			}
+		})
+	}
 	t.Run("a Cluster whose secretRef names another Secret than NAME", func(t *testing.T) {
 		// Registered by other means, or by an older join, which did not label its Secret: the secretRef says.
 		creds := createSecret(t, "byhand-credentials", nil)

@@ -27,6 +27,11 @@ const (
 	watchLasted     = time.Minute
 )
 
+// refusalsTolerated is how long a member that let itself be watched may then refuse it (401, 403) before its watch
+// ends with the refusal: a restarted API server's authorizer loads well within it, and rights taken away for good
+// are not waited for. Tests shorten it.
+var refusalsTolerated = 2 * time.Minute
+
 // follow prints the list of one kind, then each change the members make to it, until the command is interrupted:
 // list --watch. A member that could not be listed, or whose watch fails for good, is reported at once and the
 // others go on; the command then exits 1. Names that no member has end it at once, as kubectl get NAME --watch.
@@ -84,28 +89,46 @@ func (o *listOptions) follow(cmd *cobra.Command, lists fedmeshctl.MemberLists, p
 // ends (the API server's timeout, a cut connection, a transient error) is opened again from the last resource
 // version seen, a bookmark's included; one whose resource version is too old (410) lists again and prints what it
 // lists. A refusal (401, 403) ends it unless the member let itself be watched before: an API server that has just
-// restarted refuses everyone until its authorizer has loaded, so it is asked again as after a cut, and warnings
-// says so once while it refuses. Other errors end it.
+// restarted refuses everyone until its authorizer has loaded, so it is asked again as after a cut, for up to
+// refusalsTolerated, and warnings says so once while it refuses. Other errors end it. Interrupted while the member
+// refuses, it returns the refusal: the member was not being followed.
 func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPrinter, warnings io.Writer) error {
 	cluster, defs, rv := mk.answer.Cluster, mk.answer.Table.ColumnDefinitions, mk.answer.Table.ResourceVersion
 	pause := rewatchPause
-	followed, refused := false, false // followed: a watch was opened or a list read again; refused: warned of it
+	followed := false // a watch was opened or a list read again
+	var (
+		refusedSince time.Time // when the member, followed before, began refusing; zero while it does not
+		refused      error     // its last refusal
+	)
 	refusing := func(err error) bool {
 		if !followed || !refusal(err) {
 			return false
 		}
-		if !refused {
-			refused = true
-			fmt.Fprintf(warnings, "warning: cluster %s refuses the watch it allowed before (%v); asking again\n", cluster, err)
+		refused = err
+		if refusedSince.IsZero() {
+			refusedSince = time.Now()
+			fmt.Fprintf(warnings, "warning: cluster %s refuses the watch it allowed before (%v); asking again for up to %v\n",
+				cluster, err, refusalsTolerated)
 		}
-		return true
+		return time.Since(refusedSince) < refusalsTolerated
+	}
+	accepted := func() { followed, refusedSince, refused = true, time.Time{}, nil }
+	// endWith is what the watch ends with after err (nil: interrupted), told as a refusal while the member refuses.
+	endWith := func(err error) error {
+		switch {
+		case refusedSince.IsZero() || err != nil && !refusal(err):
+			return err
+		case err == nil:
+			err = refused
+		}
+		return fmt.Errorf("refused for %v: %w", time.Since(refusedSince).Round(time.Second), err)
 	}
 	for {
 		opened, events := time.Now(), 0
 		stream, err := mk.request.on(mk.watcher).Param("watch", "true").Param("resourceVersion", rv).
 			Param("allowWatchBookmarks", "true").SetHeader("Accept", tableAccept).Stream(ctx)
 		if err == nil {
-			followed, refused = true, false
+			accepted()
 			var last string
 			var ended *metav1.Status
 			last, ended, err = fedmeshctl.ReadTableWatch(stream, func(e fedmeshctl.TableEvent) error {
@@ -125,23 +148,23 @@ func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPr
 		}
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return endWith(nil)
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
 			t, lerr := o.list(ctx, mk.client, mk.request)
 			switch {
 			case lerr == nil:
-				followed, refused = true, false
+				accepted()
 				defs, rv = t.ColumnDefinitions, t.ResourceVersion
 				if err := p.rows(cluster, defs, t); err != nil {
 					return err
 				}
 			case ctx.Err() != nil:
-				return nil
+				return endWith(nil)
 			case !transient(lerr) && !refusing(lerr):
-				return fmt.Errorf("list again after %v: %w", err, lerr)
+				return endWith(fmt.Errorf("list again after %v: %w", err, lerr))
 			}
 		case err != nil && !transient(err) && !refusing(err):
-			return err
+			return endWith(err)
 		}
 		if events > 0 || time.Since(opened) >= watchLasted {
 			pause = rewatchPause
@@ -149,7 +172,7 @@ func (o *listOptions) watchMember(ctx context.Context, mk memberKind, p *watchPr
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return endWith(nil)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, rewatchPauseMax)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,7 +118,7 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 		// refusals.
 		{name: "a member whose API server restarts", cluster: "restarting", first: restartFirst,
 			want:    "CLUSTER      NAME     STATUS\nrestarting   late-1   Running\n",
-			warning: "warning: cluster restarting refuses the watch it allowed before (pods is forbidden: no watch for you); asking again\n"},
+			warning: "warning: cluster restarting refuses the watch it allowed before (pods is forbidden: no watch for you); asking again for up to 2m0s\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addCluster(t, f, tc.cluster, clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, tc.first), InsecureSkipTLSVerification: true})
@@ -129,6 +130,37 @@ func testListWatch(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 			}
 		})
 	}
+	// Its first watch is cut, and every one after it refused, as when the rights to watch are taken away.
+	const revokedWarning = "warning: cluster %s refuses the watch it allowed before (pods is forbidden: no watch for you); asking again for up to %v\n"
+	t.Run("a member that takes the watch back for good", func(t *testing.T) {
+		tolerated := refusalsTolerated
+		refusalsTolerated = 5 * time.Second
+		t.Cleanup(func() { refusalsTolerated = tolerated })
+		addCluster(t, f, "revoking", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, revokeFirst), InsecureSkipTLSVerification: true})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "revoking")
+		// Refused at 0, 2 and 6 s (the pauses doubling), it gives up at the third: its only member failed.
+		select {
+		case code := <-w.done:
+			want := regexp.MustCompile(`^No resources found in shop namespace.\n` + regexp.QuoteMeta(fmt.Sprintf(revokedWarning, "revoking", refusalsTolerated)) +
+				`cluster revoking: watch: refused for [67]s: pods is forbidden: no watch for you\n` +
+				`kubectl-fedmesh: 1 of 1 member clusters could not be listed or watched\n$`)
+			if errOut := w.stderr.String(); code != exitFailure || !want.MatchString(errOut) {
+				t.Errorf("exit %d, stderr:\n%s\nwant\n%s", code, errOut, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("still following a member that refused for 30 s, longer than %v; stderr:\n%s", refusalsTolerated, w.stderr)
+		}
+	})
+	t.Run("a member interrupted while it refuses", func(t *testing.T) {
+		addCluster(t, f, "revoked", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: watchingMember(t, revokeFirst), InsecureSkipTLSVerification: true})
+		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "revoked")
+		w.waitErr(t, "the warning", func(errOut string) bool { return strings.Contains(errOut, "warning:") })
+		_, errOut, code := w.stop(t)
+		if code != exitFailure || !strings.Contains(errOut, fmt.Sprintf(revokedWarning, "revoked", refusalsTolerated)+"cluster revoked: watch: refused for ") ||
+			!strings.Contains(errOut, "s: pods is forbidden: no watch for you\n") {
+			t.Errorf("exit %d, stderr:\n%s", code, errOut)
+		}
+	})
 	t.Run("a member that cannot be listed", func(t *testing.T) {
 		addCluster(t, f, "down", clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://127.0.0.1:1"})
 		w := startFedmesh(t, hostKubeconfig, "list", "pods", "-n", "shop", "-w", "--clusters", "down,member1")
@@ -191,6 +223,7 @@ const (
 	cutFirst                        // with half an event, and the connection's end
 	refuseWatches                   // with 403 Forbidden, and every watch after it alike
 	restartFirst                    // as cutFirst, and the two watches after it with 403 Forbidden
+	revokeFirst                     // as cutFirst, and every watch after it with 403 Forbidden
 )
 
 // watchingMember is a member cluster serving pods in namespace shop, as tables: its list is empty at resource
@@ -225,7 +258,7 @@ func watchingMember(t *testing.T, first firstWatch) string {
 			return
 		}
 		n := watches.Add(1)
-		if first == refuseWatches || first == restartFirst && (n == 2 || n == 3) {
+		if first == refuseWatches || first == restartFirst && (n == 2 || n == 3) || first == revokeFirst && n > 1 {
 			w.WriteHeader(http.StatusForbidden)
 			_ = enc.Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
 				Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: `pods is forbidden: no watch for you`})
@@ -241,7 +274,7 @@ func watchingMember(t *testing.T, first firstWatch) string {
 			_ = enc.Encode(map[string]any{"type": "ERROR", "object": metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 				Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: http.StatusGone, Message: "too old resource version: 5 (6)"}})
 			return
-		case first == cutFirst || first == restartFirst:
+		case first == cutFirst || first == restartFirst || first == revokeFirst:
 			_, _ = w.Write([]byte(`{"type":"ADDED","object":{"kind":"Tab`))
 			return
 		}

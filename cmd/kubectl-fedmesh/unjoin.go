@@ -36,10 +36,12 @@ func newUnjoinCommand(host *hostOptions) *cobra.Command {
 		Short: "Remove a member cluster from the federation, and the federation's workloads from it",
 		Long: `Remove member NAME. Its Cluster is deleted first, held by a finalizer while the federation takes its workloads
 off the member: every Work of the cluster goes, and with it what the Work applied there (unless its policy
-preserves resources on deletion). Then go the finalizer, the Secret with the cluster's credentials (the one the
-Cluster's secretRef names, unless another Cluster names it too; with no Cluster, the Secret ` + names.SystemNamespace + `/NAME of
-a join that did not finish, which carries join's label ` + managedByLabel + `=` + managedBy + `;
-no other Secret), and, with --kubeconfig, the identity join made in the member (ServiceAccount, token Secret,
+preserves resources on deletion). Then go the Secret with the cluster's credentials (the one the Cluster's
+secretRef names, unless another Cluster names it too), the finalizer, and with it the Cluster. With no Cluster (a
+join that did not finish, or an unjoin whose Cluster went without its Secret), the Secret ` + names.SystemNamespace + `/NAME
+goes if join made it (it carries join's label ` + managedByLabel + `=` + managedBy + `, or, from a join older
+than the label, join's keys ` + clusterv1alpha1.SecretTokenKey + ` and ` + clusterv1alpha1.SecretCADataKey + ` and no others) and no other Cluster names it; no other
+Secret goes. With --kubeconfig, the identity join made in the member goes too (ServiceAccount, token Secret,
 ClusterRole and ClusterRoleBinding; namespace ` + names.SystemNamespace + ` stays), after checking it reaches the cluster
 registered as NAME; the identity stays while another Cluster is registered for the same cluster. A member --kubeconfig does not
 reach (within --request-timeout) stops unjoin before anything changes; --force goes on without it, and leaves the
@@ -121,22 +123,14 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 			}
 		}
 	}
+	removed := registered
 	if registered {
-		if err := o.drain(ctx, cmd.ErrOrStderr(), host, c); err != nil {
+		if err := o.unregister(ctx, cmd.ErrOrStderr(), host, c, secret); err != nil {
 			return err
 		}
-	}
-	removed := registered
-	if secret != nil {
-		var opts []client.DeleteOption
-		if secret.UID != "" { // the Secret read and found join's: not another made since under its name
-			opts = append(opts, client.Preconditions{UID: &secret.UID})
-		}
-		switch err := host.Delete(ctx, secret, opts...); {
-		case err == nil:
-			removed = true
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("host: delete secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	} else if secret != nil {
+		if removed, err = deleteSecret(ctx, host, secret); err != nil {
+			return err
 		}
 	}
 	if identity != nil {
@@ -163,9 +157,10 @@ func (o *unjoinOptions) run(cmd *cobra.Command, name string) error {
 
 // credentials is the Secret in the host with the credentials of cluster name that unjoin removes, or nil: the one
 // registered Cluster c's secretRef names, whoever made it (an older join did not label it); with no Cluster, the
-// Secret NAME a join left that failed or was interrupted before it made the Cluster, known by join's label. Any
-// other Secret of that name is not the cluster's (the chart's certificates live in the same namespace), and one
-// that another Cluster names stays for it (a Cluster copied from another shares its Secret).
+// Secret NAME that join made (see joinsSecret), left by a join that failed or was interrupted before it made the
+// Cluster, or by an older unjoin that let the Cluster go before it deleted the Secret. Any other Secret of that name
+// is not the cluster's (the chart's certificates live in the same namespace), and one that another Cluster names
+// stays for it (a Cluster copied from another shares its Secret).
 func credentials(ctx context.Context, host client.Client, name string, c *clusterv1alpha1.Cluster, registered bool) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	switch {
@@ -179,7 +174,7 @@ func credentials(ctx context.Context, host client.Client, name string, c *cluste
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("host: secret %s/%s: %w", names.SystemNamespace, name, err)
-		case secret.Labels[managedByLabel] != managedBy:
+		case !joinsSecret(secret):
 			return nil, nil
 		}
 	}
@@ -193,6 +188,34 @@ func credentials(ctx context.Context, host client.Client, name string, c *cluste
 		}
 	}
 	return secret, nil
+}
+
+// joinsSecret reports whether secret is one join wrote: with join's label, or, as a join older than the label
+// wrote it, an Opaque Secret with join's keys and no others.
+func joinsSecret(secret *corev1.Secret) bool {
+	if secret.Labels[managedByLabel] == managedBy {
+		return true
+	}
+	_, token := secret.Data[clusterv1alpha1.SecretTokenKey]
+	_, ca := secret.Data[clusterv1alpha1.SecretCADataKey]
+	return secret.Type == corev1.SecretTypeOpaque && token && ca && len(secret.Data) == 2
+}
+
+// deleteSecret deletes the credentials secret, and reports whether it was there. A Secret read before (it has a
+// UID) is deleted only if it is still that one, not another made since under its name.
+func deleteSecret(ctx context.Context, host client.Client, secret *corev1.Secret) (bool, error) {
+	var opts []client.DeleteOption
+	if secret.UID != "" {
+		opts = append(opts, client.Preconditions{UID: &secret.UID})
+	}
+	switch err := host.Delete(ctx, secret, opts...); {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("host: delete secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
 }
 
 // registeredAs is the name of a Cluster other than except registered for the cluster of id at endpoint, or "" if
@@ -210,10 +233,25 @@ func registeredAs(ctx context.Context, host client.Client, id, endpoint, except 
 	return "", nil
 }
 
+// unregister takes registered Cluster c out of the host: it drains it, then deletes its credentials secret (nil:
+// none to delete), then lets it go. An unjoin that stops midway (Works that stay, an error, Ctrl-C) leaves the
+// Cluster, held, for unjoin to be run again on, and never the Secret without its Cluster, which nothing would name.
+func (o *unjoinOptions) unregister(ctx context.Context, out io.Writer, host client.Client, c *clusterv1alpha1.Cluster, secret *corev1.Secret) error {
+	if err := o.drain(ctx, out, host, c); err != nil {
+		return err
+	}
+	if secret != nil {
+		if _, err := deleteSecret(ctx, host, secret); err != nil {
+			return err
+		}
+	}
+	return o.release(ctx, host, c.Name)
+}
+
 // drain deletes Cluster c, held by UnjoinFinalizer until the cluster's Works are gone, and their objects from the
 // member with them: it deletes them (the binding stage makes none for a cluster being deleted, and deletes its
 // Works too), and the execution stage cleans up with the credentials that go with the Cluster. With --force it
-// lets c go even if Works remain after --timeout.
+// goes on even if Works remain after --timeout. The Cluster stays held: unregister lets it go.
 func (o *unjoinOptions) drain(ctx context.Context, out io.Writer, host client.Client, c *clusterv1alpha1.Cluster) error {
 	if c.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(c, names.UnjoinFinalizer) {
@@ -238,7 +276,7 @@ func (o *unjoinOptions) drain(ctx context.Context, out io.Writer, host client.Cl
 		}
 		fmt.Fprintf(out, "warning: leaving the objects of %s in cluster %s\n", describeWorks(remaining), c.Name)
 	}
-	return o.release(ctx, host, c.Name)
+	return nil
 }
 
 // waitWorksGone deletes the Works of cluster and polls the host until none is left, or --timeout passes; it returns

@@ -81,20 +81,8 @@ func diffObjects(path string, a, b map[string]any, ops []jsonpatch.Operation) []
 // changed, such as a container it points at the proxy), the rest removed or added. The operations' indexes are
 // those of the list as the operations before them left it.
 func diffLists(path string, a, b []any, ops []jsonpatch.Operation) []jsonpatch.Operation {
-	// common[i][j] is the length of the longest common subsequence of a[i:] and b[j:].
-	common := make([][]int, len(a)+1)
-	for i := range common {
-		common[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if reflect.DeepEqual(a[i], b[j]) {
-				common[i][j] = common[i+1][j+1] + 1
-			} else {
-				common[i][j] = max(common[i+1][j], common[i][j+1])
-			}
-		}
-	}
+	aKeys, bKeys := encodeAll(a), encodeAll(b)
+	kept := commonSubsequence(aKeys, bKeys)
 	at := 0 // the index in the list as patched so far
 	var gone, come []any
 	flush := func() {
@@ -113,21 +101,80 @@ func diffLists(path string, a, b []any, ops []jsonpatch.Operation) []jsonpatch.O
 		gone, come = gone[:0], come[:0]
 	}
 	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && reflect.DeepEqual(a[i], b[j]):
-			flush()
-			i, j, at = i+1, j+1, at+1
-		case j == len(b) || (i < len(a) && common[i+1][j] >= common[i][j+1]):
+	for _, k := range kept {
+		for ; i < k[0]; i++ {
 			gone = append(gone, a[i])
+		}
+		for ; j < k[1]; j++ {
+			come = append(come, b[j])
+		}
+		flush()
+		i, j, at = i+1, j+1, at+1
+	}
+	gone, come = append(gone, a[i:]...), append(come, b[j:]...)
+	flush()
+	return ops
+}
+
+// commonSubsequence is a longest common subsequence of a and b, as pairs of indexes {in a, in b}, increasing.
+// Inject only prepends, appends and changes elements in place, so the lists share most of their heads and tails:
+// those are kept as they are, and only what lies between them (a few elements, where a pod may have thousands of
+// env vars) goes through the quadratic table.
+func commonSubsequence(a, b []string) [][2]int {
+	head := 0
+	for head < len(a) && head < len(b) && a[head] == b[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(a)-head && tail < len(b)-head && a[len(a)-1-tail] == b[len(b)-1-tail] {
+		tail++
+	}
+	kept := make([][2]int, 0, head+tail)
+	for k := range head {
+		kept = append(kept, [2]int{k, k})
+	}
+	midA, midB := a[head:len(a)-tail], b[head:len(b)-tail]
+	// common[i][j] is the length of the longest common subsequence of midA[i:] and midB[j:].
+	common := make([][]int, len(midA)+1)
+	for i := range common {
+		common[i] = make([]int, len(midB)+1)
+	}
+	for i := len(midA) - 1; i >= 0; i-- {
+		for j := len(midB) - 1; j >= 0; j-- {
+			if midA[i] == midB[j] {
+				common[i][j] = common[i+1][j+1] + 1
+			} else {
+				common[i][j] = max(common[i+1][j], common[i][j+1])
+			}
+		}
+	}
+	for i, j := 0, 0; i < len(midA) && j < len(midB); {
+		switch {
+		case midA[i] == midB[j]:
+			kept = append(kept, [2]int{head + i, head + j})
+			i, j = i+1, j+1
+		case common[i+1][j] >= common[i][j+1]:
 			i++
 		default:
-			come = append(come, b[j])
 			j++
 		}
 	}
-	flush()
-	return ops
+	for k := range tail {
+		kept = append(kept, [2]int{len(a) - tail + k, len(b) - tail + k})
+	}
+	return kept
+}
+
+// encodeAll is each element of list as JSON, object members sorted, to compare elements as strings: once per
+// element, not a deep comparison per pair.
+func encodeAll(list []any) []string {
+	keys := make([]string, len(list))
+	for i, v := range list {
+		// Values decoded from JSON (maps, slices, strings, json.Number, bools, nil) always encode.
+		raw, _ := json.Marshal(v)
+		keys[i] = string(raw)
+	}
+	return keys
 }
 
 // member is the JSON pointer of key in the value at path.

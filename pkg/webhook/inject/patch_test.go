@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"gomodules.xyz/jsonpatch/v2"
+	jsonpatch4 "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -231,5 +234,196 @@ func TestHandlerKeepsFieldsItDoesNotKnow(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, &gotPod); diff != "" {
 		t.Errorf("patched pod (-Inject's +got):\n%s", diff)
+	}
+}
+
+// withEnv is pod with n more env vars in its first container, after those it has.
+func withEnv(pod *corev1.Pod, n int) *corev1.Pod {
+	for i := range n {
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", i), Value: "x"})
+	}
+	return pod
+}
+
+// A container with thousands of env vars (a generated configuration) gets the same few operations as one with two:
+// the vars Inject leaves alone are not diffed pair by pair, which took longer than the webhook's timeout.
+func TestChangePatchLongEnv(t *testing.T) {
+	patch := func(pod *corev1.Pod) []jsonpatch.Operation {
+		t.Helper()
+		injected, err := Inject(pod, testOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, err := changePatch(pod, injected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ops
+	}
+	short := patch(testPod(sc(""), "manager"))
+	long := patch(withEnv(testPod(sc(""), "manager"), 4000))
+	if diff := cmp.Diff(short, long); diff != "" {
+		t.Errorf("operations with 4000 more env vars (-with two +with 4002):\n%s", diff)
+	}
+}
+
+func BenchmarkChangePatchLongEnv(b *testing.B) {
+	pod := withEnv(testPod(sc(""), "manager"), 4000)
+	injected, err := Inject(pod, testOptions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := changePatch(pod, injected); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// randomPod is a pod asking for the proxy with up to four containers of a few env vars (names repeated, values set
+// or taken from a field) and mounts, init containers, volumes, a containers annotation and pod-level resources,
+// each or not.
+func randomPod(r *rand.Rand) *corev1.Pod {
+	pod := testPod(sc(""))
+	envNames := []string{"A", "B", "KUBECONFIG", "C"}
+	for i := range 1 + r.IntN(4) {
+		c := corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "img"}
+		if r.IntN(4) == 0 {
+			c.Env = []corev1.EnvVar{}
+		}
+		for range r.IntN(5) {
+			e := corev1.EnvVar{Name: envNames[r.IntN(len(envNames))], Value: strconv.Itoa(r.IntN(2))}
+			if r.IntN(3) == 0 {
+				e = fieldEnv(e.Name, "metadata.name")
+			}
+			c.Env = append(c.Env, e)
+		}
+		if r.IntN(3) == 0 {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: automountedVolume, MountPath: serviceAccountDir})
+		}
+		if r.IntN(3) == 0 {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	for i := range r.IntN(3) {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("i%d", i), Image: "img"})
+	}
+	if r.IntN(3) == 0 {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	if r.IntN(2) == 0 {
+		var chosen []string
+		for _, c := range pod.Spec.Containers {
+			if r.IntN(2) == 0 {
+				chosen = append(chosen, c.Name)
+			}
+		}
+		if len(chosen) > 0 {
+			pod.Annotations[ContainersAnnotation] = strings.Join(chosen, ",")
+		}
+	}
+	if r.IntN(3) == 0 {
+		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		if r.IntN(2) == 0 {
+			pod.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}
+	}
+	return pod
+}
+
+// tagged is pod as JSON with a field its type does not have ("futureTag") on every container and env var, naming
+// the element it was put on.
+func tagged(t *testing.T, pod *corev1.Pod) []byte {
+	t.Helper()
+	raw, _ := json.Marshal(pod)
+	var sent map[string]any
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range containerMaps(sent) {
+		c["futureTag"] = c["name"]
+		for _, e := range envMaps(c) {
+			e["futureTag"] = fmt.Sprintf("%v/%v", c["name"], e["name"])
+		}
+	}
+	raw, _ = json.Marshal(sent)
+	return raw
+}
+
+// containerMaps are the containers and init containers of the pod document doc.
+func containerMaps(doc map[string]any) []map[string]any {
+	var out []map[string]any
+	spec := doc["spec"].(map[string]any)
+	for _, list := range []string{"containers", "initContainers"} {
+		l, _ := spec[list].([]any)
+		for _, c := range l {
+			out = append(out, c.(map[string]any))
+		}
+	}
+	return out
+}
+
+// envMaps are the env vars of the container document c.
+func envMaps(c map[string]any) []map[string]any {
+	var out []map[string]any
+	l, _ := c["env"].([]any)
+	for _, e := range l {
+		out = append(out, e.(map[string]any))
+	}
+	return out
+}
+
+// On pods made at random (seeded: the same every run), with a field their types do not have on every container and
+// env var, each patch applies with the JSON patch library the API server uses, gives the pod Inject made, and leaves
+// each unknown field on the element it was put on (on none the proxy or an added var).
+func TestChangePatchRandomPods(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for iter := range 500 {
+		pod := randomPod(r)
+		injected, err := Inject(pod, testOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, err := changePatch(pod, injected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := tagged(t, pod)
+		encoded, _ := json.Marshal(ops)
+		patch, err := jsonpatch4.DecodePatch(encoded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patched, err := patch.Apply(raw)
+		if err != nil {
+			t.Fatalf("pod %d: apply: %v\npatch %s\ndoc %s", iter, err, encoded, raw)
+		}
+		// Both as JSON decodes them: an empty list is sent as none.
+		var got, want corev1.Pod
+		if err := json.Unmarshal(patched, &got); err != nil {
+			t.Fatal(err)
+		}
+		encodedPod, _ := json.Marshal(injected)
+		if err := json.Unmarshal(encodedPod, &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&want, &got); diff != "" {
+			t.Fatalf("pod %d: patched (-Inject's +got):\n%s\npatch %s", iter, diff, encoded)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(patched, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range containerMaps(doc) {
+			if tag, want := c["futureTag"], c["name"]; tag != nil && tag != want || tag == nil && want != ProxyContainerName {
+				t.Fatalf("pod %d: container %v has the field of %v\npatch %s\ndoc %s", iter, want, tag, encoded, raw)
+			}
+			for _, e := range envMaps(c) {
+				if tag, want := e["futureTag"], fmt.Sprintf("%v/%v", c["name"], e["name"]); tag != nil && tag != want {
+					t.Fatalf("pod %d: env var %s has the field of %v\npatch %s\ndoc %s", iter, want, tag, encoded, raw)
+				}
+			}
+		}
 	}
 }
