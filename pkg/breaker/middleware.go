@@ -57,11 +57,14 @@ func Middleware(engine *Engine, classify func(*http.Request) Request, next http.
 					end = engine.opts.Clock.Now()
 				}
 				o.Latency = end.Sub(start)
-				// A caller that left is no outcome of the upstream's, whether the copy then broke (the panic
-				// below) or not; unless no answer had come, which a latency breaker judges by the wait.
+				// The upstream's answer is judged by its headers, whatever the caller did after them. A caller
+				// that left before them is no outcome of the upstream's, unless a latency breaker judges the wait.
 				left := req.Context().Err() != nil
-				if left || rw.excused || !rw.sent {
+				if (left && !answered) || rw.excused || !rw.sent {
 					o.Canceled = true
+				}
+				if left && answered {
+					o.Err = nil // the copy broke because the caller went, not the upstream
 				}
 				o.Unanswered = left && !answered && rw.sent && !rw.excused
 				o.Unsent = o.Unsent || !rw.sent
