@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -63,13 +64,17 @@ func TestUnjoinUnregister(t *testing.T) {
 		worksLeave    bool
 		force         bool
 		secretRefused bool // the host refuses to delete the Secret
-		wantErr       string
-		wantCluster   bool // still there, held, and its Secret with it
+		// secretForbidden: the user may not delete it; the Cluster goes all the same, with a warning, its Secret
+		// left (holding the Cluster would only keep its name).
+		secretForbidden bool
+		wantErr         string
+		wantCluster     bool // still there, held, and its Secret with it
 	}{
 		{name: "works leave", worksLeave: true},
 		{name: "works stay", wantErr: "1 Work (shop/web-deployment-m1) of cluster m1 still there", wantCluster: true},
 		{name: "works stay, forced", force: true},
 		{name: "the Secret cannot be deleted", worksLeave: true, secretRefused: true, wantErr: "host: delete secret fedmesh-system/m1", wantCluster: true},
+		{name: "the Secret may not be deleted", worksLeave: true, secretForbidden: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -85,6 +90,9 @@ func TestUnjoinUnregister(t *testing.T) {
 				WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 					if _, ok := obj.(*corev1.Secret); ok && tc.secretRefused {
 						return apierrors.NewServiceUnavailable("etcd is down")
+					}
+					if _, ok := obj.(*corev1.Secret); ok && tc.secretForbidden {
+						return apierrors.NewForbidden(corev1.Resource("secrets"), obj.GetName(), errors.New("no delete for you"))
 					}
 					return cl.Delete(ctx, obj, opts...)
 				}}).Build()
@@ -113,8 +121,11 @@ func TestUnjoinUnregister(t *testing.T) {
 			if tc.wantCluster != (err == nil) {
 				t.Fatalf("cluster after unregister: %v, finalizers %v; want it there: %v", err, cur.Finalizers, tc.wantCluster)
 			}
-			if err := host.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); tc.wantCluster != (err == nil) {
-				t.Errorf("secret after unregister: %v; want it there: %v, as the Cluster", err, tc.wantCluster)
+			if err := host.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); (tc.wantCluster || tc.secretForbidden) != (err == nil) {
+				t.Errorf("secret after unregister: %v; want it there: %v", err, tc.wantCluster || tc.secretForbidden)
+			}
+			if tc.secretForbidden && !strings.Contains(out.String(), "warning: leaving secret fedmesh-system/m1") {
+				t.Errorf("output %q, want a warning that the Secret is left", out.String())
 			}
 			if tc.wantCluster && (cur.DeletionTimestamp.IsZero() || !slices.Contains(cur.Finalizers, names.UnjoinFinalizer)) {
 				t.Errorf("cluster left %v, finalizers %v; want it being deleted and held", cur.DeletionTimestamp, cur.Finalizers)

@@ -241,7 +241,11 @@ func (o *unjoinOptions) unregister(ctx context.Context, out io.Writer, host clie
 		return err
 	}
 	if secret != nil {
-		if _, err := deleteSecret(ctx, host, secret); err != nil {
+		switch _, err := deleteSecret(ctx, host, secret); {
+		case err != nil && (o.force || apierrors.IsForbidden(err)):
+			// Not allowed to delete it (or forced): holding the Cluster would not help, and would keep its name.
+			fmt.Fprintf(out, "warning: leaving secret %s/%s with the credentials of cluster %s: %v\n", secret.Namespace, secret.Name, c.Name, err)
+		case err != nil:
 			return err
 		}
 	}
