@@ -224,11 +224,7 @@ func (o *options) runXDS(ctx context.Context, store *config.Store, onContact fun
 	opts := xds.ClientOptions{Target: o.xdsAddress, Insecure: o.xdsInsecure, TokenFile: o.xdsTokenFile, Node: node,
 		Apply: proxy.XDSApply(store), Log: log, OnContact: onContact, ContactLease: o.ownershipLease}
 	if !o.xdsInsecure {
-		tlsConfig, err := xds.TLSConfigFromCA(o.xdsCAFile, "")
-		if err != nil {
-			return err
-		}
-		opts.TLS = tlsConfig
+		opts.CAFile = o.xdsCAFile
 	}
 	client, err := xds.NewClient(opts)
 	if err != nil {

@@ -62,8 +62,13 @@ func nack(err error, docs map[string]Document) *status.Status {
 type ClientOptions struct {
 	// Target is the manager's gRPC address (host:port, or any gRPC target).
 	Target string
-	// TLS secures the connection; see TLSConfigFromCA. Exactly one of TLS and Insecure must be set.
-	TLS *tls.Config
+	// CAFile holds the CA bundle the manager's certificate must chain to, read at every (re)connect like TokenFile:
+	// a renewed CA (cert-manager gives a CA a new key) reaches a mounted file, and a proxy that kept the one it
+	// started with would fail every handshake once the manager serves the new certificate. Exactly one of CAFile and
+	// Insecure must be set.
+	CAFile string
+	// ServerName is the name the manager's certificate must carry; empty means the target's host.
+	ServerName string
 	// Insecure uses plaintext, for tests on loopback only: the token would travel in the clear.
 	Insecure bool
 	// TokenFile holds the pod's service-account token, read at every (re)connect since projected tokens rotate.
@@ -122,8 +127,8 @@ func (o *ClientOptions) setDefaults() {
 	}
 }
 
-// TLSConfigFromCA returns a TLS config that trusts only the CA bundle in caFile and expects serverName.
-func TLSConfigFromCA(caFile, serverName string) (*tls.Config, error) {
+// tlsConfigFromCA returns a TLS config that trusts only the CA bundle in caFile and expects serverName.
+func tlsConfigFromCA(caFile, serverName string) (*tls.Config, error) {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("xds: reading CA: %w", err)
@@ -135,11 +140,23 @@ func TLSConfigFromCA(caFile, serverName string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
 }
 
+// transportCredentials secures a new connection: plaintext with Insecure, else TLS trusting CAFile as it is now.
+func (c *Client) transportCredentials() (credentials.TransportCredentials, error) {
+	if c.opts.Insecure {
+		return c.creds, nil
+	}
+	cfg, err := tlsConfigFromCA(c.opts.CAFile, c.opts.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
 // Client is the proxy's ADS client. It keeps, per type URL, the last configuration it accepted, so that a
 // reconnection presents that version and does not re-apply a configuration the proxy already has.
 type Client struct {
 	opts  ClientOptions
-	creds credentials.TransportCredentials
+	creds credentials.TransportCredentials // with Insecure; TLS credentials are made per connection
 	node  *core.Node
 	state map[string]*typeState // touched only by Run's goroutine
 }
@@ -163,12 +180,15 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		return nil, errors.New("xds: client needs a target")
 	case opts.Apply == nil:
 		return nil, errors.New("xds: client needs an Apply func")
-	case (opts.TLS == nil) == !opts.Insecure:
-		return nil, errors.New("xds: set exactly one of TLS and Insecure")
+	case (opts.CAFile == "") == !opts.Insecure:
+		return nil, errors.New("xds: set exactly one of CAFile and Insecure")
 	case opts.Insecure:
 		c.creds = insecure.NewCredentials()
 	default:
-		c.creds = credentials.NewTLS(opts.TLS)
+		// Read once here so that a missing or empty file fails at start; session reads it again each time.
+		if _, err := c.transportCredentials(); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range opts.TypeURLs {
 		c.state[t] = &typeState{docs: map[string]Document{}}
@@ -203,7 +223,11 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	conn, err := grpc.NewClient(c.opts.Target, append([]grpc.DialOption{grpc.WithTransportCredentials(c.creds),
+	creds, err := c.transportCredentials()
+	if err != nil {
+		return false, err
+	}
+	conn, err := grpc.NewClient(c.opts.Target, append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(ClientKeepalive)}, c.opts.DialOptions...)...)
 	if err != nil {
 		return false, err

@@ -38,10 +38,9 @@ func Example_manager() {
 
 // The proxy's side: stream configuration from the manager and apply it.
 func Example_proxy() {
-	tlsCfg, _ := xds.TLSConfigFromCA("/var/run/fedmesh/ca.crt", "fedmesh-manager.fedmesh-system.svc")
 	c, err := xds.NewClient(xds.ClientOptions{
 		Target:    "fedmesh-manager.fedmesh-system.svc:18000",
-		TLS:       tlsCfg,
+		CAFile:    "/var/run/fedmesh/ca.crt",
 		TokenFile: "/var/run/secrets/fedmesh/token",
 		Node: xds.NodeMetadata{
 			ShardingConfig: ktypes.NamespacedName{Namespace: "ops", Name: "operator"},

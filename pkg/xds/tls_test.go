@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
@@ -40,16 +41,12 @@ func TestTLSOnLoopback(t *testing.T) {
 	if err := snap.Set(OwnershipType, node.ResourceName(), []byte(`{}`), "e1"); err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg, err := TLSConfigFromCA(caFile, "xds.fedmesh.test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("tok-a"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	c, err := NewClient(ClientOptions{Target: lis.Addr().String(), TLS: tlsCfg, TokenFile: tokenFile, Node: node,
+	c, err := NewClient(ClientOptions{Target: lis.Addr().String(), CAFile: caFile, ServerName: "xds.fedmesh.test", TokenFile: tokenFile, Node: node,
 		Apply: rec.apply, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -95,4 +92,85 @@ func selfSigned(t *testing.T, dnsName string) (string, tls.Certificate) {
 		t.Fatal(err)
 	}
 	return caFile, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestClientFollowsARenewedCA: the manager's xDS CA is renewed (cert-manager gives a CA a new key) and the CA file
+// the proxy was started with now holds the new CA; the manager then restarts with a certificate of the new CA. The
+// client reads the CA file at every connect, so it reaches the new manager.
+func TestClientFollowsARenewedCA(t *testing.T) {
+	const host = "xds.fedmesh.test"
+	oldCA, oldCert := selfSigned(t, host)
+	caFile := filepath.Join(t.TempDir(), "xds-ca.crt")
+	b, _ := os.ReadFile(oldCA)
+	if err := os.WriteFile(caFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	serve := func(l net.Listener, cert tls.Certificate, version string) (*Callbacks, *grpc.Server) {
+		snap := NewSnapshotter(SnapshotterOptions{VersionPrefix: version + "-"})
+		cb := NewCallbacks(fakeAuth(tokens))
+		g := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+		RegisterADS(context.Background(), g, snap, cb)
+		if err := snap.Set(OwnershipType, meta("proxy-a", 0).ResourceName(), []byte(`{}`), version); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = g.Serve(l) }()
+		return cb, g
+	}
+	cb1, g1 := serve(lis, oldCert, "e1")
+
+	node := meta("proxy-a", 0)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	c, err := NewClient(ClientOptions{Target: addr, CAFile: caFile, ServerName: host, TokenFile: tokenFile, Node: node,
+		Apply: rec.apply, MinBackoff: 200 * time.Millisecond, MaxBackoff: 1000 * time.Millisecond, Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	defer func() { ccancel(); <-done }()
+	waitAck := func(cb *Callbacks, v string) bool {
+		deadline := time.After(waitLimit)
+		for {
+			ch := cb.Changed()
+			if acked(node, OwnershipType, v)(cb.Acks()) {
+				return true
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				return false
+			}
+		}
+	}
+	if !waitAck(cb1, "e1") {
+		t.Fatalf("no first ACK")
+	}
+
+	// CA renewed: the proxy's CA file now holds the new CA (a mounted Secret/ConfigMap after the kubelet's sync).
+	newCA, newCert := selfSigned(t, host)
+	b, _ = os.ReadFile(newCA)
+	if err := os.WriteFile(caFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The manager restarts (rollout, failover) serving a certificate of the new CA.
+	g1.Stop()
+	lis2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb2, g2 := serve(lis2, newCert, "e2")
+	defer g2.Stop()
+	if !waitAck(cb2, "e2") {
+		t.Fatalf("proxy never reached the manager after the CA renewal (its CA file holds the new CA): %+v", cb2.Acks())
+	}
 }
