@@ -16,6 +16,7 @@ import (
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rollout"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 )
 
 // pacing is the turn each cluster has in a rollout paced across clusters.
@@ -99,6 +100,9 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		w := desired[m.Name]
 		w.Spec.Workload.Manifests[0].Raw = raw
 		if shown != rollout.Idle {
+			if had := existing[m.Name]; had != nil {
+				w.Spec.Workload.Manifests = keepOldDependencies(w.Spec.Workload.Manifests, had.Spec.Workload.Manifests, w.Namespace)
+			}
 			if w.Annotations == nil {
 				w.Annotations = map[string]string{}
 			}
@@ -106,6 +110,29 @@ func pace(b *workv1alpha1.ResourceBinding, template *unstructured.Unstructured, 
 		}
 	}
 	return p, nil
+}
+
+// keepOldDependencies is the manifests of a Work whose cluster has not finished its turn (Waiting or Rolling):
+// desired, plus the dependencies of the Work as it is (every manifest of had after the workload) that desired does
+// not name. Until the turn is done, the cluster's old pods (a paused copy, an old ReplicaSet) still read the
+// template's old dependencies: dropped from the Work now, they would be removed from the member under them. Once
+// the cluster is Idle its Work is rendered without them, and the Work's record has the execution stage remove them.
+// A dependency in both is desired's: its new version goes out.
+func keepOldDependencies(desired, had []workv1alpha1.Manifest, workNamespace string) []workv1alpha1.Manifest {
+	if len(had) < 2 {
+		return desired
+	}
+	named := workrecord.Refs(desired)
+	out := slices.Clip(desired) // appended to, desired's array is left as it is
+	for _, m := range had[1:] {
+		ref, ok := workrecord.ManifestRef(m)
+		if !ok || slices.ContainsFunc(named, func(n workrecord.Ref) bool { return workrecord.Same(n, ref, workNamespace) }) {
+			continue // names nothing, or desired has it (or had it twice)
+		}
+		named = append(named, ref)
+		out = append(out, m)
+	}
+	return out
 }
 
 // summary says who rolls with what and who waits; "" when no cluster does either.
