@@ -112,8 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	elected := r.Elected == nil || r.Elected()
-	if elected {
-		// Before any probe, which may take its timeout: a person's taint counts from about when it was written.
+	if elected && slices.ContainsFunc(c.Spec.Taints, unstamped) {
+		// Before any probe, which may take its timeout: a person's taint counts from about when it was written. Only
+		// when the cached Cluster shows one: writeTaints reads the Cluster from the API server.
 		if err := r.writeTaints(ctx, &c, nil); err != nil {
 			return reconcile.Result{}, err
 		}
