@@ -148,36 +148,29 @@ func kept(clusters []Cluster, previous map[string]int32) (map[string]int32, int3
 
 // dynamic divides replicas by the clusters' room, moving as little as it can: replicas that stay on their
 // clusters stay; new ones (a scale-up, or those of clusters that left) go out to the clusters not closed in
-// proportion to each one's room; a scale-down takes from every cluster in proportion to what it has. When any
-// open cluster's room is unknown, rooms cannot be compared and the clusters weigh equally, but for those known to
-// be full.
+// proportion to each one's room; a scale-down takes from every cluster in proportion to what it has. A cluster
+// whose room is unknown weighs as room for all replicas, as Karmada counts it: that is at least the new ones, so
+// no cluster of known room gets more than it has room for, and one known to be full gets nothing.
 func dynamic(clusters []Cluster, closed map[string]string, replicas int32, previous map[string]int32) (map[string]int32, error) {
 	have, sum := kept(clusters, previous)
 	if replicas <= sum {
 		return scaleDown(have, sum-replicas), nil
 	}
 	extra := replicas - sum
-	clusters = open(clusters, closed)
 	var shares []share
 	var free int64
 	unknown := false
-	for _, c := range clusters {
-		unknown = unknown || !c.AvailableKnown
-		if c.AvailableKnown && c.Available > 0 {
-			shares = append(shares, share{name: c.Name, weight: int64(c.Available), previous: have[c.Name]})
-			free += int64(c.Available)
+	for _, c := range open(clusters, closed) {
+		weight := int64(c.Available)
+		if !c.AvailableKnown {
+			weight, unknown = int64(replicas), true
+		}
+		if weight > 0 {
+			shares = append(shares, share{name: c.Name, weight: weight, previous: have[c.Name]})
+			free += weight
 		}
 	}
-	if unknown {
-		// Rooms cannot be compared, but a cluster known to be full still takes nothing.
-		var notFull []Cluster
-		for _, c := range clusters {
-			if !c.AvailableKnown || c.Available > 0 {
-				notFull = append(notFull, c)
-			}
-		}
-		shares = equalWeights(notFull, have)
-	} else if free < int64(extra) {
+	if !unknown && free < int64(extra) {
 		return nil, fmt.Errorf("the clusters have room for %d more replicas, %d are needed", free, extra)
 	}
 	return add(have, apportion(extra, shares)), nil

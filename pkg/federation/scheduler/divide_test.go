@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 )
 
 // TestApportionQuick checks apportion against what any fair division must do, for random weights: the shares sum
@@ -64,6 +66,74 @@ func TestApportionHugeWeights(t *testing.T) {
 		got := apportion(tc.total, tc.shares)
 		if !maps.Equal(got, tc.want) {
 			t.Errorf("apportion(%d, %v) = %v, want %v", tc.total, tc.shares, got, tc.want)
+		}
+	}
+}
+
+// TestScheduleDynamicUnknownRoom: with dynamic weights, a cluster that reported no room (no resource summary yet:
+// a new member, a Pull cluster) weighs as room for every replica, as Karmada counts it, and the clusters of known
+// room weigh by it: none of them gets more replicas than it has room for.
+func TestScheduleDynamicUnknownRoom(t *testing.T) {
+	byRoom := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights}
+	runSchedule(t, []scheduleCase{
+		{
+			name: "room for 1 beside unknown room: 1 and 9",
+			in:   Input{Replicas: 10, Placement: byRoom, Clusters: []Cluster{cluster("small", free(1)), cluster("unknown")}},
+			want: targets("small", 1, "unknown", 9),
+		},
+		{
+			name: "two of known room beside unknown room: each within its room",
+			in: Input{Replicas: 6, Placement: byRoom,
+				Clusters: []Cluster{cluster("a", free(2)), cluster("b", free(3)), cluster("unknown")}},
+			want: targets("a", 1, "b", 2, "unknown", 3),
+		},
+		{
+			name: "scale-up: the full cluster keeps its replica, the new ones go to the unknown one",
+			in: Input{Replicas: 10, Placement: byRoom, Previous: targets("small", 1, "unknown", 1),
+				Clusters: []Cluster{cluster("small", free(0)), cluster("unknown")}},
+			want: targets("small", 1, "unknown", 9),
+		},
+		{
+			name: "every room unknown: equal shares",
+			in:   Input{Replicas: 5, Placement: byRoom, Clusters: []Cluster{cluster("a"), cluster("b")}},
+			want: targets("a", 3, "b", 2),
+		},
+	})
+}
+
+// TestDynamicStaysWithinKnownRoom checks dynamic on random clusters, some of unknown room: the replicas sum to the
+// total, and no cluster of known room gets more new replicas than it has room for.
+func TestDynamicStaysWithinKnownRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		var clusters []Cluster
+		previous := map[string]int32{}
+		for i := range 1 + rng.IntN(5) {
+			c := Cluster{Name: fmt.Sprintf("c%d", i)}
+			if rng.IntN(3) > 0 {
+				c.Available, c.AvailableKnown = rng.Int32N(6), true
+			}
+			if rng.IntN(2) == 0 {
+				previous[c.Name] = rng.Int32N(4)
+			}
+			clusters = append(clusters, c)
+		}
+		clusters[rng.IntN(len(clusters))].AvailableKnown = false
+		replicas := rng.Int32N(40)
+		got, err := dynamic(clusters, nil, replicas, previous)
+		if err != nil {
+			t.Fatalf("dynamic(%v, %d, %v) with a room unknown: %v", clusters, replicas, previous, err)
+		}
+		var sum int32
+		for _, c := range clusters {
+			sum += got[c.Name]
+			if c.AvailableKnown && got[c.Name] > previous[c.Name]+c.Available {
+				t.Fatalf("dynamic(%v, %d, %v) = %v: %s has room for %d more, got %d past its %d",
+					clusters, replicas, previous, got, c.Name, c.Available, got[c.Name]-previous[c.Name], previous[c.Name])
+			}
+		}
+		if sum != replicas {
+			t.Fatalf("dynamic(%v, %d, %v) = %v sums to %d", clusters, replicas, previous, got, sum)
 		}
 	}
 }

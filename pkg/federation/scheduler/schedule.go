@@ -33,7 +33,7 @@ type Input struct {
 	// empty for a fresh start.
 	Previous []workv1alpha1.TargetCluster
 	// PreviousAffinity is the clusterAffinities term Previous came from; scheduling tries it first, then the terms
-	// after it. Empty starts at the first term.
+	// after it, then those before it. Empty starts at the first term.
 	PreviousAffinity string
 	// Settled says the placement has not changed since Previous was made. A settled result of divided replicas
 	// stands while it holds every replica and each of its clusters still fits (matches the affinity, is neither
@@ -60,6 +60,7 @@ type Result struct {
 
 // UnschedulableError says why no clusterAffinities term (or the clusterAffinity) could place the binding.
 type UnschedulableError struct {
+	// Terms are the failures of every term, in the order they were tried.
 	Terms []TermFailure
 }
 
@@ -129,8 +130,13 @@ func Schedule(in Input) (Result, error) {
 	if start >= 0 && stands(in, p, &terms[start].ClusterAffinity, previous) {
 		return Result{Clusters: sortTargets(slices.Clone(in.Previous)), AffinityName: in.PreviousAffinity}, nil
 	}
+	// The previous term first, then those after it, then those before it: a binding that fell back to a later
+	// term stays there while it can (it does not move back by itself when an earlier one recovers), but once the
+	// later terms fail too an earlier one that fits takes it rather than none.
+	from := max(start, 0)
+	order := append(slices.Clone(terms[from:]), terms[:from]...)
 	var failed UnschedulableError
-	for _, term := range terms[max(start, 0):] {
+	for _, term := range order {
 		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
 		if failure == nil {
 			result.AffinityName = term.AffinityName
@@ -192,8 +198,15 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 	if len(candidates) == 0 {
 		return Result{}, &TermFailure{Filtered: filtered, Reason: "no cluster fits"}
 	}
-	preferenceOrder(candidates, previous)
-	candidates, err := spread(candidates, p.SpreadConstraints, previous)
+	// Clusters of the previous result that would not be taken now keep what they have, but get no more.
+	closed := closedOf(candidates, in, p, previous, duplicated)
+	rooms := roomFor(candidates, closed, previous)
+	preferenceOrder(candidates, previous, rooms)
+	var need int32
+	if !duplicated && dividesByRoom(rs) {
+		need = in.Replicas
+	}
+	candidates, err := spread(candidates, p.SpreadConstraints, previous, rooms, need)
 	if err != nil {
 		return Result{}, &TermFailure{Filtered: filtered, Reason: err.Error()}
 	}
@@ -205,15 +218,7 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 		slices.Sort(noRoom)
 		return Result{Clusters: sortTargets(out), NoRoom: noRoom}, nil
 	}
-	// Clusters of the previous result that would not be taken now keep what they have, but get no more.
-	closed := map[string]string{}
-	for i := range candidates {
-		if _, placed := previous[candidates[i].Name]; placed {
-			if why := closedToNew(&candidates[i], in, p, false); why != "" {
-				closed[candidates[i].Name] = why
-			}
-		}
-	}
+	closed = closedOf(candidates, in, p, previous, duplicated) // of the clusters spread kept
 	replicas, err := divide(rs, candidates, closed, in.Replicas, previous)
 	if err != nil {
 		for name, why := range closed {
@@ -228,6 +233,23 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 		}
 	}
 	return Result{Clusters: sortTargets(out)}, nil
+}
+
+// closedOf says which clusters of the previous result among candidates take no new replicas, and why; none for
+// duplicated replicas, where no cluster's share grows.
+func closedOf(candidates []Cluster, in Input, p *policyv1alpha1.Placement, previous map[string]int32, duplicated bool) map[string]string {
+	closed := map[string]string{}
+	if duplicated {
+		return closed
+	}
+	for i := range candidates {
+		if _, placed := previous[candidates[i].Name]; placed {
+			if why := closedToNew(&candidates[i], in, p, false); why != "" {
+				closed[candidates[i].Name] = why
+			}
+		}
+	}
+	return closed
 }
 
 // fit says why c cannot take the binding, or "" when it can. Clusters of the previous result need only match the
@@ -299,6 +321,16 @@ func divide(rs *policyv1alpha1.ReplicaSchedulingStrategy, clusters []Cluster, cl
 	return weighted(clusters, closed, replicas, previous, func(clusters []Cluster) []share {
 		return equalWeights(clusters, previous)
 	})
+}
+
+// dividesByRoom reports whether rs divides replicas by the clusters' room (dynamic weights, or aggregated), so that
+// the clusters chosen need room for them.
+func dividesByRoom(rs *policyv1alpha1.ReplicaSchedulingStrategy) bool {
+	if rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionPreferenceAggregated {
+		return true
+	}
+	wp := rs.WeightPreference
+	return wp != nil && wp.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas
 }
 
 func sortTargets(targets []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {

@@ -404,7 +404,7 @@ func TestSchedule(t *testing.T) {
 			want: targets("a", 5, "b", 4),
 		},
 		{
-			name: "dynamic weights: unknown room weighs every cluster equally",
+			name: "dynamic weights: a cluster of unknown room weighs as room for every replica",
 			in: Input{Replicas: 5, Clusters: []Cluster{cluster("a", free(9)), cluster("b")},
 				Placement: &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights}},
 			want: targets("a", 3, "b", 2),
@@ -413,7 +413,7 @@ func TestSchedule(t *testing.T) {
 			name: "dynamic weights: with a room unknown, a cluster known to be full still gets nothing",
 			in: Input{Replicas: 4, Clusters: []Cluster{cluster("full", free(0)), cluster("b"), cluster("c", free(9))},
 				Placement: &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights}},
-			want: targets("b", 2, "c", 2),
+			want: targets("b", 1, "c", 3),
 		},
 		{
 			name: "aggregated: a cluster of unknown room is not limited by it",

@@ -11,8 +11,8 @@ import (
 )
 
 // preferenceOrder sorts clusters by how much the scheduler prefers them: clusters of the previous result first
-// (more replicas first), so a reschedule stays put; then more room first; then by name.
-func preferenceOrder(clusters []Cluster, previous map[string]int32) {
+// (more replicas first), so a reschedule stays put; then more room (rooms) first; then by name.
+func preferenceOrder(clusters []Cluster, previous map[string]int32, rooms map[string]int64) {
 	slices.SortStableFunc(clusters, func(a, b Cluster) int {
 		pa, inA := previous[a.Name]
 		pb, inB := previous[b.Name]
@@ -25,7 +25,7 @@ func preferenceOrder(clusters []Cluster, previous map[string]int32) {
 		if c := cmp.Compare(pb, pa); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(room(b), room(a)); c != 0 {
+		if c := cmp.Compare(rooms[b.Name], rooms[a.Name]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Name, b.Name)
@@ -40,6 +40,20 @@ func room(c Cluster) int64 {
 	return int64(c.Available)
 }
 
+// roomFor is each cluster's room for the binding's replicas: the replicas it has plus its free room, or only the
+// replicas it has when it is closed to new ones (closed); unlimited when unknown.
+func roomFor(clusters []Cluster, closed map[string]string, previous map[string]int32) map[string]int64 {
+	rooms := make(map[string]int64, len(clusters))
+	for _, c := range clusters {
+		r := int64(previous[c.Name])
+		if _, shut := closed[c.Name]; !shut {
+			r += room(c)
+		}
+		rooms[c.Name] = r
+	}
+	return rooms
+}
+
 // searchBudget bounds how many choices spread tries when the preferred one does not satisfy every constraint
 // (choices of groups, and of clusters under a constraint by cluster); past it, the preferred choice's error
 // stands. Choices of groups are few (a handful of regions or zones); choices of n among many clusters are not (10
@@ -50,8 +64,12 @@ const searchBudget = 10000
 // field or label, the preferred groups (at least minGroups, at most maxGroups); then, for a constraint by
 // cluster, at least minGroups and at most maxGroups clusters. When the preferred groups leave too few clusters or
 // groups for a later constraint (one region chosen with one cluster in it, two clusters wanted), the next
-// preferred choice is tried, as Karmada chooses groups that satisfy the constraints together.
-func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32) ([]Cluster, error) {
+// preferred choice is tried, as Karmada chooses groups that satisfy the constraints together. When need is
+// positive (replicas divided by room), the most preferred choice whose rooms add up to need is taken, as Karmada
+// chooses clusters with the replicas in mind; when no choice has that room, the most preferred one, whose
+// division then says what room is missing.
+func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32,
+	rooms map[string]int64, need int32) ([]Cluster, error) {
 	var byCluster, byGroup []policyv1alpha1.SpreadConstraint
 	for _, sc := range constraints {
 		if key, _ := groupKey(sc); key == string(policyv1alpha1.SpreadByFieldCluster) {
@@ -60,15 +78,48 @@ func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, p
 			byGroup = append(byGroup, sc)
 		}
 	}
-	s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, budget: searchBudget}
+	if need > 0 && len(constraints) > 0 {
+		s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, rooms: rooms, need: int64(need),
+			budget: searchBudget}
+		if out, err := s.narrow(clusters, 0); err == nil {
+			return out, nil
+		}
+	}
+	s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, rooms: rooms, budget: searchBudget}
 	return s.narrow(clusters, 0)
 }
 
-// spreadSearch finds the most preferred clusters that satisfy every spread constraint.
+// spreadSearch finds the most preferred clusters that satisfy every spread constraint (and have room for need
+// replicas, when need is positive).
 type spreadSearch struct {
 	byGroup, byCluster []policyv1alpha1.SpreadConstraint
 	previous           map[string]int32
+	rooms              map[string]int64 // see roomFor
+	need               int64
 	budget             int
+}
+
+// roomOf is the room of the clusters named.
+func (s *spreadSearch) roomOf(names map[string]bool) int64 {
+	var sum int64
+	for name := range names {
+		sum += s.rooms[name]
+	}
+	return sum
+}
+
+// bestRoom is the most room any n of clusters have together.
+func (s *spreadSearch) bestRoom(clusters []Cluster, n int) int64 {
+	rooms := make([]int64, len(clusters))
+	for i, c := range clusters {
+		rooms[i] = s.rooms[c.Name]
+	}
+	slices.Sort(rooms)
+	var sum int64
+	for _, r := range rooms[max(len(rooms)-n, 0):] {
+		sum += r
+	}
+	return sum
 }
 
 // narrow applies the constraints by group from the i-th on to clusters, trying its choices of groups in
@@ -81,7 +132,7 @@ func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
 	sc := s.byGroup[i]
 	key, label := groupKey(sc)
 	groups := groupClusters(clusters, key, label)
-	orderGroups(groups, s.previous)
+	orderGroups(groups, s.previous, s.rooms)
 	if want := max(sc.MinGroups, 1); len(groups) < int(want) {
 		return nil, fmt.Errorf("spread by %s needs at least %d groups, the fitting clusters are in %d", describe(sc), want, len(groups))
 	}
@@ -114,9 +165,9 @@ func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
 }
 
 // count applies the constraints by cluster: at least minGroups clusters, and at most maxGroups, kept so that
-// every constraint by group still finds its minGroups among them. It fails when a constraint's cut left an
-// earlier one's groups short (zone minGroups 2, then region maxGroups 1 keeping one zone), so that the search
-// tries the next choice.
+// every constraint by group still finds its minGroups among them (and their room s.need). It fails when a
+// constraint's cut left an earlier one's groups short (zone minGroups 2, then region maxGroups 1 keeping one
+// zone), or the clusters left lack the room needed, so that the search tries the next choice.
 func (s *spreadSearch) count(clusters []Cluster) ([]Cluster, error) {
 	for _, sc := range s.byCluster {
 		if want := max(sc.MinGroups, 1); len(clusters) < int(want) {
@@ -136,6 +187,15 @@ func (s *spreadSearch) count(clusters []Cluster) ([]Cluster, error) {
 			return nil, fmt.Errorf("spread by %s needs at least %d groups, the clusters chosen are in %d", describe(sc), want, got)
 		}
 	}
+	if s.need > 0 {
+		names := map[string]bool{}
+		for _, c := range clusters {
+			names[c.Name] = true
+		}
+		if r := s.roomOf(names); r < s.need {
+			return nil, fmt.Errorf("the clusters chosen have room for %d of the %d replicas", r, s.need)
+		}
+	}
 	return clusters, nil
 }
 
@@ -146,10 +206,12 @@ type need struct {
 }
 
 // pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
-// minGroups among them. Cutting the list at n alone could leave all n in one region of a constraint that wants two.
-// Greedily, the next cluster taken is the one that brings the most groups still wanted (the more preferred on a
-// tie); once none is wanted, the most preferred of the rest fill up to n. When greed misses (the cluster that
-// brings most takes a place two others needed), the choices of n clusters are tried in preference order.
+// minGroups among them (and their rooms add up to s.need). Cutting the list at n alone could leave all n in one
+// region of a constraint that wants two. Greedily, the next cluster taken is the one that brings the most groups
+// still wanted (the more preferred on a tie); once none is wanted, the most preferred of the rest fill up to n.
+// When greed misses (the cluster that brings most takes a place two others needed, or the clusters taken lack the
+// room), the choices of n clusters are tried in preference order: the first with room keeps as many of the most
+// preferred (those of the previous result first) as it can.
 func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 	var needs []need
 	for _, sc := range s.byGroup {
@@ -162,33 +224,44 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 		}
 		needs = append(needs, nd)
 	}
+	keep := func(chosen map[string]bool) []Cluster {
+		return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] })
+	}
 	chosen := greedyCover(clusters, needs)
-	if greedy := len(chosen); greedy > n {
-		chosen = nil
-		for idx := range combinations(len(clusters), n) {
-			if s.budget--; s.budget < 0 {
-				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in %d tries (%d cover them)", n, n, searchBudget, greedy)
-			}
-			names := map[string]bool{}
-			for _, i := range idx {
-				names[clusters[i].Name] = true
-			}
-			if covers(names, needs) {
-				chosen = names
+	greedy := len(chosen)
+	if greedy <= n {
+		for _, c := range clusters {
+			if len(chosen) == n {
 				break
 			}
+			chosen[c.Name] = true
 		}
-		if chosen == nil {
-			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, greedy)
+		if s.roomOf(chosen) >= s.need {
+			return keep(chosen), nil
+		}
+		if best := s.bestRoom(clusters, n); best < s.need {
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, with room for %d of the %d replicas", n, best, s.need)
 		}
 	}
-	for _, c := range clusters {
-		if len(chosen) == n {
-			break
+	for idx := range combinations(len(clusters), n) {
+		if s.budget--; s.budget < 0 {
+			if greedy > n {
+				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in %d tries (%d cover them)", n, n, searchBudget, greedy)
+			}
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them with room for the %d replicas were found in %d tries", n, n, s.need, searchBudget)
 		}
-		chosen[c.Name] = true
+		names := map[string]bool{}
+		for _, i := range idx {
+			names[clusters[i].Name] = true
+		}
+		if covers(names, needs) && s.roomOf(names) >= s.need {
+			return keep(names), nil
+		}
 	}
-	return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] }), nil
+	if greedy > n {
+		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, greedy)
+	}
+	return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need have room for the %d replicas", n, n, s.need)
 }
 
 // greedyCover takes clusters one by one, each time the one that brings the most groups the needs still want (the
@@ -324,15 +397,15 @@ func groupClusters(clusters []Cluster, key string, label bool) []*group {
 	return groups
 }
 
-// orderGroups sorts groups by preference: more of the previous result's replicas first, then more room, more
-// clusters, and by value.
-func orderGroups(groups []*group, previous map[string]int32) {
+// orderGroups sorts groups by preference: more of the previous result's replicas first, then more room (rooms),
+// more clusters, and by value.
+func orderGroups(groups []*group, previous map[string]int32, rooms map[string]int64) {
 	score := func(g *group) (prev, free int64) {
 		for _, c := range g.clusters {
 			if r, ok := previous[c.Name]; ok {
 				prev += int64(r) + 1 // +1: a cluster with 0 replicas (a non-workload) still counts
 			}
-			free += room(c)
+			free += rooms[c.Name]
 		}
 		return prev, free
 	}

@@ -15,7 +15,9 @@ type Placement struct {
 
 	// ClusterAffinities are ordered groups of clusters. The scheduler tries the first group, and moves on to the
 	// next only when the resource cannot be placed within it (e.g. a primary data center, then a public cloud as
-	// overflow or disaster recovery). If no group fits, scheduling fails. Mutually exclusive with clusterAffinity.
+	// overflow or disaster recovery). Once scheduled, the scheduler tries the group in use first, then the later
+	// groups, then the earlier ones: a binding stays on a later group while it fits. If no group fits, scheduling
+	// fails. Mutually exclusive with clusterAffinity.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	// +optional
