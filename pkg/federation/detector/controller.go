@@ -290,12 +290,9 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonDependentOverridesMissing,
 			"%s waits for the overrides it depends on: %s", waiting, strings.Join(missing, ", "))
 	}
-	switch act {
-	case actWait:
+	if act == actWait {
 		r.releases.forget(key) // a policy selects it again: the release it waited for is off
 		return reconcile.Result{}, nil
-	case actRelease:
-		return r.releaseOrWait(ctx, key, obj)
 	}
 	// Selected (again): a release it waited for is off.
 	r.releases.forget(key)

@@ -365,6 +365,11 @@ func TestDetector(t *testing.T) {
 			}
 		}
 	})
+
+	// Last: the APIService left behind fails the discovery of its group from then on.
+	t.Run("a policy selecting a kind of an aggregated API that is down holds back no other policy", func(t *testing.T) {
+		testAggregatedAPIDown(t, c, events)
+	})
 }
 
 // testReleaseGrace is short: the tests wait for releases (TestReleaseGrace tests the grace).

@@ -41,23 +41,27 @@ func (r *Reconciler) missingOverrides(ctx context.Context, p Policy) ([]string, 
 type action int
 
 const (
-	actClaim   action = iota // claim it for the policy and write its binding
-	actWait                  // leave it as it is
-	actRelease               // no policy in effect selects it
+	actClaim action = iota // claim it for the policy and write its binding
+	actWait                // leave it as it is
 )
+
+func (a action) String() string { return [...]string{"claim", "wait"}[a] }
 
 // inEffect is the policy that acts on obj, given chosen, the policy Choose picked among candidates regardless of
 // dependentOverrides: chosen itself, once the overrides it depends on exist. Until then it preempts nothing: a
-// template another policy holds stays with the winner among the policies not waiting (released when none selects
-// it), so the template's changes still reach its binding; an unclaimed template, or one chosen holds already,
-// waits. missing names what chosen waits for.
+// template held by another policy that still selects it stays with the winner among the policies not waiting, so
+// the template's changes still reach its binding. Any other template waits for chosen, as in Karmada: an
+// unclaimed one, one chosen holds already, and one whose holder is gone or no longer selects it (HolderLost),
+// which keeps its claim and binding, neither handed to a policy ranked below chosen (which would then keep it for
+// good, chosen not preempting) nor released. So does one whose holder waits too, with no other policy ready.
+// missing names what chosen waits for.
 func (r *Reconciler) inEffect(ctx context.Context, obj *unstructured.Unstructured, candidates []Policy, chosen Policy) (Policy, action, []string, error) {
 	missing, err := r.missingOverrides(ctx, chosen)
 	if err != nil || len(missing) == 0 {
 		return chosen, actClaim, nil, err
 	}
 	holder, claimed := ClaimedBy(obj)
-	if !claimed || holder == chosen.claimKey() {
+	if !claimed || holder == chosen.claimKey() || HolderLost(obj, candidates) {
 		return chosen, actWait, missing, nil
 	}
 	var ready []Policy
@@ -73,7 +77,7 @@ func (r *Reconciler) inEffect(ctx context.Context, obj *unstructured.Unstructure
 	if p, ok := Choose(obj, ready); ok {
 		return p, actClaim, missing, nil
 	}
-	return chosen, actRelease, missing, nil
+	return chosen, actWait, missing, nil
 }
 
 // policiesDependingOn are the policies whose dependentOverrides names the override obj (an OverridePolicy names

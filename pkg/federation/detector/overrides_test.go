@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -69,4 +72,99 @@ func testDependentOverrides(t *testing.T, c client.Client, events *fedtest.Event
 		t.Fatal(err)
 	}
 	waitLabels(t, c, "e", "cart", map[string]string{names.PropagationPolicyLabel: "takeover"})
+
+	// A policy replaced by one that waits: the template waits for the new one, keeping its claim and binding, and
+	// is neither handed to the cluster-wide policy ranked below (which would keep it for good) nor released. (The
+	// old policy preempts, to take the template whichever policy the detector sees first.)
+	old := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "old"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("shop"), Preemption: policyv1alpha1.PreemptAlways}}
+	createAll(t, c, old, webDeployment("e", "shop", 1))
+	waitLabels(t, c, "e", "shop", map[string]string{names.PropagationPolicyLabel: "old"})
+	createAll(t, c, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "new"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: byName("shop"), Priority: ptr.To[int32](20),
+			DependentOverrides: []string{"shop-overrides"}}})
+	if err := c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, "shop", ReasonDependentOverridesMissing, "PropagationPolicy e/new waits for the overrides it depends on: shop-overrides")
+	for deadline := time.Now().Add(3 * testReleaseGrace); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var d appsv1.Deployment
+		var rb workv1alpha1.ResourceBinding
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "e", Name: "shop"}, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "e", Name: "shop-deployment"}, &rb); err != nil || rb.DeletionTimestamp != nil ||
+			d.Labels[names.PropagationPolicyLabel] != "old" || d.Labels[names.ClusterPropagationPolicyLabel] != "" {
+			t.Fatalf("while e/new waits: template claim labels %v; binding %v, labels %v, deleting %v",
+				d.Labels, err, rb.Labels, rb.DeletionTimestamp != nil)
+		}
+	}
+	createAll(t, c, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "shop-overrides"},
+		Spec: policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+			LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"shop": "yes"}}}}}}}})
+	waitLabels(t, c, "e", "shop", map[string]string{names.PropagationPolicyLabel: "new"})
+	waitBinding(t, c, "e", "shop-deployment", claimedBy(names.PropagationPolicyLabel, "new"))
+}
+
+// TestInEffect: a policy waiting for its dependentOverrides takes nothing from a live holder that still selects
+// the template, which stays with the best policy not waiting; every other template waits for it, claim and binding
+// as they are, whoever ranks below it.
+func TestInEffect(t *testing.T) {
+	const override = "ov"
+	top := pp("m", "new", byName("web"), priority(10), func(s *policyv1alpha1.PropagationSpec) {
+		s.DependentOverrides = []string{override}
+	})
+	topPreempting := pp("m", "new", byName("web"), priority(10), preempt, func(s *policyv1alpha1.PropagationSpec) {
+		s.DependentOverrides = []string{override}
+	})
+	old := pp("m", "old", byName("web"))
+	oldWaiting := pp("m", "old", byName("web"), func(s *policyv1alpha1.PropagationSpec) { s.DependentOverrides = []string{"old-ov"} })
+	oldElsewhere := pp("m", "old", byName("api"))
+	catchAll := cpp("catch-all", byKind())
+	claimedBy := func(label, name string) map[string]string { return map[string]string{label: name} }
+
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		candidates []Policy
+		overrides  bool // the override top depends on exists
+		want       string
+		wantAct    action
+	}{
+		{"its overrides exist: the top policy claims", claimedBy(names.PropagationPolicyLabel, "old"),
+			[]Policy{topPreempting, old, catchAll}, true, "m/new", actClaim},
+		{"unclaimed: waits", nil, []Policy{top, catchAll}, false, "m/new", actWait},
+		{"held by the top policy: waits", claimedBy(names.PropagationPolicyLabel, "new"),
+			[]Policy{top, catchAll}, false, "m/new", actWait},
+		{"a live holder selecting it keeps it", claimedBy(names.PropagationPolicyLabel, "old"),
+			[]Policy{topPreempting, old, catchAll}, false, "m/old", actClaim},
+		{"holder gone: waits, not handed to the policy ranked below", claimedBy(names.PropagationPolicyLabel, "old"),
+			[]Policy{top, catchAll}, false, "m/new", actWait},
+		{"holder no longer selecting it: waits", claimedBy(names.PropagationPolicyLabel, "old"),
+			[]Policy{top, oldElsewhere, catchAll}, false, "m/new", actWait},
+		{"cluster-wide holder gone: waits", claimedBy(names.ClusterPropagationPolicyLabel, "gone"),
+			[]Policy{top, catchAll}, false, "m/new", actWait},
+		{"a live holder waiting too, none other ready: waits, not released", claimedBy(names.PropagationPolicyLabel, "old"),
+			[]Policy{topPreempting, oldWaiting}, false, "m/new", actWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(fedtest.Scheme())
+			if tc.overrides {
+				b = b.WithObjects(&policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: override}})
+			}
+			r := &Reconciler{Client: b.Build()}
+			obj := deployment("m", "web", tc.labels)
+			chosen, ok := Choose(obj, tc.candidates)
+			if !ok {
+				t.Fatal("no policy chosen")
+			}
+			p, act, missing, err := r.inEffect(context.Background(), obj, tc.candidates, chosen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Key().String() != tc.want || act != tc.wantAct {
+				t.Errorf("inEffect = %s, %s (missing %v); want %s, %s", p, act, missing, tc.want, tc.wantAct)
+			}
+		})
+	}
 }

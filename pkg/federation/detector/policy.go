@@ -2,6 +2,8 @@ package detector
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -21,7 +24,8 @@ import (
 
 // reconcilePolicy handles a change of the policy req names (a ClusterPropagationPolicy when the namespace is
 // empty): it requeues the templates the policy claims or selects, then runs informers for exactly the kinds the
-// live policies select.
+// live policies select. A kind whose discovery fails keeps the informer it has, if any, and holds back no other
+// kind; the policies selecting it are looked at again.
 func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	policy, obj, err := r.policy(ctx, req.NamespacedName)
 	if err != nil {
@@ -35,36 +39,11 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// The mapping of each kind in each version a selector names it in; nil where the API server does not serve it.
-	named := map[schema.GroupVersionKind]*meta.RESTMapping{}
-	var unknown, ignored []string
-	for _, p := range all {
-		mine := p.Key() == req.NamespacedName
-		for _, sel := range p.Spec.ResourceSelectors {
-			gvk := schema.FromAPIVersionAndKind(sel.APIVersion, sel.Kind)
-			if IgnoredGroup(gvk.Group) {
-				if mine {
-					ignored = append(ignored, sel.APIVersion+" "+sel.Kind)
-				}
-				continue
-			}
-			m, looked := named[gvk]
-			if !looked {
-				m, err = r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				switch {
-				case meta.IsNoMatchError(err):
-					m = nil
-				case err != nil:
-					return reconcile.Result{}, err // e.g. discovery down: leave the informers as they are
-				}
-				named[gvk] = m
-			}
-			if m == nil && mine {
-				unknown = append(unknown, sel.APIVersion+" "+sel.Kind)
-			}
-		}
+	kinds, err := r.lookUp(all)
+	if err != nil {
+		return reconcile.Result{}, err // discovery as a whole failed: leave the informers as they are
 	}
-	wanted, err := r.views(named)
+	wanted, err := r.views(kinds)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -72,28 +51,101 @@ func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request)
 	if obj == nil {
 		return reconcile.Result{}, nil
 	}
+	var unknown, unavailable, ignored []string
+	for _, p := range all {
+		if p.Key() != req.NamespacedName {
+			continue
+		}
+		for _, sel := range p.Spec.ResourceSelectors {
+			gvk := schema.FromAPIVersionAndKind(sel.APIVersion, sel.Kind)
+			name := sel.APIVersion + " " + sel.Kind
+			switch {
+			case IgnoredGroup(gvk.Group):
+				ignored = append(ignored, name)
+			case kinds.failed[gvk.GroupKind()] != nil:
+				unavailable = append(unavailable, fmt.Sprintf("%s: %v", name, kinds.failed[gvk.GroupKind()]))
+			case kinds.named[gvk] == nil:
+				unknown = append(unknown, name)
+			}
+		}
+	}
 	if len(ignored) > 0 {
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonIgnoredKind,
 			"fedmesh's own kinds are never propagated: %s", strings.Join(ignored, ", "))
+	}
+	if len(unavailable) > 0 {
+		logf.FromContext(ctx).Info("policy selects kinds whose discovery failed", "kinds", unavailable)
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownKind,
+			"discovery failed (is an API's server down?) for %s; looking again in %s",
+			strings.Join(unavailable, "; "), r.UnknownKindRetry)
 	}
 	if len(unknown) > 0 {
 		logf.FromContext(ctx).Info("policy selects kinds the API server does not serve", "kinds", unknown)
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownKind,
 			"the API server does not serve %s; looking again in %s", strings.Join(unknown, ", "), r.UnknownKindRetry)
+	}
+	if len(unavailable) > 0 || len(unknown) > 0 {
 		return reconcile.Result{RequeueAfter: r.UnknownKindRetry}, nil
 	}
 	return reconcile.Result{}, nil
 }
 
-// views are the versions the selected kinds are watched in, given named (see reconcilePolicy): one per kind,
-// however many versions selectors name it in, for a selector selects the kind's objects in every version
-// (Policy.Match). It is the one served version the selectors name, when they name one, so that the binding and
-// status stages too read the templates propagated in it from the informer; otherwise the server's preferred
-// version, and the templates propagated in another version are read from the API server by each stage, each time
-// (the cost of naming one kind in two versions). A kind the server serves in no version is left out.
-func (r *Reconciler) views(named map[schema.GroupVersionKind]*meta.RESTMapping) (map[schema.GroupKind]*meta.RESTMapping, error) {
+// selectedKinds are the kinds the live policies select, as the API server serves them.
+type selectedKinds struct {
+	// named is the mapping of each kind in each version a selector names it in; nil where the API server does
+	// not serve it, or where its discovery failed.
+	named map[schema.GroupVersionKind]*meta.RESTMapping
+	// failed are the kinds whose discovery failed, in some version, with the error: their API group's server is
+	// down (an aggregated API), so what the API server serves of them is not known for now.
+	failed map[schema.GroupKind]error
+}
+
+// lookUp maps every kind the policies all select, in every version named. A kind whose API group's discovery fails
+// is noted as failed; an error is returned only when discovery as a whole fails.
+func (r *Reconciler) lookUp(all []Policy) (selectedKinds, error) {
+	kinds := selectedKinds{named: map[schema.GroupVersionKind]*meta.RESTMapping{}, failed: map[schema.GroupKind]error{}}
+	for _, p := range all {
+		for _, sel := range p.Spec.ResourceSelectors {
+			gvk := schema.FromAPIVersionAndKind(sel.APIVersion, sel.Kind)
+			if _, looked := kinds.named[gvk]; looked || IgnoredGroup(gvk.Group) {
+				continue
+			}
+			m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			switch {
+			case meta.IsNoMatchError(err):
+				m = nil
+			case groupDiscoveryFailed(err):
+				m = nil
+				kinds.failed[gvk.GroupKind()] = err
+			case err != nil:
+				return kinds, err
+			}
+			kinds.named[gvk] = m
+		}
+	}
+	return kinds, nil
+}
+
+// groupDiscoveryFailed reports whether err, from mapping one kind, is the failure of the discovery of that kind's
+// API group alone (its APIService answers 503: an aggregated API server is down), rather than of discovery as a
+// whole. The manager's lazy RESTMapper returns it as ErrResourceDiscoveryFailed; a group known not to be served
+// is a NoMatch error instead.
+func groupDiscoveryFailed(err error) bool {
+	var failed *apiutil.ErrResourceDiscoveryFailed
+	return errors.As(err, &failed)
+}
+
+// views are the versions the selected kinds are watched in (see selectedKinds): one per kind, however many versions
+// selectors name it in, for a selector selects the kind's objects in every version (Policy.Match). It is the one
+// served version the selectors name, when they name one, so that the binding and status stages too read the
+// templates propagated in it from the informer; otherwise the server's preferred version, and the templates
+// propagated in another version are read from the API server by each stage, each time (the cost of naming one kind
+// in two versions). A kind the server serves in no version is left out. A kind whose discovery failed keeps the
+// informer it has, in its version, and is left out when it has none: its policies wait for its API's server,
+// every other kind goes on. views adds to kinds.failed the kinds whose preferred version it could not learn.
+func (r *Reconciler) views(kinds selectedKinds) (map[schema.GroupKind]*meta.RESTMapping, error) {
 	served := map[schema.GroupKind][]*meta.RESTMapping{}
-	for gvk, m := range named {
+	for gvk, m := range kinds.named {
 		if m != nil {
 			served[gvk.GroupKind()] = append(served[gvk.GroupKind()], m)
 		} else if _, ok := served[gvk.GroupKind()]; !ok {
@@ -102,20 +154,36 @@ func (r *Reconciler) views(named map[schema.GroupVersionKind]*meta.RESTMapping) 
 	}
 	wanted := map[schema.GroupKind]*meta.RESTMapping{}
 	for gk, ms := range served {
+		if kinds.failed[gk] != nil {
+			r.keepWatching(wanted, gk)
+			continue
+		}
 		if len(ms) == 1 {
 			wanted[gk] = ms[0]
 			continue
 		}
 		m, err := r.Mapper.RESTMapping(gk)
-		if meta.IsNoMatchError(err) {
+		switch {
+		case meta.IsNoMatchError(err):
 			continue
-		}
-		if err != nil {
+		case groupDiscoveryFailed(err):
+			kinds.failed[gk] = err
+			r.keepWatching(wanted, gk)
+			continue
+		case err != nil:
 			return nil, err
 		}
 		wanted[gk] = m
 	}
 	return wanted, nil
+}
+
+// keepWatching adds to wanted the informer of kind gk that runs, if one does, in the version it reads: Sync keeps
+// an informer whose version the kind's mapping names, and needs the mapping's resource only to start one.
+func (r *Reconciler) keepWatching(wanted map[schema.GroupKind]*meta.RESTMapping, gk schema.GroupKind) {
+	if gvk, ok := r.Templates.Watched(gk); ok {
+		wanted[gk] = &meta.RESTMapping{GroupVersionKind: gvk}
+	}
 }
 
 // policy returns the live policy key names and its object; the object is nil when the policy is gone or going.
