@@ -39,6 +39,9 @@ type Client struct {
 	// Discovery is the cached discovery Mapper maps from; nil when Mapper is built on none, and then a kind
 	// Mapper does not find is taken as not served.
 	Discovery discovery.CachedDiscoveryInterface
+
+	// gate, when set, is Discovery, which answers mappings at once while the member's discovery is failing.
+	gate *failFastDiscovery
 }
 
 // RESTMapping maps gk, in one of versions (or in any the member serves, when none is given), to its resource in
@@ -46,8 +49,14 @@ type Client struct {
 // Its NoMatch then means the member does not serve it only when the member's discovery of gk's group (in
 // versions, when named) did not fail: discovery leaves out a group version it failed to read (an aggregated API
 // whose APIService is unavailable), whose kinds would read as not served while their objects are still there.
-// That is a *DiscoveryFailedError instead, which is no NoMatch.
+// That is a *DiscoveryFailedError instead, which is no NoMatch. While the member's discovery is failing (it did
+// not answer at all), the failure is the answer for a while, without asking the member again (failFastDiscovery).
 func (c *Client) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	done, err := c.gate.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	mapping, err := c.Mapper.RESTMapping(gk, versions...)
 	if meta.IsNoMatchError(err) {
 		c.Mapper.Reset()
@@ -267,7 +276,7 @@ func newClient(name string, cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	cachedDiscovery := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cachedDiscovery)
-	return &Client{Name: name, Config: cfg, Dynamic: dyn, Kubernetes: kc, Mapper: mapper, Discovery: cachedDiscovery}, nil
+	gate := newFailFastDiscovery(name, memory.NewMemCacheClient(dc))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(gate)
+	return &Client{Name: name, Config: cfg, Dynamic: dyn, Kubernetes: kc, Mapper: mapper, Discovery: gate, gate: gate}, nil
 }

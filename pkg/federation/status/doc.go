@@ -10,6 +10,9 @@
 // A binding's status waits, up to a limit, until every target cluster has reported (hold.go): its members apply
 // and observe its Works one after another, and each report would otherwise restate the binding and its template.
 //
+// A member object reaches the Work its labels name, and the Work they named before when a member tool removed or
+// rewrote them (origin.go): its status still flows up, and its execution is told to apply them again.
+//
 // core.go is the pure part (readiness, the per-cluster items, comparisons); informers.go manages the member
 // watches; work.go and binding.go are the controllers.
 package status

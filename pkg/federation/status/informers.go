@@ -20,10 +20,10 @@ import (
 // stopped together when the cluster goes away. When its client changes, every type watched is watched again through
 // the new one: the Work that noticed restarts its own type only, and the others' Works would hear no more.
 type memberWatches struct {
-	// onChange is called with every added, updated or deleted member object.
-	onChange func(cluster string, obj *unstructured.Unstructured)
+	// onChange is called with every added, updated or deleted member object and the Work it came from.
+	onChange func(cluster string, obj *unstructured.Unstructured, from origin)
 	// onUpdate, if set, is called with every updated member object, as it was and as it is.
-	onUpdate func(cluster string, old, cur *unstructured.Unstructured)
+	onUpdate func(cluster string, old, cur *unstructured.Unstructured, from origin)
 
 	mu       sync.Mutex
 	clusters map[string]*clusterWatch
@@ -36,6 +36,8 @@ type clusterWatch struct {
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	// started is when each informer started, to tell one still listing from one that cannot list.
 	started map[schema.GroupVersionResource]time.Time
+	// origins are the Works its objects came from.
+	origins *origins
 }
 
 // informer returns the cluster's informer of gvr, starting it if needed, and when it started.
@@ -47,17 +49,20 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 	}
 	cw := m.clusters[cluster]
 	var again []schema.GroupVersionResource
+	from := &origins{}
 	if cw != nil && cw.client != mc {
-		// New credentials or endpoint: the old informers talk to the cluster as it was.
+		// New credentials or endpoint: the old informers talk to the cluster as it was. Its objects are the same.
 		for r := range cw.informers {
 			again = append(again, r)
 		}
+		from = cw.origins
 		m.stopLocked(cluster)
 		cw = nil
 	}
 	if cw == nil {
 		cw = &clusterWatch{
-			client: mc,
+			origins: from,
+			client:  mc,
 			factory: dynamicinformer.NewFilteredDynamicSharedInformerFactory(mc.Dynamic, 0, metav1.NamespaceAll,
 				func(o *metav1.ListOptions) { o.LabelSelector = names.ManagedLabel + "=true" }),
 			stop:      make(chan struct{}),
@@ -89,25 +94,37 @@ func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema
 	if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
 		return nil, err
 	}
-	notify := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
-			m.onChange(cluster, u)
+	changed := func(u *unstructured.Unstructured, from origin) {
+		if m.onChange != nil {
+			m.onChange(cluster, u, from)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
-		UpdateFunc: func(old, obj any) {
-			notify(obj)
-			o, ok1 := old.(*unstructured.Unstructured)
-			u, ok2 := obj.(*unstructured.Unstructured)
-			if ok1 && ok2 && m.onUpdate != nil {
-				m.onUpdate(cluster, o, u)
+		AddFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				changed(u, cw.origins.seen(nil, u))
 			}
 		},
-		DeleteFunc: notify,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*unstructured.Unstructured)
+			u, ok2 := obj.(*unstructured.Unstructured)
+			if !ok1 || !ok2 {
+				return
+			}
+			from := cw.origins.seen(o, u)
+			changed(u, from)
+			if m.onUpdate != nil {
+				m.onUpdate(cluster, o, u, from)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				changed(u, cw.origins.gone(u))
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}

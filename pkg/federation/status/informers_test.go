@@ -30,7 +30,7 @@ func TestNewClientWatchesEveryType(t *testing.T) {
 	svc.SetLabels(map[string]string{names.ManagedLabel: "true"})
 
 	seen := make(chan string, 10)
-	m := &memberWatches{onChange: func(_ string, obj *unstructured.Unstructured) { seen <- obj.GetKind() + "/" + obj.GetName() }}
+	m := &memberWatches{onChange: func(_ string, obj *unstructured.Unstructured, _ origin) { seen <- obj.GetKind() + "/" + obj.GetName() }}
 	t.Cleanup(m.stopAll)
 	before := fake()
 	for _, gvr := range []schema.GroupVersionResource{deployments, services} {

@@ -161,22 +161,29 @@ func readinessChanged(old, cur client.Object) bool {
 	return !ok1 || !ok2 || clusterReady(o) != clusterReady(c)
 }
 
-// memberChanged enqueues the Work a member object says it came from (its labels, and the annotation with the
-// whole name of a Work whose name is too long for a label).
-func (r *WorkReconciler) memberChanged(_ string, obj *unstructured.Unstructured) {
-	if work, ok := names.AppliedFrom(obj); ok {
+// memberChanged enqueues the Works a member object came from (see memberWatches and origin).
+func (r *WorkReconciler) memberChanged(_ string, _ *unstructured.Unstructured, from origin) {
+	for _, work := range from.works() {
 		r.wakeups.wake(work)
 	}
 }
 
-// memberUpdated hands an updated member object to MemberEdits with the Work it says it came from.
-func (r *WorkReconciler) memberUpdated(_ string, old, cur *unstructured.Unstructured) {
+// memberUpdated hands an updated member object to MemberEdits with the Works that should apply it again
+// (origin.edited): one whose identity labels a member tool removed goes to the Work it came from, whose apply puts
+// them back.
+func (r *WorkReconciler) memberUpdated(_ string, old, cur *unstructured.Unstructured, from origin) {
 	if r.MemberEdits == nil {
 		return
 	}
-	if work, ok := names.AppliedFrom(cur); ok {
+	for _, work := range from.edited(r.workExists) {
 		r.MemberEdits.MemberObjectUpdated(work, old, cur)
 	}
+}
+
+// workExists reports whether the Work is in the cache: called from the member watches, it must not block.
+func (r *WorkReconciler) workExists(key types.NamespacedName) bool {
+	err := r.Client.Get(context.Background(), key, &workv1alpha1.Work{})
+	return err == nil || !apierrors.IsNotFound(err)
 }
 
 func (r *WorkReconciler) enqueueWorksOf(ctx context.Context, cluster string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
