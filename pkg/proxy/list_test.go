@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +163,65 @@ func TestServerModeListFallbacks(t *testing.T) {
 				t.Errorf("items %v, want %v", names, tc.names)
 			}
 		})
+	}
+}
+
+// A custom resource's lists carry no shardInfo, so a list the server filtered to the shard's namespaces looks like
+// one of an upstream that ignores shardSelector. Before a watch, the probe asks, at one resourceVersion, for one
+// object, then for every namespace but that object's: an upstream that ignores shardSelector answers with the same
+// object, and the proxy filters the watch itself.
+func TestProbeFindsAnUpstreamIgnoringShardSelector(t *testing.T) {
+	var mine, foreign string
+	var mu sync.Mutex
+	var lists []url.Values
+	widget := func(ns string) string {
+		return `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"` + ns + `"}}`
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch q := r.URL.Query(); {
+		case r.URL.Path == "/apis/example.com/v1":
+			io.WriteString(w, `{"kind":"APIResourceList","groupVersion":"example.com/v1","resources":[{"name":"widgets","namespaced":true,"kind":"Widget","verbs":["list","watch"]}]}`)
+		case r.URL.Path != "/apis/example.com/v1/widgets":
+			http.NotFound(w, r)
+		case q.Get("watch") == "1":
+			fmt.Fprintf(w, "{\"type\":\"ADDED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s}\n", widget(foreign), widget(mine))
+		default: // one object, the shard's own, whatever the shardSelector
+			mu.Lock()
+			lists = append(lists, q)
+			mu.Unlock()
+			io.WriteString(w, `{"apiVersion":"example.com/v1","items":[`+widget(mine)+`],"kind":"WidgetList","metadata":{"resourceVersion":"7"}}`)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	srv, owned := serverModeProxy(t, upstream)
+	mine, foreign = namespacesIn(owned)
+
+	resp, err := http.Get(srv.URL + "/apis/example.com/v1/widgets?watch=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var namespaces []string
+	for lines := bufio.NewScanner(resp.Body); lines.Scan(); {
+		var ev struct {
+			Object struct{ Metadata struct{ Namespace string } }
+		}
+		if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+			t.Fatalf("%v: %s", err, lines.Bytes())
+		}
+		namespaces = append(namespaces, ev.Object.Metadata.Namespace)
+	}
+	if strings.Join(namespaces, ",") != mine {
+		t.Errorf("the watch shows objects of %v, want only %s's", namespaces, mine)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lists) != 2 {
+		t.Fatalf("the proxy probed with %d lists, want 2: %v", len(lists), lists)
+	}
+	if first, second := lists[0], lists[1]; first.Get("shardSelector") != "" || second.Get("resourceVersion") != "7" ||
+		second.Get("resourceVersionMatch") != "Exact" || second.Get("shardSelector") == "" || second.Get("limit") != "1" {
+		t.Errorf("probe lists %v then %v: want one object without a shardSelector, then one at its resourceVersion exactly with one", first, second)
 	}
 }

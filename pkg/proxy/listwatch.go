@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
-	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // nothingSelector matches no object: no name contains "/". Sent upstream when the shard owns nothing a request
@@ -125,7 +123,7 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 	key := filter.ProbeKey{Cluster: req.Cluster, GroupResource: req.groupResource()}
 	mode := filter.Mode(own.FilterMode)
 	if (mode == filter.ModeAuto || mode == filter.ModeServer) && req.Verb == "watch" && p.prober.Verdict(key) == filter.Unknown {
-		// A watch shows no shardInfo to check: learn from one small list first whether the server filters.
+		// A watch shows nothing to check: learn from two small lists first whether the server filters.
 		if err := p.probe(r, req, u, owned, key); err != nil {
 			p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
 		}
@@ -162,30 +160,33 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		// The proxy reads this body, or at least its start: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
-	forward(u, w, r, req, p.listedUnder(req, a, p.listResponse(req, key, plan, keep)))
+	probe := func() error { return p.probe(r, req, u, owned, key) }
+	forward(u, w, r, req, p.listedUnder(req, a, p.listResponse(req, key, plan, keep, probe)))
 }
 
-// listResponse checks a list response as plan says: that the server filtered it (metadata.shardInfo), else
-// filters it in the proxy.
-func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan, keep func(string) bool) func(*http.Response) error {
+// listResponse checks a list response as plan says: that the server filtered it, else filters it in the proxy.
+// probe is called when the response cannot show either (see filter.Prober.CheckSummary) and nothing is known yet.
+func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan, keep func(string) bool, probe func() error) func(*http.Response) error {
 	return func(resp *http.Response) error {
 		if resp.StatusCode != http.StatusOK || (!plan.ClientFilter && !plan.VerifyShardInfo) {
 			return nil
 		}
 		contentType := resp.Header.Get("Content-Type")
-		clientFilter, checked := plan.ClientFilter, !plan.VerifyShardInfo
+		clientFilter, checked, counted := plan.ClientFilter, !plan.VerifyShardInfo, false
 		var head []byte
 		if plan.VerifyShardInfo {
-			// A list mostly carries its metadata before its items: check shardInfo there and, when the server
-			// filtered, stream the items on instead of holding the whole list.
+			// A list mostly carries its metadata before its items: where it echoes the shardSelector there, stream
+			// the items on instead of holding the whole list. Any other list is read whole: its kind and its
+			// entries decide, and a page's remainingItemCount must go.
 			h, err := filter.ReadListHead(resp.Body, contentType)
 			if err != nil {
 				resp.Body.Close()
 				return err
 			}
-			if h.Known {
-				checked = true
-				if clientFilter = p.prober.CheckShardInfo(key, plan, h.ShardInfo); !clientFilter {
+			if h.Known && h.ShardInfo != nil {
+				checked, counted = true, h.HasRemainingItemCount
+				clientFilter = p.prober.CheckShardInfo(key, plan, h.ShardInfo)
+				if !clientFilter && !counted {
 					resp.Body = readCloser{io.MultiReader(bytes.NewReader(h.Read), resp.Body), resp.Body}
 					return nil
 				}
@@ -198,13 +199,23 @@ func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan
 			return err
 		}
 		if !checked {
-			if clientFilter, err = p.prober.CheckList(key, plan, body, contentType); err != nil {
-				p.log.V(1).Info("cannot read shardInfo; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
+			var s filter.ListSummary
+			if s, err = filter.ReadListSummary(body, contentType); err != nil {
+				p.log.V(1).Info("cannot read the list; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
+				clientFilter = true
+			} else {
+				clientFilter, counted = p.checkList(req, key, plan, s, probe), s.HasRemainingItemCount
 			}
 		}
-		if clientFilter {
+		switch {
+		case clientFilter:
 			if body, err = filter.FilterList(body, contentType, keep); err != nil {
 				return fmt.Errorf("filter %s list: %w", resourceLabel(req), err)
+			}
+		case counted:
+			// The server filtered, but counted other shards' objects in remainingItemCount.
+			if body, err = filter.WithoutRemainingItemCount(body, contentType); err != nil {
+				return fmt.Errorf("%s list: %w", resourceLabel(req), err)
 			}
 		}
 		setBody(resp, body)
@@ -212,45 +223,24 @@ func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan
 	}
 }
 
+// checkList says whether the proxy must filter a whole list response, read as s, itself. A list that shows nothing
+// either way, of a resource no list has told of yet, waits for a probe, then is judged again.
+func (p *Proxy) checkList(req *Request, key filter.ProbeKey, plan filter.Plan, s filter.ListSummary, probe func() error) bool {
+	clientFilter := p.prober.CheckSummary(key, plan, s)
+	if !clientFilter || p.prober.Verdict(key) != filter.Unknown {
+		return clientFilter
+	}
+	if err := probe(); err != nil {
+		p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
+		return true
+	}
+	return p.prober.CheckSummary(key, plan, s)
+}
+
 // readCloser reads from one reader and closes another: a body whose start was read already.
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// probe lists one object with the shard's shardSelector, with the caller's credentials, to learn whether the
-// upstream filters this resource.
-func (p *Proxy) probe(r *http.Request, req *Request, u *upstream, owned shard.Set, key filter.ProbeKey) error {
-	plan, err := filter.Rewrite(filter.ModeServer, owned, url.Values{})
-	if err != nil {
-		return err
-	}
-	q := plan.Query
-	q.Set("limit", "1")
-	target := u.target.JoinPath(req.listPath()) // a watch's own path may be a watch (/api/v1/watch/pods)
-	target.RawQuery = q.Encode()
-	probe, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
-	if err != nil {
-		return err
-	}
-	probe.Header.Set("Accept", "application/json")
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		probe.Header.Set("Authorization", auth)
-	}
-	resp, err := u.transport.RoundTrip(probe)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe list: %s", resp.Status)
-	}
-	_, err = p.prober.CheckList(key, plan, body, resp.Header.Get("Content-Type"))
-	return err
 }
 
 // watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all), and ends it

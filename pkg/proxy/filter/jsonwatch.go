@@ -99,10 +99,11 @@ func (l *jsonLines) last(rest []byte) ([]byte, error) {
 	return l.long.buf, nil
 }
 
-// decideJSONEvent passes frame, drops it (nil), or for a Table event passes it with the foreign rows removed. It
-// reads only as much of the event as it needs: the type, then the object's kind and metadata.namespace, which the
-// API server writes near the start of the object (before spec and status).
-func decideJSONEvent(frame []byte, keep func(string) bool) ([]byte, error) {
+// decideJSONEvent passes frame, drops it (nil), or for a Table event passes it with the foreign rows removed (and
+// the column definitions cols holds for it). It reads only as much of the event as it needs: the type, then the
+// object's kind and metadata.namespace, which the API server writes near the start of the object (before spec and
+// status).
+func decideJSONEvent(frame []byte, keep func(string) bool, cols *tableColumns) ([]byte, error) {
 	ev, err := scanJSONEvent(frame)
 	if err != nil {
 		return nil, err
@@ -118,11 +119,37 @@ func decideJSONEvent(frame []byte, keep func(string) bool) ([]byte, error) {
 		return nil, err
 	}
 	object, _ := event.get("object")
+	if object, err = jsonTableColumns(object, cols); err != nil {
+		return nil, err
+	}
 	table, kept, err := filterJSONList(object, keep)
 	if err != nil || kept == 0 {
 		return nil, err
 	}
+	cols.passed = true
 	return append(event.set("object", table).marshal(), '\n'), nil
+}
+
+// jsonTableColumns is a Table event's object with the column definitions cols holds for it, if any.
+func jsonTableColumns(object []byte, cols *tableColumns) ([]byte, error) {
+	if cols.passed {
+		return object, nil
+	}
+	table, err := parseJSONObject(object)
+	if err != nil {
+		return nil, err
+	}
+	defs, _ := table.get("columnDefinitions")
+	var entries []json.RawMessage
+	if len(defs) > 0 {
+		if err := json.Unmarshal(defs, &entries); err != nil {
+			return nil, fmt.Errorf("columnDefinitions: %w", err)
+		}
+	}
+	if held := cols.carry(defs, len(entries) == 0); held != nil {
+		return table.set("columnDefinitions", held).marshal(), nil
+	}
+	return object, nil
 }
 
 // oneJSONValue makes sure that an event to pass is all of its line. The scan stopped at the namespace; a second

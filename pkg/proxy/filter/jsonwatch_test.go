@@ -33,7 +33,7 @@ func TestJSONEventLayouts(t *testing.T) {
 		{"other members", `{"extra":[1,{"a":"}"}],"type":"MODIFIED","more":-1.5e3,"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"also-mine"},"data":{"x":"y"}},"last":true}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := decideJSONEvent([]byte(tc.event+"\n"), keepMine)
+			out, err := decideJSONEvent([]byte(tc.event+"\n"), keepMine, &tableColumns{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestJSONEventErrors(t *testing.T) {
 		{"error event with a broken object", `{"type":"ERROR","object":{"metadata":`, "unexpected end"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decideJSONEvent([]byte(tc.event+"\n"), keepMine)
+			_, err := decideJSONEvent([]byte(tc.event+"\n"), keepMine, &tableColumns{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one that says %q", err, tc.want)
 			}

@@ -33,6 +33,39 @@ func FilterList(body []byte, contentType string, keep func(namespace string) boo
 	return out, nil
 }
 
+// WithoutRemainingItemCount is a list response (JSON, CBOR or protobuf, as contentType says) without
+// metadata.remainingItemCount, and otherwise as it was. A list the API server filtered by shardSelector counts
+// other shards' objects there (kube-apiserver v1.36.3); FilterList drops it as well.
+func WithoutRemainingItemCount(body []byte, contentType string) ([]byte, error) {
+	f, err := parseFormat(contentType)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	switch f {
+	case formatJSON:
+		var obj jsonObject
+		if obj, err = parseJSONObject(body); err == nil {
+			if obj, err = jsonWithoutRemainingItemCount(obj); err == nil {
+				out = obj.marshal()
+			}
+		}
+	case formatCBOR:
+		var obj cborMap
+		if obj, err = parseCBORMap(body); err == nil {
+			if err = cborWithoutRemainingItemCount(obj); err == nil {
+				out, err = obj.marshal()
+			}
+		}
+	case formatProtobuf:
+		out, err = editProtoList(body, func(value, whole []byte) ([]byte, error) { return whole, nil })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("drop remainingItemCount: %w", err)
+	}
+	return out, nil
+}
+
 // entriesKey is where a list's entries are: items for a list, rows for a Table.
 func entriesKey(kind string) string {
 	if kind == kindTable {
@@ -92,15 +125,23 @@ func filterJSONList(body []byte, keep func(string) bool) (out []byte, kept int, 
 			keptEntries = append(keptEntries, e)
 		}
 	}
-	obj = obj.set(key, joinJSONArray(keptEntries))
-	if meta, ok := obj.get("metadata"); ok {
-		m, err := parseJSONObject(meta)
-		if err != nil {
-			return nil, 0, fmt.Errorf("metadata: %w", err)
-		}
-		obj = obj.set("metadata", m.without("remainingItemCount").marshal())
+	obj, err = jsonWithoutRemainingItemCount(obj.set(key, joinJSONArray(keptEntries)))
+	if err != nil {
+		return nil, 0, err
 	}
 	return obj.marshal(), len(keptEntries), nil
+}
+
+func jsonWithoutRemainingItemCount(obj jsonObject) (jsonObject, error) {
+	meta, ok := obj.get("metadata")
+	if !ok {
+		return obj, nil
+	}
+	m, err := parseJSONObject(meta)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	return obj.set("metadata", m.without("remainingItemCount").marshal()), nil
 }
 
 // filterCBORList is filterJSONList for CBOR.
@@ -137,18 +178,25 @@ func filterCBORList(body []byte, keep func(string) bool) (out []byte, kept int, 
 	if obj.members[key], err = cborValue(keptEntries); err != nil {
 		return nil, 0, err
 	}
-	if meta, ok := obj.members["metadata"]; ok {
-		m, err := parseCBORMap(meta)
-		if err != nil {
-			return nil, 0, fmt.Errorf("metadata: %w", err)
-		}
-		delete(m.members, "remainingItemCount")
-		if obj.members["metadata"], err = m.marshal(); err != nil {
-			return nil, 0, err
-		}
+	if err := cborWithoutRemainingItemCount(obj); err != nil {
+		return nil, 0, err
 	}
 	out, err = obj.marshal()
 	return out, len(keptEntries), err
+}
+
+func cborWithoutRemainingItemCount(obj cborMap) error {
+	meta, ok := obj.members["metadata"]
+	if !ok {
+		return nil
+	}
+	m, err := parseCBORMap(meta)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	delete(m.members, "remainingItemCount")
+	obj.members["metadata"], err = m.marshal()
+	return err
 }
 
 func kindOrObject(kind string) string {
@@ -160,6 +208,18 @@ func kindOrObject(kind string) string {
 
 // filterProtoList filters an enveloped protobuf list on the wire.
 func filterProtoList(body []byte, keep func(string) bool) ([]byte, error) {
+	return editProtoList(body, func(value, whole []byte) ([]byte, error) {
+		ns, err := objectNamespace(value)
+		if err != nil || !keep(ns) {
+			return nil, err
+		}
+		return whole, nil
+	})
+}
+
+// editProtoList rewrites an enveloped protobuf list on the wire: its metadata without remainingItemCount, each item
+// as item says (given its message and the whole field; nil drops it), the rest as it was.
+func editProtoList(body []byte, item func(value, whole []byte) ([]byte, error)) ([]byte, error) {
 	u, err := unwrapProto(body)
 	if err != nil {
 		return nil, err
@@ -182,13 +242,11 @@ func filterProtoList(body []byte, keep func(string) bool) ([]byte, error) {
 			out = appendBytesField(out, fieldMetadata, meta)
 			return err
 		case num == fieldItems:
-			ns, err := objectNamespace(value)
+			kept, err := item(value, whole)
 			if err != nil {
 				return fmt.Errorf("item: %w", err)
 			}
-			if keep(ns) {
-				out = append(out, whole...)
-			}
+			out = append(out, kept...)
 			return nil
 		}
 		out = append(out, whole...)

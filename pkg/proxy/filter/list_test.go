@@ -57,6 +57,46 @@ func TestFilterList(t *testing.T) {
 	}
 }
 
+// A list the server filtered passes as it came but for its remainingItemCount, which counts other shards' objects
+// too: in every format, for built-in lists, custom resources' lists and Tables, whose rows need not carry objects.
+func TestWithoutRemainingItemCount(t *testing.T) {
+	for _, c := range codecs {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := WithoutRemainingItemCount(c.encode(t, configMapList()), c.contentType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.ConfigMapList
+			c.decode(t, out, &got)
+			checkListMeta(t, got.ListMeta)
+			if diff := cmp.Diff(configMapList().Items, got.Items); diff != "" {
+				t.Errorf("items (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, c := range codecs[:2] {
+		tbl := table(t, c, foreign)
+		tbl.Rows[0].Object = runtime.RawExtension{} // includeObject=None
+		for _, tc := range []struct {
+			name       string
+			body       []byte
+			namespaces []string
+		}{
+			{"WidgetList", widgetList(t, c, mine, foreign), []string{mine, foreign}},
+			{"Table", c.encode(t, tbl), nil},
+		} {
+			out, err := WithoutRemainingItemCount(tc.body, c.contentType)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, tc.name, err)
+			}
+			s, err := ReadListSummary(out, c.contentType)
+			if err != nil || s.HasRemainingItemCount || s.ResourceVersion != "42" || !slices.Equal(s.Namespaces, tc.namespaces) {
+				t.Errorf("%s %s: %+v, %v", c.name, tc.name, s, err)
+			}
+		}
+	}
+}
+
 func checkListMeta(t *testing.T, got metav1.ListMeta) {
 	t.Helper()
 	want := metav1.ListMeta{ResourceVersion: "42", Continue: "next-page"} // remainingItemCount is no longer true
@@ -190,7 +230,7 @@ func TestFieldNamesAreCaseSensitive(t *testing.T) {
 			t.Errorf("a list kept an object of namespace foreign")
 		}
 		event := append(slices.Clone(selfDescribedCBOR), cborMapInOrder(t, "type", "ADDED", "object", cbor.RawMessage(item))...)
-		if kept, err := decideCBOREvent(event, keepMine); err != nil || kept != nil {
+		if kept, err := decideCBOREvent(event, keepMine, &tableColumns{}); err != nil || kept != nil {
 			t.Errorf("a watch event of an object in namespace foreign: kept %t, %v", kept != nil, err)
 		}
 	}

@@ -12,8 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// A list response says in metadata.shardInfo whether the API server filtered it. Where the metadata comes before
-// the items, the proxy can check it and stream the items on without holding the whole list. What the API server
+// A list response says in metadata.shardInfo that the API server filtered it (where it can carry it: summary.go).
+// Where the metadata comes before the items, the proxy can check it and stream the items on without holding the
+// whole list. What the API server
 // writes (k8s.io/apimachinery and k8s.io/apiserver v0.36.3):
 //   - JSON, built-in lists and Tables: kind, apiVersion, metadata, then items (rows): struct field order, also in
 //     the streaming encoder (runtime/serializer/json/collections.go, streamingEncodeList). Custom resources'
@@ -35,10 +36,13 @@ type ListHead struct {
 	// Read is every byte ReadListHead read of the body. It goes on downstream first, then the rest of the body.
 	Read []byte
 	// Known says that the list's metadata came before its entries, so ShardInfo is what the list says. When it
-	// is false, read the whole body and ask ShardInfoSelector.
+	// is false, read the whole body and ask ReadListSummary.
 	Known bool
 	// ShardInfo is the list's metadata.shardInfo, nil when it has none.
 	ShardInfo *metav1.ShardInfo
+	// HasRemainingItemCount says that the list's metadata counts the objects after this page: in a list the
+	// server filtered by shardSelector, other shards' objects too (kube-apiserver v1.36.3), so the proxy drops it.
+	HasRemainingItemCount bool
 }
 
 // ReadListHead reads the start of a list response body (JSON, CBOR or protobuf, as contentType says), as far as
@@ -50,19 +54,19 @@ func ReadListHead(body io.Reader, contentType string) (ListHead, error) {
 		return ListHead{}, err
 	}
 	rec := &recorder{r: body}
-	var info *metav1.ShardInfo
+	var meta listMetaHead
 	switch f {
 	case formatJSON:
-		info, err = jsonListHead(rec)
+		meta, err = jsonListHead(rec)
 	case formatCBOR:
-		info, err = cborListHead(rec)
+		meta, err = cborListHead(rec)
 	case formatProtobuf:
-		info, err = protoListHead(bufio.NewReader(rec))
+		meta, err = protoListHead(bufio.NewReader(rec))
 	}
 	if rec.err != nil {
 		return ListHead{}, rec.err
 	}
-	return ListHead{Read: rec.read, Known: err == nil, ShardInfo: info}, nil
+	return ListHead{Read: rec.read, Known: err == nil, ShardInfo: meta.ShardInfo, HasRemainingItemCount: meta.RemainingItemCount != nil}, nil
 }
 
 // recorder keeps what is read through it, and the first read error other than the end of the body.
@@ -89,43 +93,44 @@ var (
 	errEntriesFirst    = errors.New("the list's entries come before its metadata")
 )
 
-// listMetaShardInfo is the part of a list's metadata that ReadListHead decodes.
-type listMetaShardInfo struct {
-	ShardInfo *metav1.ShardInfo `json:"shardInfo"`
+// listMetaHead is the part of a list's metadata that ReadListHead decodes.
+type listMetaHead struct {
+	RemainingItemCount *int64            `json:"remainingItemCount"`
+	ShardInfo          *metav1.ShardInfo `json:"shardInfo"`
 }
 
 // isTypeKey says whether a member before a list's metadata is one that may come there: kind and apiVersion.
 // Anything else (items, rows, columnDefinitions) leaves the decision to the whole body.
 func isTypeKey(key string) bool { return key == "kind" || key == "apiVersion" }
 
-func jsonListHead(r io.Reader) (*metav1.ShardInfo, error) {
+func jsonListHead(r io.Reader) (listMetaHead, error) {
 	dec := json.NewDecoder(r)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("want a JSON object: %v %w", tok, err)
+		return listMetaHead{}, fmt.Errorf("want a JSON object: %v %w", tok, err)
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, err
+			return listMetaHead{}, err
 		}
 		switch key, _ := tok.(string); {
 		case key == "metadata":
-			var meta listMetaShardInfo
+			var meta listMetaHead
 			err := dec.Decode(&meta)
-			return meta.ShardInfo, err
+			return meta, err
 		case isTypeKey(key):
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return nil, err
+				return listMetaHead{}, err
 			}
 		default:
-			return nil, errEntriesFirst
+			return listMetaHead{}, errEntriesFirst
 		}
 	}
-	return nil, errors.New("a list without metadata")
+	return listMetaHead{}, errors.New("a list without metadata")
 }
 
-func cborListHead(r io.Reader) (*metav1.ShardInfo, error) {
+func cborListHead(r io.Reader) (listMetaHead, error) {
 	br := bufio.NewReader(r)
 	head, err := br.Peek(len(selfDescribedCBOR))
 	if err == nil && string(head) == string(selfDescribedCBOR) {
@@ -133,28 +138,28 @@ func cborListHead(r io.Reader) (*metav1.ShardInfo, error) {
 	}
 	pairs, err := cborMapHead(br)
 	if err != nil {
-		return nil, err
+		return listMetaHead{}, err
 	}
 	dec := cborPartial.NewDecoder(br)
 	for i := uint64(0); pairs < 0 || i < uint64(pairs); i++ {
 		var key string
 		if err := dec.Decode(&key); err != nil {
-			return nil, err
+			return listMetaHead{}, err
 		}
 		switch {
 		case key == "metadata":
-			var meta listMetaShardInfo
+			var meta listMetaHead
 			err := dec.Decode(&meta)
-			return meta.ShardInfo, err
+			return meta, err
 		case isTypeKey(key):
 			if err := dec.Skip(); err != nil {
-				return nil, err
+				return listMetaHead{}, err
 			}
 		default:
-			return nil, errEntriesFirst
+			return listMetaHead{}, errEntriesFirst
 		}
 	}
-	return nil, errors.New("a list without metadata")
+	return listMetaHead{}, errors.New("a list without metadata")
 }
 
 // cborMapHead reads the head of a CBOR map: the number of its pairs, or -1 for a map of indefinite length (whose
@@ -188,43 +193,43 @@ func cborMapHead(br *bufio.Reader) (int64, error) {
 }
 
 // protoListHead reads the envelope up to its raw bytes, then the list's first field, which must be its ListMeta.
-func protoListHead(br *bufio.Reader) (*metav1.ShardInfo, error) {
+func protoListHead(br *bufio.Reader) (listMetaHead, error) {
 	magic := make([]byte, len(protoMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(protoMagic) {
-		return nil, errors.New("protobuf body does not start with the Kubernetes magic number")
+		return listMetaHead{}, errors.New("protobuf body does not start with the Kubernetes magic number")
 	}
 	for {
 		num, typ, err := readProtoTag(br)
 		if err != nil {
-			return nil, err
+			return listMetaHead{}, err
 		}
 		if typ != protowire.BytesType {
-			return nil, fmt.Errorf("protobuf envelope field %d of wire type %d", num, typ)
+			return listMetaHead{}, fmt.Errorf("protobuf envelope field %d of wire type %d", num, typ)
 		}
 		if num == fieldUnknownRaw {
 			if _, err := binary.ReadUvarint(br); err != nil { // the list's length: the rest streams
-				return nil, err
+				return listMetaHead{}, err
 			}
 			break
 		}
 		if _, err := readProtoBytes(br); err != nil { // TypeMeta, or a field a newer envelope has
-			return nil, err
+			return listMetaHead{}, err
 		}
 	}
 	num, typ, err := readProtoTag(br)
 	if err != nil {
-		return nil, err
+		return listMetaHead{}, err
 	}
 	if num != fieldMetadata || typ != protowire.BytesType {
-		return nil, errEntriesFirst
+		return listMetaHead{}, errEntriesFirst
 	}
 	value, err := readProtoBytes(br)
 	if err != nil {
-		return nil, err
+		return listMetaHead{}, err
 	}
 	var meta metav1.ListMeta
 	err = meta.Unmarshal(value)
-	return meta.ShardInfo, err
+	return listMetaHead{RemainingItemCount: meta.RemainingItemCount, ShardInfo: meta.ShardInfo}, err
 }
 
 func readProtoTag(br *bufio.Reader) (protowire.Number, protowire.Type, error) {

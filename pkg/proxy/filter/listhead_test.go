@@ -17,7 +17,7 @@ import (
 const testSelector = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
 
 // checkListHead reads body's head from r and checks it against the whole body: what was read is a prefix of the
-// body, and a known shardInfo is the one ShardInfoSelector reads.
+// body, and a known shardInfo is the one ReadListSummary reads.
 func checkListHead(t *testing.T, r io.Reader, body []byte, contentType string) ListHead {
 	t.Helper()
 	h, err := ReadListHead(r, contentType)
@@ -27,12 +27,12 @@ func checkListHead(t *testing.T, r io.Reader, body []byte, contentType string) L
 	if !bytes.HasPrefix(body, h.Read) {
 		t.Fatalf("read %q, not a prefix of the body", h.Read)
 	}
-	sel, ok, err := ShardInfoSelector(body, contentType)
+	s, err := ReadListSummary(body, contentType)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Known && (ok != (h.ShardInfo != nil) || ok && h.ShardInfo.Selector != sel) {
-		t.Errorf("head says shardInfo %v, the whole body %q (%v)", h.ShardInfo, sel, ok)
+	if h.Known && ((s.ShardInfo != nil) != (h.ShardInfo != nil) || s.ShardInfo != nil && h.ShardInfo.Selector != s.ShardInfo.Selector) {
+		t.Errorf("head says shardInfo %v, the whole body %v", h.ShardInfo, s.ShardInfo)
 	}
 	return h
 }
@@ -55,6 +55,9 @@ func TestReadListHead(t *testing.T) {
 				wantKnown := c.name != "cbor" // the test's CBOR encoder sorts keys: items before metadata
 				if whole.Known != wantKnown || split.Known != wantKnown {
 					t.Errorf("known %v (read whole), %v (a byte at a time); want %v", whole.Known, split.Known, wantKnown)
+				}
+				if whole.HasRemainingItemCount != wantKnown { // every fixture counts 99 more
+					t.Errorf("remainingItemCount seen %v, want %v", whole.HasRemainingItemCount, wantKnown)
 				}
 			})
 		}

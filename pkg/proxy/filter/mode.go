@@ -7,10 +7,11 @@ import "fmt"
 type Mode string
 
 const (
-	// ModeAuto sends a shardSelector and checks the first list response: if the server filtered, it is ModeServer
-	// from then on, else ModeClient. Until it knows, it filters client-side too.
+	// ModeAuto sends a shardSelector and checks list responses, or probes (see Prober): once the server is seen to
+	// filter, it is ModeServer from then on, else ModeClient. Until it knows, it filters client-side too.
 	ModeAuto Mode = "auto"
-	// ModeServer sends a shardSelector (KEP-5866) and trusts the server, checking metadata.shardInfo on lists.
+	// ModeServer sends a shardSelector (KEP-5866) and trusts the server once seen to filter, checking lists (their
+	// metadata.shardInfo, or their entries' namespaces where they cannot carry it); seen not to, it is ModeClient.
 	ModeServer Mode = "server"
 	// ModeLabel adds a label selector on shard.BucketLabel, filtering client-side when the buckets over-select.
 	ModeLabel Mode = "label"

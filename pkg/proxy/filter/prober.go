@@ -11,11 +11,13 @@ import (
 type Verdict uint8
 
 const (
-	// Unknown: no list response with a shardSelector has been seen yet.
+	// Unknown: no list response has shown yet whether the server filters.
 	Unknown Verdict = iota
-	// ServerFilters: a list response echoed the shardSelector in metadata.shardInfo.
+	// ServerFilters: a list response echoed the shardSelector in metadata.shardInfo, or a probe's list left out the
+	// namespace it asked to leave out (Prober.CheckProbe).
 	ServerFilters
-	// ServerDoesNotFilter: a list response came back without the shardSelector echoed; the proxy filters.
+	// ServerDoesNotFilter: a list response that carries shardInfo came back without the shardSelector echoed, or
+	// one held an object the shardSelector does not select; the proxy filters.
 	ServerDoesNotFilter
 )
 
@@ -37,10 +39,10 @@ type ProbeKey struct {
 }
 
 // Prober remembers, per ProbeKey, whether the upstream filters by shardSelector. It does no I/O: the plumbing
-// shows it list responses (CheckList) and asks which mode to use (Resolve). The zero Prober is ready to use and
-// safe for concurrent use.
+// shows it list responses (CheckList, CheckProbe) and asks which mode to use (Resolve). The zero Prober is ready
+// to use and safe for concurrent use.
 //
-// The first observation sets the verdict. A later list without shardInfo turns ServerFilters into
+// The first evidence sets the verdict. A later list that shows the server did not filter turns ServerFilters into
 // ServerDoesNotFilter (one API server of an HA set may be older, or have the gate off), but never the other way:
 // once the proxy filters a resource itself, it keeps doing so until Forget (say, on a config change).
 type Prober struct {
@@ -98,25 +100,44 @@ func (p *Prober) Resolve(key ProbeKey, mode Mode) Mode {
 
 // CheckList looks at a list response to a request planned as plan, records what it shows for key, and says
 // whether the proxy must filter this response itself. Without VerifyShardInfo that is plan.ClientFilter. With it,
-// the response must echo plan.ShardSelector in metadata.shardInfo; if it does not, the server did not filter
-// (or filtered by something else) and the proxy filters this very response, so that nothing leaks.
+// see CheckSummary.
 func (p *Prober) CheckList(key ProbeKey, plan Plan, body []byte, contentType string) (clientFilter bool, err error) {
 	if !plan.VerifyShardInfo {
 		return plan.ClientFilter, nil
 	}
-	echoed, ok, err := ShardInfoSelector(body, contentType)
+	s, err := ReadListSummary(body, contentType)
 	if err != nil {
 		return true, err
 	}
-	var info *metav1.ShardInfo
-	if ok {
-		info = &metav1.ShardInfo{Selector: echoed}
-	}
-	return p.CheckShardInfo(key, plan, info), nil
+	return p.CheckSummary(key, plan, s), nil
 }
 
-// CheckShardInfo is CheckList for a list whose metadata.shardInfo has been read already (see ReadListHead); info
-// is nil when the list has none.
+// CheckSummary is CheckList for a list read already. A list that carries shardInfo must echo plan.ShardSelector
+// there; if it does not, the server did not filter (or filtered by something else) and the proxy filters this very
+// response, so that nothing leaks. A list that cannot carry it is judged by its entries: one outside the selected
+// namespaces shows that the server did not filter. None outside shows nothing, and leaves the verdict as it was:
+// the response passes unfiltered only when the server is known to filter, else the proxy filters it (the plumbing
+// may probe first, then ask again).
+func (p *Prober) CheckSummary(key ProbeKey, plan Plan, s ListSummary) (clientFilter bool) {
+	if !plan.VerifyShardInfo {
+		return plan.ClientFilter
+	}
+	if s.CarriesShardInfo() {
+		return p.CheckShardInfo(key, plan, s.ShardInfo)
+	}
+	outside, err := s.outside(plan.ShardSelector)
+	if err != nil {
+		return true
+	}
+	if outside {
+		p.Record(key, false)
+		return true
+	}
+	return p.Verdict(key) != ServerFilters
+}
+
+// CheckShardInfo is CheckSummary for a list that carries shardInfo and whose metadata.shardInfo has been read
+// already (see ReadListHead); info is nil when the list has none.
 func (p *Prober) CheckShardInfo(key ProbeKey, plan Plan, info *metav1.ShardInfo) (clientFilter bool) {
 	if !plan.VerifyShardInfo {
 		return plan.ClientFilter
@@ -124,6 +145,21 @@ func (p *Prober) CheckShardInfo(key ProbeKey, plan Plan, info *metav1.ShardInfo)
 	filtered := info != nil && sameShardSelector(info.Selector, plan.ShardSelector)
 	p.Record(key, filtered)
 	return !filtered
+}
+
+// CheckProbe records for key what answer, the response to plan (see ExclusionPlan), shows, and returns the verdict
+// now. Where the list carries shardInfo, that decides. Else its entries do: the object the plan leaves out (or any
+// other outside its shardSelector) shows that the server did not filter, and its absence that it did.
+func (p *Prober) CheckProbe(key ProbeKey, plan Plan, answer ListSummary) Verdict {
+	if answer.CarriesShardInfo() {
+		p.CheckShardInfo(key, plan, answer.ShardInfo)
+		return p.Verdict(key)
+	}
+	outside, err := answer.outside(plan.ShardSelector)
+	if err != nil || !outside && answer.NamespacesUnknown {
+		return p.Verdict(key)
+	}
+	return p.Record(key, !outside)
 }
 
 // sameShardSelector reports whether two shardSelectors select the same namespaces, however they are spelled.

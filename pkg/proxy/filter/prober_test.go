@@ -9,22 +9,6 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
-func TestShardInfoSelector(t *testing.T) {
-	sel := "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
-	for _, c := range codecs {
-		t.Run(c.name, func(t *testing.T) {
-			list := configMapList()
-			if got, ok, err := ShardInfoSelector(c.encode(t, list), c.contentType); got != "" || ok || err != nil {
-				t.Errorf("without shardInfo: %q, %v, %v", got, ok, err)
-			}
-			list.ShardInfo = &metav1.ShardInfo{Selector: sel}
-			if got, ok, err := ShardInfoSelector(c.encode(t, list), c.contentType); got != sel || !ok || err != nil {
-				t.Errorf("with shardInfo: %q, %v, %v", got, ok, err)
-			}
-		})
-	}
-}
-
 func TestProber(t *testing.T) {
 	var p Prober
 	pods := ProbeKey{GroupResource: schema.GroupResource{Resource: "pods"}}

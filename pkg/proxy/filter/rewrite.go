@@ -34,8 +34,9 @@ type Plan struct {
 	Query url.Values
 	// ShardSelector is the shardSelector sent upstream, if any (server and auto modes).
 	ShardSelector string
-	// VerifyShardInfo says that a list response must echo ShardSelector in metadata.shardInfo. When it does not,
-	// the server did not filter, and the proxy must filter that response itself (Prober.CheckList decides).
+	// VerifyShardInfo says that a list response must show that the server filtered by ShardSelector: echo it in
+	// metadata.shardInfo, or, for a list that cannot carry that, hold no other namespace's entry, the server seen
+	// to filter before. When it does not, the proxy must filter that response itself (Prober.CheckList decides).
 	VerifyShardInfo bool
 	// ClientFilter says that the proxy must filter the response itself: watch events always, list items unless
 	// VerifyShardInfo applies and the check passed.

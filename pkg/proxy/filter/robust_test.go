@@ -24,7 +24,8 @@ func TestGarbageNeverPanics(t *testing.T) {
 		for i := 0; i < 3000; i++ {
 			body := mutate(rng, seeds[rng.IntN(len(seeds))])
 			_, _ = FilterList(body, c.contentType, keepMine)
-			_, _, _ = ShardInfoSelector(body, c.contentType)
+			_, _ = ReadListSummary(body, c.contentType)
+			_, _ = WithoutRemainingItemCount(body, c.contentType)
 			_, _ = ReadListHead(bytes.NewReader(body), c.contentType)
 			_, _ = StampCreate(body, c.contentType, mine)
 			_, _ = io.Copy(io.Discard, FilterWatch(bytes.NewReader(body), c.contentType, keepMine))

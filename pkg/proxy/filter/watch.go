@@ -40,18 +40,18 @@ func NewWatchReader(r io.Reader, contentType string, keep func(namespace string)
 	if err != nil {
 		return nil, err
 	}
-	w, buf := &WatchReader{}, &frames{}
+	w, buf, cols := &WatchReader{}, &frames{}, &tableColumns{}
 	switch f {
 	case formatJSON:
 		lines := newJSONLines(r)
 		w.read, w.buffered = lines.next, lines.buffered
-		w.decide = func(frame []byte) ([]byte, error) { return decideJSONEvent(frame, keep) }
+		w.decide = func(frame []byte) ([]byte, error) { return decideJSONEvent(frame, keep, cols) }
 	case formatCBOR:
 		dec := cbor.NewDecoder(r)
 		w.read = func() ([]byte, error) { return buf.readCBOR(dec) }
 		// Whether the decoder holds a whole data item is not cheap to tell: a CBOR stream is read event by event.
 		w.buffered = func() bool { return false }
-		w.decide = func(frame []byte) ([]byte, error) { return decideCBOREvent(frame, keep) }
+		w.decide = func(frame []byte) ([]byte, error) { return decideCBOREvent(frame, keep, cols) }
 	case formatProtobuf:
 		br := bufio.NewReaderSize(r, readBuffer)
 		w.read, w.buffered = func() ([]byte, error) { return buf.readProto(br) }, func() bool { return protoBuffered(br) }
@@ -213,7 +213,7 @@ func (f *frames) readCBOR(dec *cbor.Decoder) ([]byte, error) {
 }
 
 // decideCBOREvent is decideJSONEvent for CBOR.
-func decideCBOREvent(frame []byte, keep func(string) bool) ([]byte, error) {
+func decideCBOREvent(frame []byte, keep func(string) bool, cols *tableColumns) ([]byte, error) {
 	// One pass reads the type and the object's kind and namespace. A Table, or an event that does not read so,
 	// takes the two steps below, which keep the object whole (and give the errors that name the event).
 	var quick struct {
@@ -243,16 +243,65 @@ func decideCBOREvent(frame []byte, keep func(string) bool) ([]byte, error) {
 	if obj.Kind != kindTable {
 		return keepIf(frame, keep(obj.Metadata.Namespace)), nil
 	}
-	table, kept, err := filterCBORList(ev.Object, keep)
+	object, err := cborTableColumns(ev.Object, cols)
+	if err != nil {
+		return nil, err
+	}
+	table, kept, err := filterCBORList(object, keep)
 	if err != nil || kept == 0 {
 		return nil, err
 	}
+	cols.passed = true
 	event, err := parseCBORMap(frame)
 	if err != nil {
 		return nil, err
 	}
 	event.members["object"] = table
 	return event.marshal()
+}
+
+// cborTableColumns is jsonTableColumns for CBOR.
+func cborTableColumns(object []byte, cols *tableColumns) ([]byte, error) {
+	if cols.passed {
+		return object, nil
+	}
+	table, err := parseCBORMap(object)
+	if err != nil {
+		return nil, err
+	}
+	defs := table.members["columnDefinitions"]
+	var entries []cbor.RawMessage
+	if len(defs) > 0 {
+		if err := cborPartial.Unmarshal(defs, &entries); err != nil {
+			return nil, fmt.Errorf("columnDefinitions: %w", err)
+		}
+	}
+	if held := cols.carry(defs, len(entries) == 0); held != nil {
+		table.members["columnDefinitions"] = held
+		return table.marshal()
+	}
+	return object, nil
+}
+
+// tableColumns carries a Table watch's column definitions to the first event the filter passes: the API server
+// sends them only with its first event, which may be another shard's and dropped, and kubectl get -w prints with
+// the definitions of the first event it gets.
+type tableColumns struct {
+	held   []byte // the definitions of an event dropped before any passed, in the stream's encoding
+	passed bool   // a Table event has passed: it had its definitions, or was given those held
+}
+
+// carry looks at the definitions of a Table event before it is filtered (empty: it has none), and returns those to
+// put on it: nil to leave it as it is.
+func (c *tableColumns) carry(defs []byte, empty bool) []byte {
+	switch {
+	case c.passed:
+		return nil
+	case !empty:
+		c.held = bytes.Clone(defs)
+		return nil
+	}
+	return c.held
 }
 
 // decideProtoEvent passes or drops a protobuf frame. The frame holds a metav1.WatchEvent, bare (as the API server

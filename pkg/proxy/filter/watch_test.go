@@ -92,6 +92,37 @@ func TestFilterWatchTable(t *testing.T) {
 	}
 }
 
+// The API server sends a Table watch's column definitions with its first event only: when the filter drops that
+// one, the first event it passes carries them instead (kubectl get -w has nothing to print by without them).
+func TestFilterWatchTableCarriesColumnDefinitions(t *testing.T) {
+	for _, c := range codecs[:2] {
+		t.Run(c.name, func(t *testing.T) {
+			later := func(namespaces ...string) *metav1.Table {
+				tbl := table(t, c, namespaces...)
+				tbl.ColumnDefinitions = nil
+				return tbl
+			}
+			first := table(t, c, foreign)
+			in := c.watchStream(t,
+				watch.Event{Type: watch.Added, Object: first},
+				watch.Event{Type: watch.Added, Object: later(mine)},
+				watch.Event{Type: watch.Modified, Object: later(also)},
+			)
+			var out bytes.Buffer
+			if n, err := CopyWatch(&out, bytes.NewReader(in), c.contentType, keepMine); err != nil || n != 2 {
+				t.Fatalf("CopyWatch passed %d events, error %v; want 2, nil", n, err)
+			}
+			got := c.readWatch(t, out.Bytes())
+			if diff := cmp.Diff(first.ColumnDefinitions, got[0].Object.(*metav1.Table).ColumnDefinitions); diff != "" {
+				t.Errorf("the first event passed, column definitions (-want +got):\n%s", diff)
+			}
+			if defs := got[1].Object.(*metav1.Table).ColumnDefinitions; len(defs) != 0 {
+				t.Errorf("the second event passed got column definitions %v, which the API server did not send", defs)
+			}
+		})
+	}
+}
+
 // Each kept event comes out of the filter as soon as it went in: the writer does not write the next event until
 // the reader has seen the kept one, which would deadlock if the filter waited for more input.
 func TestWatchNoBufferingDelay(t *testing.T) {
