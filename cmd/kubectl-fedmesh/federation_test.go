@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -440,20 +441,31 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 		t.Fatalf("delete as the joined identity: %v", err)
 	}
 
-	// Not cluster-admin: it cannot bind itself to a stronger role, widen its own, impersonate, or reach
-	// non-resource URLs beyond health and discovery.
-	escalate := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "escalate"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: memberServiceAccount, Namespace: names.SystemNamespace}},
+	// What execution does with RBAC: apply, forced, the ClusterRole an operator ships, which grants update (a verb
+	// the identity itself lacks), and a team's RoleBinding to the built-in edit ClusterRole, whose rules the member's
+	// controller manager aggregates.
+	operatorRole := []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"operator"},
+		"rules":[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["get","list","watch","create","update","patch","delete"]}]}`)
+	if _, err := mc.Kubernetes.RbacV1().ClusterRoles().Patch(ctx, "operator", types.ApplyPatchType, operatorRole,
+		metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr(true)}); err != nil {
+		t.Errorf("apply a ClusterRole granting update as the joined identity: %v", err)
 	}
-	if _, err := mc.Kubernetes.RbacV1().ClusterRoleBindings().Create(ctx, escalate, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("binding itself to cluster-admin: %v, want forbidden", err)
+	fedtest.Eventually(t, 30*time.Second, "the edit ClusterRole aggregated", func() error {
+		edit, err := fresh.Clientset().RbacV1().ClusterRoles().Get(ctx, "edit", metav1.GetOptions{})
+		if err == nil && len(edit.Rules) == 0 {
+			err = errors.New("no rules yet")
+		}
+		return err
+	})
+	teamEdit := []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"team-edit","namespace":"shop"},
+		"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},
+		"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"team-a"}]}`)
+	if _, err := mc.Kubernetes.RbacV1().RoleBindings("shop").Patch(ctx, "team-edit", types.ApplyPatchType, teamEdit,
+		metav1.PatchOptions{FieldManager: names.FieldManager, Force: ptr(true)}); err != nil {
+		t.Errorf("apply a RoleBinding to ClusterRole edit as the joined identity: %v", err)
 	}
-	widen := []byte(`{"rules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]}`)
-	if _, err := mc.Kubernetes.RbacV1().ClusterRoles().Patch(ctx, memberClusterRole, types.MergePatchType, widen, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("widening its own role: %v, want forbidden", err)
-	}
+
+	// Still not: impersonating, or non-resource URLs beyond health and discovery.
 	impersonating := *mc.Config
 	impersonating.Impersonate.UserName = "admin"
 	impersonating.Impersonate.Groups = []string{"system:masters"}

@@ -35,10 +35,15 @@ var federatorRules = []rbacv1.PolicyRule{
 	// A policy may propagate any kind, CRDs included, so resources cannot be listed in advance: "*". Create is
 	// among the verbs because a server-side apply that creates an object is authorized as a create too; RBAC's "*"
 	// also matches subresources, so this reaches pods/exec and serviceaccounts/token as well (a role listing the
-	// propagated kinds would not, at the cost of re-joining for every new kind). What the identity lacks is how
-	// RBAC is escalated: no bind, escalate or impersonate, so it cannot bind itself to a stronger role, widen its
-	// own, or act as someone else; no deletecollection, and no non-resource URLs beyond health and discovery.
+	// propagated kinds would not, at the cost of re-joining for every new kind). That is as strong as
+	// cluster-admin in effect: a pod, or a token, of any service account acts with its permissions.
 	{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	// RBAC refuses to let an identity write a role that grants, or a binding to a role that holds, a permission
+	// the identity does not hold itself (update, for one, which the rule above leaves out): without bind and
+	// escalate, the ordinary RBAC of a workload (an operator's ClusterRole, a team's RoleBinding to edit) could not
+	// be propagated. They add nothing the rule above does not already reach.
+	{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "clusterroles"}, Verbs: []string{"bind", "escalate"}},
+	// No impersonate, no deletecollection, and no non-resource URLs beyond health and discovery.
 	{NonResourceURLs: []string{"/readyz", "/livez", "/healthz", "/version", "/api", "/api/*", "/apis", "/apis/*"}, Verbs: []string{"get"}},
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -29,12 +30,24 @@ func stripServerFields(obj *unstructured.Unstructured) *unstructured.Unstructure
 // host, which a member either allocates itself (and the execution stage keeps through the interpreter's Retain)
 // or refuses.
 var hostAllocated = map[schema.GroupKind]func(*unstructured.Unstructured){
-	{Kind: "Service"}:               stripService,
-	{Group: "batch", Kind: "Job"}:   stripJob,
-	{Kind: "ServiceAccount"}:        func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "secrets") },
-	{Kind: "PersistentVolumeClaim"}: stripClaim,
-	{Kind: "Pod"}:                   func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "nodeName") },
-	{Kind: "Secret"}:                stripToken,
+	{Kind: "Service"}:                   stripService,
+	{Group: "batch", Kind: "Job"}:       stripJob,
+	{Kind: "ServiceAccount"}:            func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "secrets") },
+	{Kind: "PersistentVolumeClaim"}:     stripClaim,
+	{Kind: "Pod"}:                       func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "nodeName") },
+	{Kind: "Secret"}:                    stripToken,
+	{Group: "apps", Kind: "Deployment"}: func(u *unstructured.Unstructured) { removeAnnotations(u, native.DeploymentRevisionAnnotations...) },
+	{Group: "apps", Kind: "DaemonSet"}:  func(u *unstructured.Unstructured) { removeAnnotations(u, native.DaemonSetTemplateGenerationAnnotation) },
+}
+
+// removeAnnotations removes the annotations keys from u, and the annotations too when none is left.
+func removeAnnotations(u *unstructured.Unstructured, keys ...string) {
+	for _, k := range keys {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", k)
+	}
+	if a, ok, _ := unstructured.NestedMap(u.Object, "metadata", "annotations"); ok && len(a) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	}
 }
 
 // stripToken removes what the host's token controller filled into a legacy service-account token Secret: the
@@ -50,37 +63,56 @@ func stripToken(u *unstructured.Unstructured) {
 	unstructured.RemoveNestedField(u.Object, "metadata", "annotations", corev1.ServiceAccountUIDKey)
 }
 
-// stripClaim removes the bound volume, the host's binding annotations, and a storage class the host chose rather
-// than the claim's author. A member's volume controller takes a claim that says it was bound but names no volume
-// for one that lost its volume (Lost, never provisioned). The host's DefaultStorageClass admission (or its volume
-// controller, retroactively) names the host's default class, which a member may lack, and the field is immutable
-// once set. The author's choice shows in the managed fields: admission runs after the creating manager's fields are
-// recorded, so a class no manager but the controller manager owns is the host's. A template without managed fields
-// tells nothing, and keeps its class.
+// stripClaim removes the volume the host bound the claim to, the host's binding annotations, and a storage class the
+// host chose rather than the claim's author. A member's volume controller takes a claim that says it was bound but
+// names no volume for one that lost its volume (Lost, never provisioned). The host's DefaultStorageClass admission
+// (or its volume controller, retroactively) names the host's default class, which a member may lack, and the field
+// is immutable once set. The author's choice shows in the managed fields: admission runs after the creating
+// manager's fields are recorded, so a class no manager but the controller manager owns is the host's. A template
+// without managed fields tells nothing, and keeps its class. A volume is the author's likewise (a claim pre-bound
+// to a volume propagated beside it) unless a volume controller chose it: it marked the claim bound-by-controller
+// (a manifest exported from where it was bound says so too), the controller manager owns the field, or no manager
+// does and the claim is bound.
 func stripClaim(u *unstructured.Unstructured) {
-	unstructured.RemoveNestedField(u.Object, "spec", "volumeName")
-	for _, k := range native.ClaimBindingAnnotations {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", k)
-	}
-	if a, ok, _ := unstructured.NestedMap(u.Object, "metadata", "annotations"); ok && len(a) == 0 {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	_, chosen := u.GetAnnotations()["pv.kubernetes.io/bound-by-controller"]
+	_, bound := u.GetAnnotations()["pv.kubernetes.io/bind-completed"]
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == string(corev1.ClaimBound) {
+		bound = true
 	}
 	managed := u.GetManagedFields()
+	if author, controller := specFieldOwners(managed, "volumeName"); chosen || (!author && (controller || bound)) {
+		unstructured.RemoveNestedField(u.Object, "spec", "volumeName")
+	}
+	removeAnnotations(u, native.ClaimBindingAnnotations...)
 	if len(managed) == 0 {
 		return
 	}
+	if author, _ := specFieldOwners(managed, "storageClassName"); !author {
+		unstructured.RemoveNestedField(u.Object, "spec", "storageClassName")
+	}
+}
+
+// specFieldOwners tells, from an object's managed fields, whether a manager other than the host's controller
+// manager (the object's author, or a tool acting for them) owns spec.<field>, and whether the controller manager
+// does.
+func specFieldOwners(managed []metav1.ManagedFieldsEntry, field string) (author, controller bool) {
 	for _, m := range managed {
-		if m.Subresource != "" || m.Manager == "kube-controller-manager" || m.FieldsV1 == nil {
+		if m.Subresource != "" || m.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {
 			Spec map[string]json.RawMessage `json:"f:spec"`
 		}
-		if json.Unmarshal(m.FieldsV1.Raw, &fields) == nil && fields.Spec["f:storageClassName"] != nil {
-			return
+		if json.Unmarshal(m.FieldsV1.Raw, &fields) != nil || fields.Spec["f:"+field] == nil {
+			continue
+		}
+		if m.Manager == "kube-controller-manager" {
+			controller = true
+		} else {
+			author = true
 		}
 	}
-	unstructured.RemoveNestedField(u.Object, "spec", "storageClassName")
+	return author, controller
 }
 
 // stripService removes the cluster IPs the host allocated (a headless Service's "None" is the template's own) and

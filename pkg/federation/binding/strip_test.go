@@ -34,9 +34,48 @@ func TestStripHostAllocated(t *testing.T) {
 		in:   `{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa}, secrets: [{name: sa-token-x}]}`,
 		want: `{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa}}`,
 	}, {
-		name: "a claim's bound volume",
-		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: pv-1, resources: {}}}`,
+		name: "a Deployment's revision annotations of the host's deployment controller; its own stay",
+		in: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, annotations: {team: a, deployment.kubernetes.io/revision: "3",
+			deployment.kubernetes.io/revision-history: "1,2"}}, spec: {replicas: 1}}`,
+		want: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, annotations: {team: a}}, spec: {replicas: 1}}`,
+	}, {
+		name: "a Deployment with nothing but its revision annotation has none left",
+		in:   `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, annotations: {deployment.kubernetes.io/revision: "1"}}, spec: {replicas: 1}}`,
+		want: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 1}}`,
+	}, {
+		name: "a DaemonSet's template generation, which each API server counts for itself",
+		in: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: ds, annotations: {team: a, deprecated.daemonset.template.generation: "4"}},
+			spec: {template: {spec: {containers: [{name: a, image: a}]}}}}`,
+		want: `{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: ds, annotations: {team: a}}, spec: {template: {spec: {containers: [{name: a, image: a}]}}}}`,
+	}, {
+		name: "a bound claim's volume",
+		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: pv-1, resources: {}}, status: {phase: Bound}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "a claim's volume the host's volume controller bound it to",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [
+			{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:resources: {}}}},
+			{manager: kube-controller-manager, operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:volumeName: {}}}}]},
+			spec: {volumeName: pv-1, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "a claim its author pre-bound to a volume keeps it, bound in the host or not",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {pv.kubernetes.io/bind-completed: "yes"},
+			managedFields: [{manager: kubectl-client-side-apply, operation: Update, fieldsType: FieldsV1,
+			fieldsV1: {f:spec: {f:accessModes: {}, f:resources: {}, f:storageClassName: {}, f:volumeName: {}}}}]},
+			spec: {storageClassName: "", volumeName: nfs-share, resources: {}}, status: {phase: Bound}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {storageClassName: "", volumeName: nfs-share, resources: {}}}`,
+	}, {
+		name: "a claim whose volume a volume controller chose loses it, whoever wrote the manifest",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {pv.kubernetes.io/bound-by-controller: "yes"},
+			managedFields: [{manager: kubectl-client-side-apply, operation: Update, fieldsType: FieldsV1,
+			fieldsV1: {f:metadata: {f:annotations: {}}, f:spec: {f:resources: {}, f:volumeName: {}}}}]},
+			spec: {volumeName: pvc-0a1b2c3d, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
+		name: "a claim without managed fields that names a volume but is not bound keeps it: its author's",
+		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: nfs-share, resources: {}}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: nfs-share, resources: {}}}`,
 	}, {
 		name: "a claim's binding annotations of the host's volume controller and scheduler; its own stay",
 		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {example.com/owner: team-a,
@@ -53,7 +92,7 @@ func TestStripHostAllocated(t *testing.T) {
 		name: "a claim's class set by the host's admission (no manager owns it), and its bound volume",
 		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, managedFields: [{manager: kubectl-create,
 			operation: Update, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:accessModes: {}, f:resources: {}}}}]},
-			spec: {storageClassName: host-fast, volumeName: pv-1, resources: {}}}`,
+			spec: {storageClassName: host-fast, volumeName: pv-1, resources: {}}, status: {phase: Bound}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
 	}, {
 		name: "a claim's class the host's volume controller set retroactively",

@@ -31,13 +31,19 @@ import (
 // then lets the Work go. A member that cannot be reached is retried with backoff for as long as its Cluster
 // exists; once the Cluster is gone, or being deleted with nothing holding it for the cleanup, there is nothing
 // left to clean with, and the Work goes. kubectl-fedmesh unjoin holds it (UnjoinFinalizer) until the Works are gone,
-// or until it gives up.
+// or until it gives up. A Cluster in Pull mode is never reached: its Works go at once, as those of a gone one.
 func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(work, names.ExecutionFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	err := r.removeAll(ctx, work)
+	pull, err := r.pullMode(ctx, work.Spec.ClusterName)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pull {
+		log.FromContext(ctx).Info("cluster is in Pull mode, which the federation does not reach; its objects are not cleaned up",
+			"cluster", work.Spec.ClusterName)
+	} else if err := r.removeAll(ctx, work); err != nil {
 		gone, gerr := r.clusterGone(ctx, work.Spec.ClusterName)
 		if gerr != nil {
 			return ctrl.Result{}, gerr
@@ -54,14 +60,36 @@ func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctr
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
 }
 
-// clusterGone reports whether the Cluster is deleted, or being deleted and not held for its Works' cleanup.
+// clusterGone reports whether the Cluster is deleted, being deleted and not held for its Works' cleanup, or in
+// Pull mode (turned so since the Work's objects were applied): none of them can be reached to clean up.
 func (r *Reconciler) clusterGone(ctx context.Context, name string) (bool, error) {
 	var c clusterv1alpha1.Cluster
 	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
-	return err == nil && !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(&c, names.UnjoinFinalizer), err
+	if err != nil {
+		return false, err
+	}
+	deleted := !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(&c, names.UnjoinFinalizer)
+	return deleted || c.Spec.SyncMode == clusterv1alpha1.Pull, nil
+}
+
+// pullMode reports whether the Cluster is in Pull mode. fedmesh ships no agent for one: the federation never
+// reaches it (member.Factory refuses a client for it), so nothing of a Work is applied there, or cleaned up. A
+// Cluster that does not exist is not.
+func (r *Reconciler) pullMode(ctx context.Context, name string) (bool, error) {
+	var c clusterv1alpha1.Cluster
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil && c.Spec.SyncMode == clusterv1alpha1.Pull, err
+}
+
+// pullModeError is what a pass over a Work of a Pull cluster reports.
+func pullModeError(cluster string) error {
+	return fmt.Errorf("cluster %s is in Pull mode: the federation does not reach it", cluster)
 }
 
 // removeAll removes every object of the Work, those of its manifests and those its record names.

@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -144,6 +145,8 @@ func TestClusterGone(t *testing.T) {
 		{"there", &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"}}, false},
 		{"being deleted", deleting("example.com/other"), true},
 		{"being deleted, held by unjoin", deleting(names.UnjoinFinalizer), false},
+		{"in Pull mode", &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(fedtest.Scheme())
@@ -156,6 +159,65 @@ func TestClusterGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The federation never reaches a Cluster in Pull mode (fedmesh ships no agent): a Work of one is not held by the
+// execution finalizer, and one that holds it (its Cluster was Push when it was applied) goes on deletion, with no
+// call to the member, for as long as the Cluster exists.
+func TestWorkOfPullCluster(t *testing.T) {
+	ctx := context.Background()
+	raw, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}})
+	newWork := func(meta metav1.ObjectMeta) *workv1alpha1.Work {
+		meta.Namespace, meta.Name, meta.Generation = ns, "c-configmap-edge", 1
+		meta.Labels = map[string]string{names.ClusterLabel: "edge"}
+		return &workv1alpha1.Work{ObjectMeta: meta, Spec: workv1alpha1.WorkSpec{ClusterName: "edge",
+			Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		work *workv1alpha1.Work
+	}{
+		{"a new Work is not held", newWork(metav1.ObjectMeta{})},
+		{"a deleted Work goes", newWork(metav1.ObjectMeta{Finalizers: []string{names.ExecutionFinalizer}, DeletionTimestamp: ptr.To(metav1.Now())})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge"},
+				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+			host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(tc.work, cluster).Build()
+			members := &countingMembers{}
+			applied := &verdicts.Store{Type: workv1alpha1.WorkApplied}
+			r := &Reconciler{Client: host, Members: members, Verdicts: applied, Recorder: record.NewFakeRecorder(10), Timeout: 5 * time.Second}
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.work)})
+			if members.calls != 0 {
+				t.Errorf("%d calls for a client of the Pull cluster", members.calls)
+			}
+			var cur workv1alpha1.Work
+			getErr := host.Get(ctx, client.ObjectKeyFromObject(tc.work), &cur)
+			if tc.work.DeletionTimestamp != nil {
+				if err != nil || !apierrors.IsNotFound(getErr) {
+					t.Errorf("reconcile: %v; the Work is still held by its finalizers %v (%v)", err, cur.Finalizers, getErr)
+				}
+				return
+			}
+			if getErr != nil || len(cur.Finalizers) != 0 {
+				t.Errorf("the Work of a Pull cluster holds finalizers %v (%v): its deletion would wait for a cleanup that never comes", cur.Finalizers, getErr)
+			}
+			if c := applied.Current(&cur, cur.Status.Conditions); c == nil || c.Reason != ReasonClusterUnreachable || !strings.Contains(c.Message, "Pull mode") {
+				t.Errorf("Applied %+v; want ClusterUnreachable saying the cluster is in Pull mode", c)
+			}
+			if err == nil {
+				t.Error("no error: the Work would not be retried should its Cluster turn Push")
+			}
+		})
+	}
+}
+
+// countingMembers counts the calls for a member client, and hands out none.
+type countingMembers struct{ calls int }
+
+func (m *countingMembers) Client(_ context.Context, cluster string) (*member.Client, error) {
+	m.calls++
+	return nil, errors.New("no client for " + cluster)
 }
 
 // TestReleasePatch: releasing an object takes off fedmesh's identity, its field ownership and the marks its

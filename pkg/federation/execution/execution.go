@@ -193,6 +193,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, &work)
 	}
 	if !controllerutil.ContainsFinalizer(&work, names.ExecutionFinalizer) {
+		// A Work of a Pull cluster is not held: nothing of it reaches the cluster, so its deletion has nothing to
+		// wait for. Nor is it applied unheld, should the Cluster turn Push meanwhile: the next pass holds it first.
+		pull, err := r.pullMode(ctx, work.Spec.ClusterName)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if pull {
+			if ptr.Deref(work.Spec.SuspendDispatching, false) {
+				return ctrl.Result{}, nil
+			}
+			return r.conclude(&work, []error{unreachable(pullModeError(work.Spec.ClusterName))})
+		}
 		patch := client.MergeFromWithOptions(work.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(&work, names.ExecutionFinalizer)
 		if err := r.Client.Patch(ctx, &work, patch); err != nil {
@@ -208,12 +220,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	return r.conclude(&work, errs)
+}
+
+// conclude hands the Applied condition of a pass with errs (one per manifest and removal) to the work-status
+// stage, and says when to look at the Work again.
+func (r *Reconciler) conclude(work *workv1alpha1.Work, errs []error) (ctrl.Result, error) {
 	cond := appliedCondition(errs, work.Generation)
-	r.Verdicts.Set(&work, work.Status.Conditions, cond)
+	r.Verdicts.Set(work, work.Status.Conditions, cond)
 	if cond.Status == metav1.ConditionTrue {
 		return ctrl.Result{}, nil
 	}
-	r.Recorder.Eventf(&work, corev1.EventTypeWarning, cond.Reason, "%s", shorten.To(cond.Message, shorten.EventNote))
+	r.Recorder.Eventf(work, corev1.EventTypeWarning, cond.Reason, "%s", shorten.To(cond.Message, shorten.EventNote))
 	for _, e := range errs {
 		if e != nil && retryable(e) {
 			// The error goes to controller-runtime for its backoff; the condition already tells users.

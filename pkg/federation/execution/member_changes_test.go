@@ -234,6 +234,71 @@ func TestMemberChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+
+	// A Work rendered before the binding stage stripped them (from a template exported from another cluster, or
+	// stamped by the host's own deployment controller) carries revision annotations: they are the member
+	// controller's to write, and the two must not take turns writing them.
+	t.Run("revision annotations in a Work are left to the member's deployment controller", func(t *testing.T) {
+		web := fedtest.Deployment(ns, "promoted", 1)
+		web.Annotations = map[string]string{"deployment.kubernetes.io/revision": "3"}
+		w := work("promoted-deployment-"+cluster, cluster, "", web)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		time.Sleep(2 * time.Second) // the member's controller writes its first revision
+		if updates, flips := revisionFlips(ctx, t, mem, "promoted", 3*time.Second); flips > 1 {
+			t.Errorf("the revision annotation changed %d times in 3s (%d updates): execution and the member's deployment controller write it in turn", flips, updates)
+		}
+		// A new pod template rolls the member's copy to its next revision while the Work still says 3.
+		web.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
+		updateManifests(t, host, w, web)
+		waitApplied(t, host, w, metav1.ConditionTrue, ReasonApplied)
+		time.Sleep(2 * time.Second)
+		if updates, flips := revisionFlips(ctx, t, mem, "promoted", 3*time.Second); flips > 1 {
+			t.Errorf("after a rollout, the revision annotation changed %d times in 3s (%d updates)", flips, updates)
+		}
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// revisionFlips watches member Deployment name for d, and counts its updates and the changes of its revision
+// annotation.
+func revisionFlips(ctx context.Context, t *testing.T, mem kubernetes.Interface, name string, d time.Duration) (updates, flips int) {
+	t.Helper()
+	cur, err := mem.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mem.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	last := cur.Annotations["deployment.kubernetes.io/revision"]
+	timeout := time.After(d)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch of the member Deployment ended")
+			}
+			o, ok := ev.Object.(metav1.Object)
+			if !ok {
+				continue
+			}
+			updates++
+			if v := o.GetAnnotations()["deployment.kubernetes.io/revision"]; v != last {
+				flips++
+				last = v
+			}
+		case <-timeout:
+			return updates, flips
+		}
+	}
 }
 
 // ranAndCleanedUp waits for Job name, of image and not of uid before, to complete in the member and be removed by

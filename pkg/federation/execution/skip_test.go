@@ -1,6 +1,7 @@
 package execution
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 )
 
@@ -182,5 +184,30 @@ func TestContains(t *testing.T) {
 		if _, got := contains(tc.desired, tc.observed); got != tc.want {
 			t.Errorf("contains(%#v, %#v) = %v, want %v", tc.desired, tc.observed, got, tc.want)
 		}
+	}
+}
+
+// A member's API server counts a DaemonSet's template generation itself, and shows it in an annotation whatever a
+// writer sends. A Work that carries another value (rendered before the binding stage stripped it) differs from the
+// member's copy on every pass, and is applied again each time, unless Retain keeps the member's value.
+func TestDaemonSetTemplateGenerationIsTheMembers(t *testing.T) {
+	const desired = `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"agent","namespace":"shop",
+		"annotations":{"deprecated.daemonset.template.generation":"1"}},
+		"spec":{"template":{"spec":{"containers":[{"name":"a","image":"a:2"}]}}}}`
+	const observed = `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"agent","namespace":"shop",
+		"annotations":{"deprecated.daemonset.template.generation":"2"},
+		"managedFields":[{"manager":"fedmesh","operation":"Apply","apiVersion":"apps/v1"}]},
+		"spec":{"template":{"spec":{"containers":[{"name":"a","image":"a:2"}]}}}}`
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	applied := &metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: 3}
+	if need, _ := needsApply(w, applied, obj(t, desired), obj(t, observed)); !need {
+		t.Fatal("the member's template generation is not compared: this test no longer shows what Retain is for")
+	}
+	retained, err := native.New().Retain(context.Background(), obj(t, desired), obj(t, observed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need, why := needsApply(w, applied, retained, obj(t, observed)); need {
+		t.Errorf("applied again on every pass: %s", why)
 	}
 }

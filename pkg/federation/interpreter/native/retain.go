@@ -1,6 +1,7 @@
 package native
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -11,7 +12,8 @@ import (
 type retainFunc func(desired, observed *unstructured.Unstructured) error
 
 var retainFuncs = map[schema.GroupVersionKind]retainFunc{
-	deploymentGVK: retainReplicas,
+	deploymentGVK: retainDeployment,
+	daemonSetGVK:  retainDaemonSet,
 	podGVK:        retainPod,
 	serviceGVK:    retainService,
 	saGVK:         retainServiceAccount,
@@ -67,12 +69,45 @@ func retainFields(paths ...[]string) retainFunc {
 	}
 }
 
-// retainReplicas keeps the member's replica count when the template carries interpreter.RetainReplicasLabel.
-func retainReplicas(desired, observed *unstructured.Unstructured) error {
+// DeploymentRevisionAnnotations are the annotations a cluster's deployment controller writes on a Deployment as it
+// rolls: each cluster's are its own. Sent with another cluster's values, they are written back by the member's
+// controller, and sent again, without end.
+var DeploymentRevisionAnnotations = []string{"deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history"}
+
+// retainDeployment keeps the member's revision annotations over those a Work carries, and the member's replica
+// count when the template carries interpreter.RetainReplicasLabel.
+func retainDeployment(desired, observed *unstructured.Unstructured) error {
+	retainCarriedAnnotations(desired, observed, DeploymentRevisionAnnotations...)
 	if desired.GetLabels()[interpreter.RetainReplicasLabel] != "true" {
 		return nil
 	}
 	return copyField(desired, observed, "spec", "replicas")
+}
+
+// DaemonSetTemplateGenerationAnnotation is where apps/v1 shows a DaemonSet's template generation, which each
+// cluster's API server counts for itself and never takes from a writer: another cluster's value is ignored, and
+// only makes the member's copy look different from its Work on every pass.
+const DaemonSetTemplateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
+
+// retainDaemonSet keeps the member's template generation over one a Work carries.
+func retainDaemonSet(desired, observed *unstructured.Unstructured) error {
+	retainCarriedAnnotations(desired, observed, DaemonSetTemplateGenerationAnnotation)
+	return nil
+}
+
+// retainCarriedAnnotations is retainAnnotations of those keys desired carries. A Work that carries none of them
+// (the binding stage strips them; one rendered before it did, or written by hand, may not) leaves them to the
+// member's controllers, and its apply is not made conditional on the member's latest write.
+func retainCarriedAnnotations(desired, observed *unstructured.Unstructured, keys ...string) {
+	var carried []string
+	for _, k := range keys {
+		if _, ok := desired.GetAnnotations()[k]; ok {
+			carried = append(carried, k)
+		}
+	}
+	if len(carried) > 0 {
+		retainAnnotations(desired, observed, carried...)
+	}
 }
 
 // retainPod keeps what the member's scheduler and admission set on a Pod: the node, the defaulted service
