@@ -6,16 +6,17 @@ import (
 	"net"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
-// Every replica listens for xDS, but only the leader serves it; the others refuse every stream with Unavailable and
-// a message that says so, and the proxy, which dials afresh for each stream, reconnects through the Service until
-// it reaches the leader.
+// Every replica listens for xDS, but only the leader serves it; the others refuse every stream with xds.NotLeader
+// (Unavailable, a message that says so, and a detail the proxy tests), and the proxy, which dials afresh for each
+// stream, reconnects through the Service about every second until it reaches the leader: sooner than its backoff
+// after a failure, which could outgrow the election.
 //
 // Why not serve from every replica: publishing the same documents from the ShardingConfig status would be easy,
 // but a handover is safe only because the leader sees every live proxy acknowledge the revoke before it grants. An
@@ -71,7 +72,7 @@ func leaderOnly(elected <-chan struct{}) grpc.StreamServerInterceptor {
 		case <-elected:
 			return handler(srv, ss)
 		default:
-			return status.Error(codes.Unavailable, notLeaderMessage)
+			return xds.NotLeader(notLeaderMessage)
 		}
 	}
 }

@@ -12,9 +12,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/fedmesh/fedmesh/pkg/xds"
 )
 
-// A replica refuses streams with Unavailable and the reason until it is elected, then hands them to the server.
+// A replica refuses streams with Unavailable and the reason until it is elected, then hands them to the server. The
+// refusal is marked as a standby's (xds.IsNotLeader), so that the proxies try again soon rather than back off.
 func TestLeaderOnly(t *testing.T) {
 	elected := make(chan struct{})
 	intercept := leaderOnly(elected)
@@ -24,6 +27,9 @@ func TestLeaderOnly(t *testing.T) {
 	err := intercept(nil, nil, &grpc.StreamServerInfo{}, handler)
 	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || st.Message() != notLeaderMessage || served != 0 {
 		t.Fatalf("before the election: %v (served %d), want Unavailable %q", err, served, notLeaderMessage)
+	}
+	if !xds.IsNotLeader(err) {
+		t.Fatalf("before the election: %v is not marked as a standby's refusal", err)
 	}
 	close(elected)
 	if err := intercept(nil, nil, &grpc.StreamServerInfo{}, handler); err != nil || served != 1 {

@@ -2,21 +2,49 @@ package xds
 
 import "time"
 
-// backoff is a bounded exponential backoff with jitter: each wait is drawn from [d/2, d), d doubling from min up to
-// max; reset returns to min. rand is an input (a float in [0, 1)) so tests can pin it.
+// ended is how a stream ended, as far as the wait before the next attempt is concerned.
+type ended int
+
+const (
+	// failed: no response came (the manager unreachable, the handshake or the token refused, the stream cut).
+	failed ended = iota
+	// served: the stream delivered a response before it ended: the manager was there.
+	served
+	// refusedByStandby: a manager replica that is not the leader refused the stream (IsNotLeader).
+	refusedByStandby
+)
+
+// standbyRetry is about how soon a client tries again after a standby's refusal: the Service reaches the managers
+// and one of them is about to lead, which a wait grown over a failover would learn too late to keep the proxy's
+// ownership (see ClientOptions.ContactLease).
+const standbyRetry = time.Second
+
+// backoff is a bounded exponential backoff with jitter: after a failure the wait is drawn from [d/2, d), d doubling
+// from min up to max; a served stream starts again from min. A value, so that next is pure.
 type backoff struct {
 	min, max, cur time.Duration
-	rand          func() float64
 }
 
-func newBackoff(minWait, maxWait time.Duration, rand func() float64) *backoff {
-	return &backoff{min: minWait, max: maxWait, cur: minWait, rand: rand}
+func newBackoff(minWait, maxWait time.Duration) backoff {
+	return backoff{min: minWait, max: maxWait, cur: minWait}
 }
 
-func (b *backoff) next() time.Duration {
+// next is the wait before the attempt after one that ended as e, with r (in [0, 1)) as its jitter, and the backoff
+// after it. A standby's refusal waits about standbyRetry (within min and max) and leaves d as it was: it is no
+// failure to slow down for, and failures around it (the old leader's address still dialled) keep their pace.
+func (b backoff) next(e ended, r float64) (time.Duration, backoff) {
+	switch e {
+	case refusedByStandby:
+		return jitter(min(max(standbyRetry, b.min), b.max), r), b
+	case served:
+		b.cur = b.min
+	}
 	d := b.cur
 	b.cur = min(2*b.cur, b.max)
-	return d/2 + time.Duration(b.rand()*float64(d/2))
+	return jitter(d, r), b
 }
 
-func (b *backoff) reset() { b.cur = b.min }
+// jitter draws a wait from [d/2, d) with r in [0, 1).
+func jitter(d time.Duration, r float64) time.Duration {
+	return d/2 + time.Duration(r*float64(d/2))
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -80,12 +81,14 @@ type ClientOptions struct {
 	// Apply receives configuration. Required.
 	Apply ApplyFunc
 	// MinBackoff and MaxBackoff bound the jittered wait between connection attempts; default 250ms and 30s, or a
-	// quarter of ContactLease when that is shorter.
+	// quarter of ContactLease when that is shorter. A standby manager's refusal (NotLeader) is retried after about a
+	// second within these bounds, without growing the wait.
 	MinBackoff, MaxBackoff time.Duration
 	// ContactLease is how long the caller keeps going without contact (the proxy's ownership lease); 0 if it has
 	// no such limit. Attempts must come several times within it: in a manager failover the first ones are refused
 	// (not the leader yet) or fail (the old leader is gone), and a wait grown past the lease would cost the proxy
-	// its ranges although a new leader is there.
+	// its ranges although a new leader is there. Even a quarter of it is too long after the election (which takes
+	// about half the lease with the defaults): hence the short retry after a standby's refusal.
 	ContactLease time.Duration
 	// Log reports connection errors (each ends a stream; Run reconnects). Default: discard.
 	Log logr.Logger
@@ -197,21 +200,32 @@ func NewClient(opts ClientOptions) (*Client, error) {
 }
 
 // Run streams configuration until ctx ends, reconnecting with backoff; it returns nil then. The wait resets after
-// a stream that delivered a response.
+// a stream that delivered a response, and stays short, without growing, while standby managers refuse the streams
+// (backoff.next).
 func (c *Client) Run(ctx context.Context) error {
-	bo := newBackoff(c.opts.MinBackoff, c.opts.MaxBackoff, c.opts.rand)
+	bo := newBackoff(c.opts.MinBackoff, c.opts.MaxBackoff)
 	for {
 		got, err := c.session(ctx)
-		if got {
-			bo.reset()
+		how := failed
+		switch {
+		case got:
+			how = served
+		case IsNotLeader(err):
+			how = refusedByStandby
 		}
+		var wait time.Duration
+		wait, bo = bo.next(how, c.opts.rand())
 		if ctx.Err() == nil {
-			c.opts.Log.Error(err, "xds stream ended; reconnecting", "target", c.opts.Target)
+			if how == refusedByStandby {
+				c.opts.Log.Info("manager replica is not the leader; trying again soon", "target", c.opts.Target, "after", wait, "reason", err.Error())
+			} else {
+				c.opts.Log.Error(err, "xds stream ended; reconnecting", "target", c.opts.Target, "after", wait)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.opts.clock.After(bo.next()):
+		case <-c.opts.clock.After(wait):
 		}
 	}
 }
@@ -248,7 +262,7 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			req.Node = c.node
 		}
 		if err := stream.Send(req); err != nil {
-			return false, err
+			return false, sendError(stream, err)
 		}
 	}
 	contact := &contact{on: c.opts.OnContact}
@@ -269,6 +283,17 @@ func (c *Client) session(ctx context.Context) (got bool, err error) {
 			return got, err
 		}
 	}
+}
+
+// sendError is why a Send on a stream nothing receives from yet failed: io.EOF says the server ended the stream,
+// and why (a standby's refusal, say) is the status Recv returns.
+func sendError(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, err error) error {
+	if errors.Is(err, io.EOF) {
+		if _, ended := stream.Recv(); ended != nil {
+			return ended
+		}
+	}
+	return err
 }
 
 func (c *Client) readToken() (string, error) {

@@ -14,5 +14,6 @@
 // it ACKed or the NACK and its reason, which a handover waits on. A node is its pod and, where the token names it
 // (SetPodUID), its pod's UID: two processes of one pod name acknowledge apart (NodeKey). RegisterADS wires both into go-control-plane's
 // server on a gRPC server. Client is the proxy's half: it dials, authenticates, subscribes, calls Apply for each
-// response, ACKs or NACKs, and reconnects with a bounded, jittered backoff.
+// response, ACKs or NACKs, and reconnects with a bounded, jittered backoff, or after about a second when a manager
+// replica that is not the leader refused it (NotLeader).
 package xds

@@ -66,29 +66,6 @@ func TestNodeRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBackoffBoundedAndJittered(t *testing.T) {
-	r := 0.0
-	b := newBackoff(100*time.Millisecond, time.Second, func() float64 { return r })
-	var lows []time.Duration
-	for range 6 {
-		lows = append(lows, b.next())
-	}
-	want := []time.Duration{50, 100, 200, 400, 500, 500}
-	for i := range want {
-		if lows[i] != want[i]*time.Millisecond {
-			t.Fatalf("waits with rand 0 = %v, want %v ms", lows, want)
-		}
-	}
-	r = 0.999
-	if d := b.next(); d < 999*time.Millisecond || d >= time.Second {
-		t.Fatalf("wait with rand ~1 at the cap = %v, want just under 1s", d)
-	}
-	b.reset()
-	if d := b.next(); d >= 100*time.Millisecond {
-		t.Fatalf("after reset wait = %v, want < min", d)
-	}
-}
-
 // The longest wait between attempts stays well within the caller's contact lease.
 func TestMaxBackoffDefaults(t *testing.T) {
 	for _, tc := range []struct {

@@ -349,7 +349,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	if held, behind := r.heldEpoch(&sc, pub, members); pub.Epoch == 0 || behind {
 		// No status, or one behind what the proxies enforce (they refuse its epochs): start above theirs.
 		pub = Initial(held)
-		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, sc.Status.Canary); err != nil {
+		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, false, nil, sc.Status.Canary); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.Recorder.Eventf(&sc, corev1.EventTypeNormal, "Assigned", "epoch %d: %d shards over %d namespaces", pub.Epoch, len(shards), len(namespaces))
@@ -378,7 +378,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	next.Clusters = pub.Clusters
 	if len(pending) > 0 || done {
 		// Wait: a step is published only when every live proxy has the current one.
-		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, done && len(pending) == 0, ro.status); err != nil {
+		if err := r.writeStatus(ctx, &sc, pub, members, namespaces, done, pending, ro.status); err != nil {
 			return reconcile.Result{}, err
 		}
 		ro.record(r, &sc)
@@ -399,7 +399,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	// The status is the memory of the handover: write the step there first, then tell the proxies. A manager that
 	// dies in between publishes the same step from the status when it comes back.
-	if err := r.writeStatus(ctx, &sc, next, members, namespaces, false, ro.status); err != nil {
+	if err := r.writeStatus(ctx, &sc, next, members, namespaces, false, nil, ro.status); err != nil {
 		return reconcile.Result{}, err
 	}
 	ro.record(r, &sc)

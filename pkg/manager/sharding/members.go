@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,9 @@ type member struct {
 	pod   string
 	shard shard.ShardID
 	uid   ktypes.UID // the pod's: its proxy's record is keyed by it where the token names it (xds.NodeKey)
+	// created is when the pod was: one created after this replica's election cannot have acknowledged anything to
+	// the previous leader (see writeStatus).
+	created time.Time
 }
 
 // members are the pods whose proxies serve a shard of sc; pods are those that form the shards and the canary.
@@ -64,7 +68,7 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 				"pod", p.Name, "ordinal", ordinal)
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID, created: p.CreationTimestamp.Time})
 		if ordinal < int(sc.Spec.Shards) && p.DeletionTimestamp == nil {
 			pods.stable = append(pods.stable, p)
 			if pods.stableShards == nil {
@@ -92,7 +96,7 @@ func (r *Reconciler) members(ctx context.Context, sc *meshv1alpha1.ShardingConfi
 		if podFinished(&p) || sel.Matches(labels.Set(p.Labels)) { // a pod of both selectors is a stable pod
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc), uid: p.UID})
+		out = append(out, member{pod: p.Name, shard: canaryShardOf(sc), uid: p.UID, created: p.CreationTimestamp.Time})
 		if p.DeletionTimestamp == nil {
 			pods.canary = append(pods.canary, p)
 		}
@@ -134,7 +138,7 @@ func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.S
 			continue
 		}
 		ordinal, _ := strconv.Atoi(p.Labels[label]) // the requirement matched one of former
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID})
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(ordinal), uid: p.UID, created: p.CreationTimestamp.Time})
 		found[p.Name] = true
 	}
 	for _, node := range r.Publisher.Acks() {
@@ -152,7 +156,7 @@ func (r *Reconciler) formerCanaryMembers(ctx context.Context, sc *meshv1alpha1.S
 		if podFinished(&p) || stable.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard), uid: p.UID})
+		out = append(out, member{pod: p.Name, shard: shard.ShardID(md.Shard), uid: p.UID, created: p.CreationTimestamp.Time})
 		found[p.Name] = true
 	}
 	return out, nil

@@ -27,8 +27,13 @@ func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
 }
 
 // writeStatus records pub, the shards' namespaces, the proxies' acknowledgements, the conditions and the canary's
-// progress, provided the stored object is still sc's resourceVersion: else it fails with a conflict.
-func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, ready bool, canaryStatus *meshv1alpha1.CanaryStatus) error {
+// progress, provided the stored object is still sc's resourceVersion: else it fails with a conflict. done says
+// that pub is the step the spec asks for, and pending are the proxies it waits for (pendingAcks).
+//
+// Of a member this replica has not heard from, the status keeps what it said before (what the proxy acknowledged
+// or refused, told by the previous leader) if its pod is older than this replica's election: a new leader knows
+// none of the proxies until they reconnect, and blanking their versions would tell of a change that did not happen.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, done bool, pending []string, canaryStatus *meshv1alpha1.CanaryStatus) error {
 	orig := sc.DeepCopy()
 	st := &sc.Status
 	st.Canary = canaryStatus
@@ -63,17 +68,27 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	}
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
+	serving, now := r.servingSince(), time.Now()
 	st.Proxies, st.ReadyProxies = nil, 0
 	var trafficRefused string
+	unheard := map[string]bool{} // the members this replica has not heard from, by pod
+	current := map[string]bool{} // the members known to have acknowledged want, by pod
 	for _, m := range members {
-		_, node, _ := nodeOf(acks, sc.Namespace, m)
+		_, node, known := nodeOf(acks, sc.Namespace, m)
 		ack, tack := ackOf(sc, node, m.shard), trafficAckOf(sc, node, m.shard)
 		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error,
 			TrafficNackReason: tack.Error}
-		if ack.Acked == want {
-			st.ReadyProxies++
-		}
 		prev := previousProxy(orig, m.pod)
+		if !known {
+			unheard[m.pod] = true
+			if serving.IsZero() || m.created.Before(serving) {
+				ps.AckedVersion, ps.NackReason, ps.TrafficNackReason = prev.AckedVersion, prev.NackReason, prev.TrafficNackReason
+			}
+		}
+		if ps.AckedVersion == want {
+			st.ReadyProxies++
+			current[m.pod] = true
+		}
 		if ack.Error != "" && ack.Nacked != "" && ack.Error != prev.NackReason {
 			nacks.WithLabelValues(sc.Namespace + "/" + sc.Name).Inc()
 			r.Recorder.Eventf(sc, corev1.EventTypeWarning, "ProxyRefused", "proxy of pod %s refused version %s: %s", m.pod, ack.Nacked, ack.Error)
@@ -89,7 +104,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	}
 	r.setTrafficCondition(sc, orig, trafficCondition(sc, traffic, trafficRefused))
 	// The strays a handover waits for: otherwise a handover held up by one would name no proxy that holds it.
-	serving, now := r.servingSince(), time.Now()
 	strays := 0
 	for _, s := range r.strays(sc, acks, members) {
 		if !r.waitedFor(s, serving, now) {
@@ -112,21 +126,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		return !a.Stray && b.Stray || a.Stray == b.Stray && a.PodUID < b.PodUID
 	})
 
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Assigned", ObservedGeneration: sc.Generation,
-		Message: fmt.Sprintf("epoch %d acknowledged by all %d proxies", pub.Epoch, len(members))}
-	if int(st.ReadyProxies) < len(members) {
-		cond.Message = fmt.Sprintf("epoch %d acknowledged by %d of %d proxies; the others are out of contact past their lease", pub.Epoch, st.ReadyProxies, len(members))
-	}
-	progressing := metav1.Condition{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "Steady", ObservedGeneration: sc.Generation,
-		Message: "every range has its owner"}
-	if !ready {
-		cond.Status, cond.Reason = metav1.ConditionFalse, "HandingOver"
-		cond.Message = fmt.Sprintf("epoch %d: %d of %d proxies acknowledged", pub.Epoch, st.ReadyProxies, len(members))
-		if strays > 0 {
-			cond.Message += fmt.Sprintf("; waiting too for %d stray proxies (status.proxies)", strays)
-		}
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, "HandingOver", cond.Message
-	}
+	cond, progressing := stepConditions(pub.Epoch, stepProxies{
+		members: len(members), acked: int(st.ReadyProxies), strays: strays, done: done, pending: pending,
+		unheard: unheard, current: current,
+	})
+	cond.ObservedGeneration, progressing.ObservedGeneration = sc.Generation, sc.Generation
 	// A shard owning ranges with no pod serves nobody: the most urgent thing to tell, since only the user can fix it.
 	if idle := unserved(pub.Assignment, members); len(idle) > 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonShardUnserved

@@ -63,7 +63,7 @@ func TestStatusWriteFromStaleObjectDoesNotLand(t *testing.T) {
 	// One manager moves on to epoch 3, canary step 2.
 	pub := split(namespaces, 2)
 	pub.Epoch = 3
-	if err := statusReconciler(c).writeStatus(ctx, fresh, pub, nil, namespaces, false,
+	if err := statusReconciler(c).writeStatus(ctx, fresh, pub, nil, namespaces, false, nil,
 		&meshv1alpha1.CanaryStatus{Phase: meshv1alpha1.CanaryProgressing, CurrentStep: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestStatusWriteFromStaleObjectDoesNotLand(t *testing.T) {
 	old := split(namespaces, 2)
 	old.Epoch = 1
 	staleRV := stale.ResourceVersion
-	err := statusReconciler(c).writeStatus(ctx, stale, old, nil, namespaces, false,
+	err := statusReconciler(c).writeStatus(ctx, stale, old, nil, namespaces, false, nil,
 		&meshv1alpha1.CanaryStatus{Phase: meshv1alpha1.CanaryProgressing, CurrentStep: 1})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("status write from resourceVersion %s (stored: %s): err = %v, want a conflict", staleRV, fresh.ResourceVersion, err)
@@ -98,7 +98,7 @@ func TestReconcileOfStaleObjectRequeues(t *testing.T) {
 	namespaces := []string{"a", "b", "c"}
 	pub := split(namespaces, 2)
 	pub.Epoch = 7
-	if err := statusReconciler(c).writeStatus(ctx, fresh, pub, nil, namespaces, true, nil); err != nil {
+	if err := statusReconciler(c).writeStatus(ctx, fresh, pub, nil, namespaces, true, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -177,7 +177,8 @@ type ShardingConfigStatus struct {
 	// +optional
 	Proxies []ProxyStatus `json:"proxies,omitempty"`
 
-	// ReadyProxies counts the proxies that acknowledged the current epoch.
+	// ReadyProxies counts the proxies that acknowledged the current epoch (to the previous manager leader, for a
+	// proxy the current one has not heard from since its election).
 	// +optional
 	ReadyProxies int32 `json:"readyProxies,omitempty"`
 
@@ -187,7 +188,8 @@ type ShardingConfigStatus struct {
 
 	// Conditions: Ready (every range has exactly one owner, acknowledged by every proxy in contact; a proxy out of
 	// contact past its lease is not waited for, and the message counts it) and Progressing (a handover is under
-	// way).
+	// way). After a manager leader change with nothing to move, Ready says AwaitingProxies until the proxies
+	// reconnect.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -249,7 +251,8 @@ type ProxyStatus struct {
 	// +required
 	Shard int32 `json:"shard"`
 
-	// AckedVersion is the last configuration version the proxy accepted.
+	// AckedVersion is the last configuration version the proxy accepted (kept from the previous manager leader
+	// until the proxy reconnects to the current one).
 	// +optional
 	AckedVersion string `json:"ackedVersion,omitempty"`
 
