@@ -178,15 +178,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// A binding deleted behind the detector's back is made again; other binding changes are other stages' work.
-	// At start, each binding's template is looked at once: a policy deleted while no detector ran left claims that
-	// no event will ever bring back (for a kind no live policy selects, no informer even lists the templates). So
-	// is the template of every binding that appears in the system namespace: a shard given that namespace sees its
-	// bindings arrive after the start, and may be elected to handle cluster-scoped templates just then.
+	// A binding deleted behind the detector's back is made again; other binding changes are other stages' work,
+	// but for the bindings that appear (queuesOnCreate).
 	onlyDeletes := builder.WithPredicates(predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool {
-			return e.IsInInitialList || e.Object.GetNamespace() == names.SystemNamespace
-		},
+		CreateFunc:  r.queuesOnCreate,
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
@@ -200,6 +195,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.log.WithValues("kind", k.GVK.Kind, "namespace", k.Namespace, "name", k.Name)
 		}).
 		Complete(reconcile.TypedFunc[templates.Key](r.reconcileTemplate))
+}
+
+// queuesOnCreate reports whether a binding's appearance queues its template. At start, each binding's template
+// is looked at once: a policy deleted while no detector ran left claims that no event will ever bring back (for a
+// kind no live policy selects, no informer even lists the templates). Later, so is the template of a binding when
+// the informers do not show that template: a shard given a namespace sees the namespace's bindings arrive as
+// creates, and a template deleted while its namespace moved, or while its shard was down, left no event for the
+// informers of the shard that now owns it. The reconcile reads a template the informers do not show from the API
+// server (Templates.Template), so one they have not listed yet is not taken for gone. The detector's own bindings
+// are of templates the informers show, and queue nothing. The template of every binding that appears in the system
+// namespace is queued: a shard given that namespace may be elected to handle cluster-scoped templates just then.
+func (r *Reconciler) queuesOnCreate(e event.CreateEvent) bool {
+	if e.IsInInitialList || e.Object.GetNamespace() == names.SystemNamespace {
+		return true
+	}
+	for _, k := range r.bindingTemplateKeys(context.Background(), e.Object) {
+		if !r.Templates.Holds(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // takeUpClusterScoped queues every cluster-scoped template, once this federator is elected to handle them: those

@@ -218,6 +218,44 @@ func TestDetector(t *testing.T) {
 		waitGone(t, c, client.ObjectKey{Namespace: "a", Name: "web-deployment"}, &workv1alpha1.ResourceBinding{})
 	})
 
+	t.Run("a binding that appears after the start, its template gone, is deleted as with the template's deletion", func(t *testing.T) {
+		// As to a shard given namespace b, whose template was deleted while b moved: the binding arrives as a
+		// create, and no event of the template's ever will. A finalizer of the test's holds the binding, to see
+		// it told to take the members' copies with it (not to keep them, as a release would).
+		const hold = "test.fedmesh.io/hold"
+		// The detector's informers have listed: the orphan is no binding of their initial list.
+		waitBinding(t, c, "b", "api-deployment", func(*workv1alpha1.ResourceBinding) error { return nil })
+		orphan := &workv1alpha1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "moved-deployment",
+				Labels:     map[string]string{names.ClusterPropagationPolicyLabel: "all-deployments"},
+				Finalizers: []string{names.BindingFinalizer, hold}},
+			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{
+				APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b", Name: "moved", UID: "gone"}}}
+		create(orphan)
+		key := client.ObjectKeyFromObject(orphan)
+		rb := &workv1alpha1.ResourceBinding{}
+		eventually(t, func() error {
+			if err := c.Get(ctx, key, rb); err != nil {
+				return err
+			}
+			if rb.DeletionTimestamp == nil {
+				return fmt.Errorf("binding of the deleted template not deleted")
+			}
+			return nil
+		})
+		if p := rb.Spec.PreserveResourcesOnDeletion; p != nil && *p {
+			t.Errorf("the binding of a deleted template was told to keep the members' copies")
+		}
+		eventually(t, func() error {
+			if err := c.Get(ctx, key, rb); err != nil {
+				return err
+			}
+			rb.Finalizers = slices.DeleteFunc(rb.Finalizers, func(f string) bool { return f == hold })
+			return c.Update(ctx, rb)
+		})
+		waitGone(t, c, key, &workv1alpha1.ResourceBinding{})
+	})
+
 	t.Run("a cluster-scoped template is handled once elected, its binding in the system namespace", func(t *testing.T) {
 		create(namespace(names.SystemNamespace), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}},
 			&policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roles"},

@@ -235,6 +235,12 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	return c.api.Get(ctx, key, obj, opts...)
 }
 
+// Holds reports whether a synced informer holds the template key names, in key's version. False only says the
+// informers do not show it (yet): Template then reads it from the API server.
+func (c *Cache) Holds(key Key) bool {
+	return c.cached(key.GVK, key.NamespacedName) != nil
+}
+
 // List lists from the API server: lists are rare here, and may be of kinds no informer runs for.
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return c.api.List(ctx, list, opts...)

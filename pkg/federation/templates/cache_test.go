@@ -86,6 +86,12 @@ func TestOneVersionPerKind(t *testing.T) {
 			t.Fatal("the informer never showed the template")
 		}
 	}
+	if !c.Holds(Key{GVK: v2, NamespacedName: key}) {
+		t.Error("the informer holds the template, Holds says not")
+	}
+	if c.Holds(in1) || c.Holds(Key{GVK: v2, NamespacedName: types.NamespacedName{Namespace: "a", Name: "gone"}}) {
+		t.Error("Holds a template in a version no informer runs in, or one the informer lacks")
+	}
 	read := func(gvk schema.GroupVersionKind) {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
