@@ -108,6 +108,13 @@ func (t TermFailure) String() string {
 
 // Schedule places the binding, or says why it cannot.
 func Schedule(in Input) (Result, error) {
+	budget := searchBudget
+	return schedule(in, &budget)
+}
+
+// schedule is Schedule with the tries its spread searches may make together, across terms (budget; see
+// searchBudget).
+func schedule(in Input, budget *int) (Result, error) {
 	p := in.Placement
 	if p == nil {
 		p = &policyv1alpha1.Placement{}
@@ -137,7 +144,7 @@ func Schedule(in Input) (Result, error) {
 	order := append(slices.Clone(terms[from:]), terms[:from]...)
 	var failed UnschedulableError
 	for _, term := range order {
-		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous)
+		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous, budget)
 		if failure == nil {
 			result.AffinityName = term.AffinityName
 			return result, nil
@@ -178,7 +185,7 @@ func Duplicated(p *policyv1alpha1.Placement, replicas int32) bool {
 
 // scheduleTerm places the binding on the clusters one affinity selects.
 func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
-	previous map[string]int32) (Result, *TermFailure) {
+	previous map[string]int32, budget *int) (Result, *TermFailure) {
 	rs := p.ReplicaScheduling
 	duplicated := Duplicated(p, in.Replicas)
 	filtered := map[string]string{}
@@ -206,7 +213,7 @@ func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha
 	if !duplicated && dividesByRoom(rs) {
 		need = in.Replicas
 	}
-	candidates, err := spread(candidates, p.SpreadConstraints, previous, rooms, need)
+	candidates, err := spread(candidates, p.SpreadConstraints, previous, rooms, need, budget)
 	if err != nil {
 		return Result{}, &TermFailure{Filtered: filtered, Reason: err.Error()}
 	}

@@ -54,10 +54,12 @@ func roomFor(clusters []Cluster, closed map[string]string, previous map[string]i
 	return rooms
 }
 
-// searchBudget bounds how many choices spread tries when the preferred one does not satisfy every constraint
-// (choices of groups, and of clusters under a constraint by cluster); past it, the preferred choice's error
-// stands. Choices of groups are few (a handful of regions or zones); choices of n among many clusters are not (10
-// of 30 are 30 million), and there the budget ends the search.
+// searchBudget bounds how many choices the spread searches of one Schedule call try together (over every
+// clusterAffinities term, and the search for room with its fallback) when the preferred one does not satisfy
+// every constraint (choices of groups, and of clusters under a constraint by cluster that other constraints'
+// groups make hard to cover); past it, the preferred choice's error stands. Choices of groups are few (a handful
+// of regions or zones); choices of n among many clusters are not (10 of 30 are 30 million), and there the budget
+// ends the search. Room alone needs no search (spreadSearch.fill).
 const searchBudget = 10000
 
 // spread narrows clusters (in preference order) to what the spread constraints allow: for each constraint by a
@@ -66,10 +68,11 @@ const searchBudget = 10000
 // groups for a later constraint (one region chosen with one cluster in it, two clusters wanted), the next
 // preferred choice is tried, as Karmada chooses groups that satisfy the constraints together. When need is
 // positive (replicas divided by room), the most preferred choice whose rooms add up to need is taken, as Karmada
-// chooses clusters with the replicas in mind; when no choice has that room, the most preferred one, whose
-// division then says what room is missing.
+// chooses clusters with the replicas in mind (under a constraint by cluster whose clusters must also cover other
+// constraints' groups, a choice found greedily or within the search budget); when no choice has that room, the
+// most preferred one, whose division then says what room is missing.
 func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32,
-	rooms map[string]int64, need int32) ([]Cluster, error) {
+	rooms map[string]int64, need int32, budget *int) ([]Cluster, error) {
 	var byCluster, byGroup []policyv1alpha1.SpreadConstraint
 	for _, sc := range constraints {
 		if key, _ := groupKey(sc); key == string(policyv1alpha1.SpreadByFieldCluster) {
@@ -80,12 +83,12 @@ func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, p
 	}
 	if need > 0 && len(constraints) > 0 {
 		s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, rooms: rooms, need: int64(need),
-			budget: searchBudget}
+			budget: budget}
 		if out, err := s.narrow(clusters, 0); err == nil {
 			return out, nil
 		}
 	}
-	s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, rooms: rooms, budget: searchBudget}
+	s := &spreadSearch{byGroup: byGroup, byCluster: byCluster, previous: previous, rooms: rooms, budget: budget}
 	return s.narrow(clusters, 0)
 }
 
@@ -96,7 +99,7 @@ type spreadSearch struct {
 	previous           map[string]int32
 	rooms              map[string]int64 // see roomFor
 	need               int64
-	budget             int
+	budget             *int // the tries left to the Schedule call's searches
 }
 
 // roomOf is the room of the clusters named.
@@ -143,7 +146,7 @@ func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
 	}
 	var first error
 	for chosen := range combinations(len(groups), take) {
-		if s.budget--; s.budget < 0 && first != nil {
+		if !s.try() && first != nil {
 			break
 		}
 		in := map[string]bool{}
@@ -205,14 +208,9 @@ type need struct {
 	want    int
 }
 
-// pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
-// minGroups among them (and their rooms add up to s.need). Cutting the list at n alone could leave all n in one
-// region of a constraint that wants two. Greedily, the next cluster taken is the one that brings the most groups
-// still wanted (the more preferred on a tie); once none is wanted, the most preferred of the rest fill up to n.
-// When greed misses (the cluster that brings most takes a place two others needed, or the clusters taken lack the
-// room), the choices of n clusters are tried in preference order: the first with room keeps as many of the most
-// preferred (those of the previous result first) as it can.
-func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
+// needsOf is what the constraints by group ask of any n of clusters, leaving out those every cluster meets alone
+// (minGroups 1, every cluster in a group).
+func (s *spreadSearch) needsOf(clusters []Cluster) []need {
 	var needs []need
 	for _, sc := range s.byGroup {
 		key, label := groupKey(sc)
@@ -222,39 +220,48 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 				nd.groupOf[c.Name] = g.value
 			}
 		}
-		needs = append(needs, nd)
+		if nd.want > 1 || len(nd.groupOf) < len(clusters) {
+			needs = append(needs, nd)
+		}
 	}
+	return needs
+}
+
+// pick keeps n of clusters (in preference order) such that every constraint by a field or label still finds its
+// minGroups among them (and their rooms add up to s.need). Cutting the list at n alone could leave all n in one
+// region of a constraint that wants two. Greedily, the clusters that cover the groups wanted are taken (cover),
+// then the most preferred of the rest that leave room enough fill up to n (fill): with no groups to cover, that
+// is the most preferred n with room whenever any n have it, found without a search. When greed misses (the
+// cluster that brings most groups takes a place two others needed, or the clusters that cover the groups lack the
+// room), the choices of n clusters are tried in preference order, within the budget.
+func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
+	needs := s.needsOf(clusters)
 	keep := func(chosen map[string]bool) []Cluster {
 		return slices.DeleteFunc(slices.Clone(clusters), func(c Cluster) bool { return !chosen[c.Name] })
 	}
-	chosen := greedyCover(clusters, needs)
+	chosen := s.cover(clusters, needs, n)
 	greedy := len(chosen)
 	if greedy <= n {
-		for _, c := range clusters {
-			if len(chosen) == n {
-				break
-			}
-			chosen[c.Name] = true
-		}
-		if s.roomOf(chosen) >= s.need {
+		if s.fill(clusters, chosen, n) {
 			return keep(chosen), nil
 		}
-		if best := s.bestRoom(clusters, n); best < s.need {
+		if best := s.bestRoom(clusters, n); best < s.need || len(needs) == 0 {
 			return nil, fmt.Errorf("spread by cluster allows at most %d clusters, with room for %d of the %d replicas", n, best, s.need)
 		}
 	}
+	check := newChoiceCheck(clusters, needs, s.rooms, s.need)
 	for idx := range combinations(len(clusters), n) {
-		if s.budget--; s.budget < 0 {
+		if !s.try() {
 			if greedy > n {
-				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in %d tries (%d cover them)", n, n, searchBudget, greedy)
+				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in the %d tries a scheduling may make (%d cover them)", n, n, searchBudget, greedy)
 			}
-			return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them with room for the %d replicas were found in %d tries", n, n, s.need, searchBudget)
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need with room for the %d replicas were found in the %d tries a scheduling may make", n, n, s.need, searchBudget)
 		}
-		names := map[string]bool{}
-		for _, i := range idx {
-			names[clusters[i].Name] = true
-		}
-		if covers(names, needs) && s.roomOf(names) >= s.need {
+		if check.ok(idx) {
+			names := map[string]bool{}
+			for _, i := range idx {
+				names[clusters[i].Name] = true
+			}
 			return keep(names), nil
 		}
 	}
@@ -264,28 +271,50 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 	return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need have room for the %d replicas", n, n, s.need)
 }
 
-// greedyCover takes clusters one by one, each time the one that brings the most groups the needs still want (the
-// more preferred on a tie), until none brings any.
-func greedyCover(clusters []Cluster, needs []need) map[string]bool {
+// try takes one try from the budget, or reports that it is spent.
+func (s *spreadSearch) try() bool {
+	if *s.budget <= 0 {
+		return false
+	}
+	*s.budget--
+	return true
+}
+
+// cover takes clusters one by one, each time one that brings the most groups the needs still want, until none
+// brings any: the most preferred of them after which the n places can still hold room for s.need, or the most
+// preferred when none can (so that a full cluster the binding is on does not take its zone's place from one with
+// room, where one with room would do).
+func (s *spreadSearch) cover(clusters []Cluster, needs []need, n int) map[string]bool {
 	have := make([]map[string]bool, len(needs))
 	for i := range have {
 		have[i] = map[string]bool{}
 	}
 	gain := func(c Cluster) int {
-		n := 0
+		g := 0
 		for i, nd := range needs {
-			if g, ok := nd.groupOf[c.Name]; ok && len(have[i]) < nd.want && !have[i][g] {
-				n++
+			if v, ok := nd.groupOf[c.Name]; ok && len(have[i]) < nd.want && !have[i][v] {
+				g++
 			}
 		}
-		return n
+		return g
 	}
 	chosen := map[string]bool{}
+	var room int64 // of the chosen
 	for {
-		best, bestGain := -1, 0
+		spare := spareRoomsOf(clusters, s.rooms, chosen)
+		best, bestGain, bestFits := -1, 0, false
 		for i, c := range clusters {
-			if g := gain(c); !chosen[c.Name] && g > bestGain {
-				best, bestGain = i, g
+			if chosen[c.Name] {
+				continue
+			}
+			g := gain(c)
+			if g < bestGain || g == 0 {
+				continue
+			}
+			r := s.rooms[c.Name]
+			fits := room+r+spare.bestWithout(r, n-len(chosen)-1) >= s.need
+			if g > bestGain || fits && !bestFits {
+				best, bestGain, bestFits = i, g, fits
 			}
 		}
 		if best < 0 {
@@ -293,24 +322,136 @@ func greedyCover(clusters []Cluster, needs []need) map[string]bool {
 		}
 		c := clusters[best]
 		chosen[c.Name] = true
+		room += s.rooms[c.Name]
 		for i, nd := range needs {
-			if g, ok := nd.groupOf[c.Name]; ok {
-				have[i][g] = true
+			if v, ok := nd.groupOf[c.Name]; ok {
+				have[i][v] = true
 			}
 		}
 	}
 }
 
-// covers reports whether the clusters named find every need's groups among them.
-func covers(names map[string]bool, needs []need) bool {
+// fill adds clusters to chosen up to n, walking them in preference order and taking each only if the room of the
+// chosen with it, and the most room the clusters after it could bring in the places left, still reach s.need. So
+// when any n that hold chosen have the room, it ends with the most preferred of them (a cluster passed over could
+// be in none of them); it reports whether the chosen have the room.
+func (s *spreadSearch) fill(clusters []Cluster, chosen map[string]bool, n int) bool {
+	rest := spareRoomsOf(clusters, s.rooms, chosen) // of the clusters neither chosen nor passed over
+	room := s.roomOf(chosen)
+	for _, c := range clusters {
+		if len(chosen) >= n {
+			break
+		}
+		if chosen[c.Name] {
+			continue
+		}
+		r := s.rooms[c.Name]
+		if room+r+rest.bestWithout(r, n-len(chosen)-1) >= s.need {
+			chosen[c.Name] = true
+			room += r
+		}
+		rest.remove(r)
+	}
+	return room >= s.need
+}
+
+// spareRooms are rooms in descending order.
+type spareRooms []int64
+
+// spareRoomsOf are the rooms of the clusters not chosen.
+func spareRoomsOf(clusters []Cluster, rooms map[string]int64, chosen map[string]bool) spareRooms {
+	var spare spareRooms
+	for _, c := range clusters {
+		if !chosen[c.Name] {
+			spare = append(spare, rooms[c.Name])
+		}
+	}
+	slices.SortFunc(spare, func(a, b int64) int { return cmp.Compare(b, a) })
+	return spare
+}
+
+// best is the most room k of them have together.
+func (r spareRooms) best(k int) int64 {
+	var sum int64
+	for _, v := range r[:min(max(k, 0), len(r))] {
+		sum += v
+	}
+	return sum
+}
+
+// bestWithout is the most room k of them have together once one room v (of them) is taken out.
+func (r spareRooms) bestWithout(v int64, k int) int64 {
+	if k <= 0 {
+		return 0
+	}
+	if k >= len(r) || v >= r[k-1] { // v is among the k largest
+		return r.best(k+1) - v
+	}
+	return r.best(k)
+}
+
+// remove takes one room v (of them) out.
+func (r *spareRooms) remove(v int64) {
+	i, _ := slices.BinarySearchFunc(*r, v, func(e, t int64) int { return cmp.Compare(t, e) })
+	*r = slices.Delete(*r, i, i+1)
+}
+
+// choiceCheck tells whether the clusters at some indexes (of one list) cover every need's groups and have the
+// room needed, without building maps for each of the many choices a search tries.
+type choiceCheck struct {
+	rooms  []int64 // by cluster
+	groups [][]int // by need, then by cluster: its group's number, -1 for none
+	wants  []int   // by need
+	seen   [][]int // by need, then by group number: the check that last counted it
+	checks int
+	need   int64
+}
+
+func newChoiceCheck(clusters []Cluster, needs []need, rooms map[string]int64, need int64) *choiceCheck {
+	ch := &choiceCheck{rooms: make([]int64, len(clusters)), need: need}
+	for i, c := range clusters {
+		ch.rooms[i] = rooms[c.Name]
+	}
 	for _, nd := range needs {
-		groups := map[string]bool{}
-		for name := range names {
-			if g, ok := nd.groupOf[name]; ok {
-				groups[g] = true
+		numbers := map[string]int{}
+		groups := make([]int, len(clusters))
+		for i, c := range clusters {
+			value, ok := nd.groupOf[c.Name]
+			if !ok {
+				groups[i] = -1
+				continue
+			}
+			if _, ok := numbers[value]; !ok {
+				numbers[value] = len(numbers)
+			}
+			groups[i] = numbers[value]
+		}
+		ch.groups = append(ch.groups, groups)
+		ch.wants = append(ch.wants, nd.want)
+		ch.seen = append(ch.seen, make([]int, len(numbers)))
+	}
+	return ch
+}
+
+// ok reports whether the clusters at idx have the room and cover every need's groups.
+func (ch *choiceCheck) ok(idx []int) bool {
+	var room int64
+	for _, i := range idx {
+		room += ch.rooms[i]
+	}
+	if room < ch.need {
+		return false
+	}
+	ch.checks++
+	for j, groups := range ch.groups {
+		found := 0
+		for _, i := range idx {
+			if g := groups[i]; g >= 0 && ch.seen[j][g] != ch.checks {
+				ch.seen[j][g] = ch.checks
+				found++
 			}
 		}
-		if len(groups) < nd.want {
+		if found < ch.wants[j] {
 			return false
 		}
 	}

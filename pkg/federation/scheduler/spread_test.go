@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 )
 
 func TestCombinations(t *testing.T) {
@@ -36,11 +39,12 @@ func TestSpreadSearchIsBounded(t *testing.T) {
 	for i := range 40 {
 		clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), withLabels("rack", fmt.Sprint(i))))
 	}
+	left := searchBudget
 	s := &spreadSearch{byGroup: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: 30}},
-		byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}, budget: searchBudget}
+		byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}, budget: &left}
 	_, err := s.narrow(slices.Clone(clusters), 0)
-	if err == nil || !strings.Contains(err.Error(), "allows at most 20 clusters: no 20 of them that cover the groups the other spread constraints need were found in 10000 tries") || s.budget >= 0 {
-		t.Errorf("err %v, budget left %d", err, s.budget)
+	if err == nil || !strings.Contains(err.Error(), "allows at most 20 clusters: no 20 of them that cover the groups the other spread constraints need were found in the 10000 tries a scheduling may make") || left != 0 {
+		t.Errorf("err %v, budget left %d", err, left)
 	}
 }
 
@@ -57,6 +61,11 @@ func TestScheduleSpreadWithRoom(t *testing.T) {
 		return &policyv1alpha1.Placement{ReplicaScheduling: rs, SpreadConstraints: sc}
 	}
 	small2, roomy := []Cluster{cluster("a", free(1)), cluster("b", free(1)), cluster("c", free(20))}, targets("a", 1, "b", 1)
+	full10, on10 := fullAndRoomy(10, 30)
+	zoned10, _ := fullAndRoomy(10, 30)
+	for i := range zoned10 {
+		zoned10[i].Zones = []string{fmt.Sprint("z", i%2)}
+	}
 	runSchedule(t, []scheduleCase{
 		{
 			name: "dynamic weights, 2 clusters: a scale-up past the previous clusters' room keeps one, adds the roomy one",
@@ -100,6 +109,19 @@ func TestScheduleSpreadWithRoom(t *testing.T) {
 			want: targets("b", 6),
 		},
 		{
+			name: "dynamic weights, 10 of 40 clusters: a scale-up past the 10 full previous clusters keeps the 2 that leave room enough, adds 8 with room",
+			in:   Input{Replicas: 40, Now: now, Settled: true, Placement: placement(dynamicWeights, byCluster(10)), Clusters: full10, Previous: on10},
+			want: targets("m00", 1, "m01", 1, "m10", 5, "m11", 5, "m12", 5, "m13", 5, "m14", 5, "m15", 5, "m16", 4, "m17", 4),
+		},
+		{
+			name: "dynamic weights, 2 zones and 10 of 40 clusters: the zones are covered by clusters that leave room enough",
+			in: Input{Replicas: 46, Now: now, Settled: true, Placement: placement(dynamicWeights, []policyv1alpha1.SpreadConstraint{
+				{SpreadByField: policyv1alpha1.SpreadByFieldZone, MinGroups: 2},
+				{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 10}}),
+				Clusters: zoned10, Previous: on10},
+			want: targets("m00", 1, "m10", 5, "m11", 5, "m12", 5, "m13", 5, "m14", 5, "m15", 5, "m16", 5, "m17", 5, "m18", 5),
+		},
+		{
 			name: "dynamic weights, 2 clusters: no two have the room; the preferred two say what is missing",
 			in: Input{Replicas: 10, Now: now, Placement: placement(dynamicWeights, byCluster(2)),
 				Clusters: []Cluster{cluster("a", free(1)), cluster("b", free(1)), cluster("c", free(3))}, Previous: roomy},
@@ -112,4 +134,148 @@ func TestScheduleSpreadWithRoom(t *testing.T) {
 			want: targets("a", 5, "b", 5),
 		},
 	})
+}
+
+// fullAndRoomy is full clusters m00, m01, ... (room for nothing more) with 1 replica each of the previous result,
+// then roomy clusters with room for 5 each.
+func fullAndRoomy(full, roomy int) ([]Cluster, []workv1alpha1.TargetCluster) {
+	var clusters []Cluster
+	var previous []workv1alpha1.TargetCluster
+	for i := range full + roomy {
+		name := fmt.Sprintf("m%02d", i)
+		if i < full {
+			clusters = append(clusters, cluster(name, free(0)))
+			previous = append(previous, workv1alpha1.TargetCluster{Name: name, Replicas: 1})
+		} else {
+			clusters = append(clusters, cluster(name, free(5)))
+		}
+	}
+	return clusters, previous
+}
+
+// TestSpreadPickQuick checks, for random rooms, that picking n clusters (count, then pick) with room finds a choice whenever trying
+// every choice of n in preference order finds one; with no groups to cover, the same choice (the most preferred),
+// found without a search; with racks to cover, one that covers them.
+func TestSpreadPickQuick(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	searched := 0
+	for range 5000 {
+		var clusters []Cluster
+		rooms := map[string]int64{}
+		for i := range 1 + rng.IntN(8) {
+			name := fmt.Sprintf("c%d", i)
+			clusters = append(clusters, cluster(name, withLabels("rack", fmt.Sprint(rng.IntN(3)))))
+			rooms[name] = rng.Int64N(10)
+		}
+		n, need := 1+rng.IntN(len(clusters)), 1+rng.Int64N(40)
+		racks := rng.IntN(3) // 0: no constraint by rack
+		isWanted := func(names []string) bool {
+			var sum int64
+			inRacks := map[string]bool{}
+			for _, name := range names {
+				sum += rooms[name]
+				inRacks[clusters[slices.IndexFunc(clusters, func(c Cluster) bool { return c.Name == name })].Labels["rack"]] = true
+			}
+			return len(names) <= n && sum >= need && len(inRacks) >= racks
+		}
+		var want []string
+		for idx := range combinations(len(clusters), n) {
+			var names []string
+			for _, i := range idx {
+				names = append(names, clusters[i].Name)
+			}
+			if isWanted(names) {
+				want = names
+				break
+			}
+		}
+		left := 0 // none: picking without racks needs no search
+		s := &spreadSearch{rooms: rooms, need: need, budget: &left,
+			byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: int32(n)}}}
+		if racks > 0 {
+			s.byGroup, left = []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: int32(racks)}}, searchBudget
+		}
+		picked, err := s.count(clusters)
+		var got []string
+		for _, c := range picked {
+			got = append(got, c.Name)
+		}
+		what := fmt.Sprintf("%d of %v (rooms %v) for %d in %d racks", n, clusters, rooms, need, racks)
+		switch {
+		case (err == nil) != (want != nil):
+			t.Fatalf("%s: got %v, %v; want %v", what, got, err, want)
+		case err == nil && !isWanted(got):
+			t.Fatalf("%s: got %v, which lacks the room or the racks", what, got)
+		case racks == 0 && !slices.Equal(got, want):
+			t.Fatalf("%s: got %v, want the most preferred %v", what, got, want)
+		}
+		if racks > 0 && err == nil && left < searchBudget {
+			searched++
+		}
+	}
+	if searched == 0 {
+		t.Error("no choice was found by the search after greed missed")
+	}
+}
+
+// TestScheduleSpreadSearchBudget: the choices the spread searches try are bounded per Schedule call, however many
+// clusterAffinities terms fail and whether or not the search for room falls back to the preferred choice; and a
+// scale-up that the room-aware pick places tries none.
+func TestScheduleSpreadSearchBudget(t *testing.T) {
+	var terms []policyv1alpha1.ClusterAffinityTerm
+	for i := range 32 {
+		terms = append(terms, policyv1alpha1.ClusterAffinityTerm{AffinityName: fmt.Sprintf("t%d", i)})
+	}
+	t.Run("32 terms, no 20 clusters cover 30 racks", func(t *testing.T) {
+		var clusters []Cluster
+		for i := range 40 {
+			clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), free(5), withLabels("rack", fmt.Sprint(i))))
+		}
+		p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: terms,
+			SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: 30},
+				{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}}
+		left := searchBudget
+		_, err := schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Now: now}, &left)
+		var failed *UnschedulableError
+		if !errors.As(err, &failed) || len(failed.Terms) != 32 {
+			t.Fatalf("want every term to fail, got %v", err)
+		}
+		if left != 0 {
+			t.Errorf("%d tries left of %d", left, searchBudget)
+		}
+	})
+	t.Run("32 terms, a scale-up past 10 full clusters", func(t *testing.T) {
+		clusters, previous := fullAndRoomy(10, 30)
+		p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: terms,
+			SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 1, MaxGroups: 10}}}
+		left := searchBudget
+		got, err := schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Previous: previous, PreviousAffinity: "t5", Now: now}, &left)
+		if err != nil || got.AffinityName != "t5" {
+			t.Fatalf("got %v on %q, %v", got.Clusters, got.AffinityName, err)
+		}
+		if left != searchBudget {
+			t.Errorf("%d tries made, want none", searchBudget-left)
+		}
+	})
+}
+
+// BenchmarkScheduleSpreadSearchSpent times the costliest Schedule call the budget allows: 32 terms whose spread
+// searches try every choice they may and fail.
+func BenchmarkScheduleSpreadSearchSpent(b *testing.B) {
+	var clusters []Cluster
+	for i := range 40 {
+		clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), free(5), withLabels("rack", fmt.Sprint(i))))
+	}
+	var terms []policyv1alpha1.ClusterAffinityTerm
+	for i := range 32 {
+		terms = append(terms, policyv1alpha1.ClusterAffinityTerm{AffinityName: fmt.Sprintf("t%d", i)})
+	}
+	p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: terms,
+		SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: 30},
+			{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}}
+	for b.Loop() {
+		if _, err := Schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Now: now}); err == nil {
+			b.Fatal("want every term to fail")
+		}
+	}
 }
