@@ -105,7 +105,9 @@ type Reconciler struct {
 	log   logr.Logger
 	// releases are the ends of the graces of templates waiting for their release.
 	releases releaseDeadlines
-	now      func() time.Time
+	// waiting are the templates waiting for a policy's dependentOverrides, queued again by its changes.
+	waiting waitingTemplates
+	now     func() time.Time
 	// Cached waits for the cache to show a binding once created (the federator shares one among its
 	// stages); nil makes one for the kinds this stage waits on.
 	Cached *cachewait.Waiter
@@ -266,6 +268,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if key.Namespace == "" && r.ClusterScoped != nil && !r.ClusterScoped.Elected() {
 		// Another federator handles it; this one takes it up if elected (takeUpClusterScoped), with a grace anew.
 		r.releases.forget(key)
+		r.waiting.forget(key)
 		return reconcile.Result{}, nil
 	}
 	obj, err := r.Templates.Template(ctx, key)
@@ -274,6 +277,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	}
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
 		r.releases.forget(key)
+		r.waiting.forget(key)
 		return reconcile.Result{}, r.deleteBinding(ctx, key, false)
 	}
 	candidates, err := r.candidates(ctx, r.Client, obj.GetNamespace())
@@ -281,7 +285,8 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		return reconcile.Result{}, err
 	}
 	policy, ok := Choose(obj, candidates)
-	if HolderLost(obj, candidates) {
+	holderLost := HolderLost(obj, candidates)
+	if holderLost {
 		confirmed, err := r.holderLossConfirmed(ctx, obj, policy, ok)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -293,10 +298,11 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 		}
 	}
 	if !ok {
+		r.waiting.forget(key)
 		return r.releaseOrWait(ctx, key, obj)
 	}
 	// A policy takes effect once the overrides it depends on exist (dependentOverrides); their creation queues the
-	// template again (policiesDependingOn).
+	// template again (policiesDependingOn), and so does any other change of the policy (requeueTemplates).
 	waiting := policy
 	policy, act, missing, err := r.inEffect(ctx, obj, candidates, policy)
 	if err != nil {
@@ -308,10 +314,19 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	}
 	if act == actWait {
 		r.releases.forget(key) // a policy selects it again: the release it waited for is off
+		if err := r.waitFor(ctx, key, policy); err != nil {
+			return reconcile.Result{}, err
+		}
+		if holderLost {
+			// Claimed by a policy that is gone or selects it no more: a missed change of the policy it waits for
+			// would leave it so for good.
+			return reconcile.Result{RequeueAfter: holderLostRecheck}, nil
+		}
 		return reconcile.Result{}, nil
 	}
-	// Selected (again): a release it waited for is off.
+	// Selected (again): a release it waited for is off, and so is the wait for a policy.
 	r.releases.forget(key)
+	r.waiting.forget(key)
 	if obj, err = r.inVersion(ctx, obj, policy.PropagatedVersion(obj)); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -23,9 +23,9 @@ import (
 )
 
 // reconcilePolicy handles a change of the policy req names (a ClusterPropagationPolicy when the namespace is
-// empty): it requeues the templates the policy claims or selects, then runs informers for exactly the kinds the
-// live policies select. A kind whose discovery fails keeps the informer it has, if any, and holds back no other
-// kind; the policies selecting it are looked at again.
+// empty): it requeues the templates the policy claims, selects or keeps waiting, then runs informers for exactly
+// the kinds the live policies select. A kind whose discovery fails keeps the informer it has, if any, and holds
+// back no other kind; the policies selecting it are looked at again.
 func (r *Reconciler) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	policy, obj, err := r.policy(ctx, req.NamespacedName)
 	if err != nil {
@@ -220,10 +220,14 @@ func (r *Reconciler) candidatesEverywhere(ctx context.Context) ([]Policy, error)
 	return append(out, cpps...), err
 }
 
-// requeueTemplates queues the templates whose claim a change of policy p (key) may change: those it selects
-// (none when it is gone: p then has no selectors) and those it has claimed, found both through the informers and
-// through the bindings labelled with it (for kinds that have no informer any more).
+// requeueTemplates queues the templates whose claim a change of policy p (key) may change: those waiting for it
+// (its dependentOverrides), whether it still selects them or not; those it selects (none when it is gone: p then
+// has no selectors); and those it has claimed, found both through the informers and through the bindings labelled
+// with it (for kinds that have no informer any more).
 func (r *Reconciler) requeueTemplates(ctx context.Context, key types.NamespacedName, p Policy) error {
+	for _, k := range r.waiting.take(key) {
+		r.queue.add(k)
+	}
 	concerned := func(u *unstructured.Unstructured) bool {
 		if c, ok := ClaimedBy(u); ok && c == (types.NamespacedName{Namespace: key.Namespace, Name: names.LabelValue(key.Name)}) {
 			return true
