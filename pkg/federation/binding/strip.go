@@ -2,6 +2,7 @@ package binding
 
 import (
 	"encoding/json"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,7 @@ func stripToken(u *unstructured.Unstructured) {
 // without managed fields tells nothing, and keeps its class. A volume is the author's likewise (a claim pre-bound
 // to a volume propagated beside it) unless a volume controller chose it: it marked the claim bound-by-controller
 // (a manifest exported from where it was bound says so too), the controller manager owns the field, or no manager
-// does and the claim is bound.
+// does and the claim is bound; or it is named as a provisioner names a volume it made.
 func stripClaim(u *unstructured.Unstructured) {
 	_, chosen := u.GetAnnotations()["pv.kubernetes.io/bound-by-controller"]
 	_, bound := u.GetAnnotations()["pv.kubernetes.io/bind-completed"]
@@ -80,7 +81,8 @@ func stripClaim(u *unstructured.Unstructured) {
 		bound = true
 	}
 	managed := u.GetManagedFields()
-	if author, controller := specFieldOwners(managed, "volumeName"); chosen || (!author && (controller || bound)) {
+	volume, _, _ := unstructured.NestedString(u.Object, "spec", "volumeName")
+	if author, controller := specFieldOwners(managed, "volumeName"); chosen || provisioned(volume) || (!author && (controller || bound)) {
 		unstructured.RemoveNestedField(u.Object, "spec", "volumeName")
 	}
 	removeAnnotations(u, native.ClaimBindingAnnotations...)
@@ -91,6 +93,13 @@ func stripClaim(u *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(u.Object, "spec", "storageClassName")
 	}
 }
+
+// provisioned says whether volume is named as a dynamic provisioner names the volume it makes for a claim ("pvc-"
+// and the claim's UID): a volume of the cluster the claim was made in, which no member has, even when the claim's
+// author wrote it (a manifest exported or restored from that cluster keeps it, without bound-by-controller).
+func provisioned(volume string) bool { return provisionedName.MatchString(volume) }
+
+var provisionedName = regexp.MustCompile(`^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // specFieldOwners tells, from an object's managed fields, whether a manager other than the host's controller
 // manager (the object's author, or a tool acting for them) owns spec.<field>, and whether the controller manager

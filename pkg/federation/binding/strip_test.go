@@ -73,6 +73,13 @@ func TestStripHostAllocated(t *testing.T) {
 			spec: {volumeName: pvc-0a1b2c3d, resources: {}}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
 	}, {
+		name: "a claim exported from where it was provisioned loses the provisioned volume, though its author owns the field",
+		in: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c, annotations: {pv.kubernetes.io/bind-completed: "yes"},
+			managedFields: [{manager: argocd-controller, operation: Apply, fieldsType: FieldsV1,
+			fieldsV1: {f:spec: {f:resources: {}, f:volumeName: {}}}}]},
+			spec: {volumeName: pvc-3b9d5a10-1c2e-4f6a-9b7d-5e8f0a1b2c3d, resources: {}}, status: {phase: Bound}}`,
+		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {}}}`,
+	}, {
 		name: "a claim without managed fields that names a volume but is not bound keeps it: its author's",
 		in:   `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: nfs-share, resources: {}}}`,
 		want: `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {volumeName: nfs-share, resources: {}}}`,
