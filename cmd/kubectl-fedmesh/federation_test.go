@@ -465,7 +465,8 @@ func testJoin(t *testing.T, f *fedtest.Federation, hostKubeconfig string, fresh 
 		t.Errorf("apply a RoleBinding to ClusterRole edit as the joined identity: %v", err)
 	}
 
-	// Still not: impersonating, or non-resource URLs beyond health and discovery.
+	// Not granted as joined (escalate would let it add them to its own role): impersonating, or non-resource URLs
+	// beyond health and discovery.
 	impersonating := *mc.Config
 	impersonating.Impersonate.UserName = "admin"
 	impersonating.Impersonate.Groups = []string{"system:masters"}

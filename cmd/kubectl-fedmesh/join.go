@@ -55,8 +55,8 @@ func newJoinCommand(host *hostOptions) *cobra.Command {
 In the member, join creates namespace ` + names.SystemNamespace + `, ServiceAccount ` + memberServiceAccount + `, ClusterRole and
 ClusterRoleBinding ` + memberClusterRole + ` (what the federator needs: get, list, watch, create, patch and delete on every
 resource, since a policy may propagate any kind; bind and escalate on roles and cluster roles, so that propagated
-RBAC may grant what the identity does not hold itself; and the health and discovery endpoints; no impersonate) and a
-long-lived token Secret. That identity is as strong as cluster-admin in effect.
+RBAC may grant what the identity does not hold itself; and the health and discovery endpoints) and a
+long-lived token Secret. That identity is as strong as cluster-admin in effect: it may widen its own role.
 In the host it creates Secret ` + names.SystemNamespace + `/NAME (keys token and caBundle, labelled
 ` + managedByLabel + `=` + managedBy + `) and the Push-mode Cluster NAME, whose apiEndpoint is the member
 kubeconfig's server, and proxyURL its proxy-url. A kubeconfig whose server is not https, or with tls-server-name, is

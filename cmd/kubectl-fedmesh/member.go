@@ -43,7 +43,8 @@ var federatorRules = []rbacv1.PolicyRule{
 	// escalate, the ordinary RBAC of a workload (an operator's ClusterRole, a team's RoleBinding to edit) could not
 	// be propagated. They add nothing the rule above does not already reach.
 	{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "clusterroles"}, Verbs: []string{"bind", "escalate"}},
-	// No impersonate, no deletecollection, and no non-resource URLs beyond health and discovery.
+	// Nothing else is granted (impersonate, deletecollection, other non-resource URLs), though escalate lets the
+	// identity add it to its own role: the rules keep its ordinary requests narrow, they are no boundary.
 	{NonResourceURLs: []string{"/readyz", "/livez", "/healthz", "/version", "/api", "/api/*", "/apis", "/apis/*"}, Verbs: []string{"get"}},
 }
 
