@@ -55,7 +55,7 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 		for r := range cw.informers {
 			again = append(again, r)
 		}
-		from = cw.origins
+		from = cw.origins.carry()
 		m.stopLocked(cluster)
 		cw = nil
 	}
@@ -71,35 +71,46 @@ func (m *memberWatches) informer(cluster string, mc *member.Client, gvr schema.G
 		}
 		m.clusters[cluster] = cw
 		// Their lists add every object again, which wakes each Work.
+		var listed []cache.InformerSynced
 		for _, r := range again {
-			if _, err := m.startLocked(cluster, cw, r); err != nil {
+			_, handled, err := m.startLocked(cluster, cw, r)
+			if err != nil {
 				return nil, time.Time{}, err
 			}
+			listed = append(listed, handled)
+		}
+		if len(listed) > 0 {
+			go func(stop <-chan struct{}, from *origins) {
+				if cache.WaitForCacheSync(stop, listed...) {
+					from.forgetCarried()
+				}
+			}(cw.stop, from)
 		}
 	}
 	inf, ok := cw.informers[gvr]
 	if !ok {
 		var err error
-		if inf, err = m.startLocked(cluster, cw, gvr); err != nil {
+		if inf, _, err = m.startLocked(cluster, cw, gvr); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
 	return inf, cw.started[gvr], nil
 }
 
-func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
-	inf := cw.factory.ForResource(gvr).Informer()
+// startLocked starts the cluster's informer of gvr; handled says when its handler has had the first list.
+func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema.GroupVersionResource) (inf cache.SharedIndexInformer, handled cache.InformerSynced, err error) {
+	inf = cw.factory.ForResource(gvr).Informer()
 	// Status is read from member objects, never who manages their fields: those are a large part of each
 	// object, copied on every read.
 	if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	changed := func(u *unstructured.Unstructured, from origin) {
 		if m.onChange != nil {
 			m.onChange(cluster, u, from)
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				changed(u, cw.origins.seen(nil, u))
@@ -125,14 +136,15 @@ func (m *memberWatches) startLocked(cluster string, cw *clusterWatch, gvr schema
 				changed(u, cw.origins.gone(u))
 			}
 		},
-	}); err != nil {
-		return nil, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	cw.informers[gvr] = inf
 	cw.started[gvr] = time.Now()
 	cw.factory.Start(cw.stop)
 	memberInformersStarted.WithLabelValues(cluster, gvr.Resource).Inc()
-	return inf, nil
+	return inf, registration.HasSynced, nil
 }
 
 // stop ends the cluster's informers.

@@ -48,22 +48,55 @@ func (o origin) edited(exists func(types.NamespacedName) bool) []types.Namespace
 type origins struct {
 	mu    sync.Mutex
 	works map[types.UID]types.NamespacedName
+	// carried are what the informers of the cluster's previous client remembered (its credentials or endpoint
+	// changed), until the new informers have listed (forgetCarried): an object deleted in between is never seen
+	// gone, so what their lists do not bring back is dropped.
+	carried map[types.UID]types.NamespacedName
+}
+
+// carry returns origins for the informers of a new client, remembering what o does until they have listed.
+func (o *origins) carry() *origins {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	carried := make(map[types.UID]types.NamespacedName, len(o.works)+len(o.carried))
+	for _, m := range []map[types.UID]types.NamespacedName{o.carried, o.works} {
+		for uid, w := range m {
+			carried[uid] = w
+		}
+	}
+	return &origins{carried: carried}
+}
+
+// forgetCarried drops what was carried over and not seen again since.
+func (o *origins) forgetCarried() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.carried = nil
 }
 
 // seen tells where obj, added or updated (from old, nil for an add), came from, and remembers it.
 func (o *origins) seen(old, obj metav1.Object) origin {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	uid := obj.GetUID()
 	now, _ := names.AppliedFrom(obj)
-	before, ok := o.works[obj.GetUID()]
+	before, ok := o.works[uid]
+	if !ok {
+		if before, ok = o.carried[uid]; ok {
+			delete(o.carried, uid)
+		}
+	}
 	if !ok && old != nil {
 		before, _ = names.AppliedFrom(old)
 	}
-	if now.Name != "" && obj.GetUID() != "" {
+	if remember := now; uid != "" && (remember.Name != "" || before.Name != "") {
+		if remember.Name == "" {
+			remember = before
+		}
 		if o.works == nil {
 			o.works = map[types.UID]types.NamespacedName{}
 		}
-		o.works[obj.GetUID()] = now
+		o.works[uid] = remember
 	}
 	return originOf(now, before)
 }
@@ -73,8 +106,12 @@ func (o *origins) gone(obj metav1.Object) origin {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now, _ := names.AppliedFrom(obj)
-	before := o.works[obj.GetUID()]
+	before, ok := o.works[obj.GetUID()]
+	if !ok {
+		before = o.carried[obj.GetUID()]
+	}
 	delete(o.works, obj.GetUID())
+	delete(o.carried, obj.GetUID())
 	return originOf(now, before)
 }
 
