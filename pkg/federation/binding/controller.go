@@ -476,13 +476,15 @@ func (r *Reconciler) policies(ctx context.Context, namespace string) (override.P
 }
 
 // handOver gives the binding-status stage the outcome of this pass over b when it differs from the last. A new
-// problem rendering is also an event (a binding without clusters is not: the scheduler tells why).
+// problem rendering is also an event (a binding without clusters is not: the scheduler tells why). One b's
+// FullyApplied already tells of is not new: the last outcome is held in memory only, and after a restart every
+// standing problem would otherwise be told again.
 func (r *Reconciler) handOver(b *workv1alpha1.ResourceBinding, o outcome) {
 	out := o.rendered(b)
 	if !r.Renderings.Set(b, out) {
 		return
 	}
-	if reason, msg := out.Problem(b); reason != "" && reason != rendering.ReasonNotScheduled {
+	if reason, msg := out.Problem(b); reason != "" && reason != rendering.ReasonNotScheduled && !problemShown(b, reason, msg) {
 		r.event(b, corev1.EventTypeWarning, reason, "%s", shorten.To(msg, shorten.EventNote))
 	}
 }

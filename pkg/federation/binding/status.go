@@ -3,6 +3,10 @@ package binding
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/override"
@@ -51,4 +55,13 @@ type clusterLeavingError string
 
 func (e clusterLeavingError) Error() string {
 	return fmt.Sprintf("cluster %s is being deleted; its Work goes", string(e))
+}
+
+// problemShown reports whether b's FullyApplied condition already tells of the problem (reason and message, as
+// rendering.Outcome.Problem gives them) a pass found. That condition's message is the problem's, followed, after
+// "; ", by the clusters that have yet to apply.
+func problemShown(b *workv1alpha1.ResourceBinding, reason, message string) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionFullyApplied)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason &&
+		(c.Message == message || strings.HasPrefix(c.Message, message+"; "))
 }

@@ -31,7 +31,8 @@ import (
 // then lets the Work go. A member that cannot be reached is retried with backoff for as long as its Cluster
 // exists; once the Cluster is gone, or being deleted with nothing holding it for the cleanup, there is nothing
 // left to clean with, and the Work goes. kubectl-fedmesh unjoin holds it (UnjoinFinalizer) until the Works are gone,
-// or until it gives up. A Cluster in Pull mode is never reached: its Works go at once, as those of a gone one.
+// or until it gives up. A Cluster in Pull mode is never reached: its Works go at once, as those of a gone one. A
+// Cluster that is not Ready is not tried: the cleanup waits for it to be Ready again, or to go.
 func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(work, names.ExecutionFinalizer) {
 		return ctrl.Result{}, nil
@@ -40,9 +41,25 @@ func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	notReady, err := r.notReadyOf(ctx, work.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if pull {
 		log.FromContext(ctx).Info("cluster is in Pull mode, which the federation does not reach; its objects are not cleaned up",
 			"cluster", work.Spec.ClusterName)
+	} else if notReady != nil {
+		// Not tried, as an apply is not (notReadyOf): the cleanup waits for the cluster to be Ready, unless it goes.
+		gone, err := r.clusterGone(ctx, work.Spec.ClusterName)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !gone {
+			r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
+				"cluster %s is not Ready (%s): the Work's objects are removed from it once it is", work.Spec.ClusterName, notReady.Reason)
+			return ctrl.Result{RequeueAfter: notReadyRecheck}, nil
+		}
+		log.FromContext(ctx).Info("cluster is gone and not Ready; its objects are not cleaned up", "cluster", work.Spec.ClusterName)
 	} else if err := r.removeAll(ctx, work); err != nil {
 		gone, gerr := r.clusterGone(ctx, work.Spec.ClusterName)
 		if gerr != nil {

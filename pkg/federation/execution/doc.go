@@ -14,6 +14,10 @@
 // generation, reads it and writes nothing (skip.go): a restarted federator, or a cluster turning Ready again,
 // requeues every Work, and re-applying them all would be a member write per object for nothing.
 //
+// A Work of a cluster that is not Ready is neither applied nor cleaned up there (notready.go): a member that froze
+// would hold a worker for each of its Works until the member timeout, and the Works of healthy members would wait.
+// It says why (Applied False, ClusterNotReady), and is looked at again when the Cluster turns Ready.
+//
 // plan.go and skip.go are the pure core (identity labels, conflict decisions, the record of what was applied, the
 // Applied condition, whether an apply is needed); the Reconciler in execution.go, apply.go and delete.go does the
 // I/O around it.

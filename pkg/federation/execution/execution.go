@@ -216,6 +216,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
+	// A cluster not Ready is not tried: a member that froze would hold a worker for each of its Works.
+	notReady, err := r.notReadyOf(ctx, work.Spec.ClusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if notReady != nil {
+		return r.awaitReady(&work, notReady)
+	}
 	errs, err := r.applyWork(ctx, &work)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -232,6 +240,9 @@ func (r *Reconciler) conclude(work *workv1alpha1.Work, errs []error) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	r.Recorder.Eventf(work, corev1.EventTypeWarning, cond.Reason, "%s", shorten.To(cond.Message, shorten.EventNote))
+	if cond.Reason == ReasonClusterNotReady {
+		return ctrl.Result{}, nil // the Cluster turning Ready brings it back (clusterCameOrWent)
+	}
 	for _, e := range errs {
 		if e != nil && retryable(e) {
 			// The error goes to controller-runtime for its backoff; the condition already tells users.

@@ -25,6 +25,7 @@ const (
 	ReasonApplied            = "Applied"
 	ReasonConflictAbort      = "ConflictAbort"
 	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonClusterNotReady    = "ClusterNotReady"
 	ReasonInvalidManifest    = "InvalidManifest"
 	ReasonUnknownKind        = "UnknownKind"
 	ReasonApplyFailed        = "ApplyFailed"
@@ -145,6 +146,7 @@ func checkConflict(observed *unstructured.Unstructured, cluster string, resoluti
 // was not reached, and so does a kind the member's discovery failed to read: its API does not answer.
 func reason(err error) string {
 	var conflict *conflictError
+	var notReady *notReadyError
 	var unreached *unreachableError
 	var undiscovered *member.DiscoveryFailedError
 	var invalid *invalidManifestError
@@ -154,6 +156,8 @@ func reason(err error) string {
 		return ReasonApplied
 	case errors.As(err, &conflict):
 		return ReasonConflictAbort
+	case errors.As(err, &notReady):
+		return ReasonClusterNotReady
 	case errors.As(err, &unreached), errors.As(err, &undiscovered):
 		return ReasonClusterUnreachable
 	case errors.As(err, &invalid):
@@ -168,10 +172,10 @@ func reason(err error) string {
 }
 
 // retryable reports whether an error may go away by itself, so the Work is retried with backoff; a conflict or an
-// invalid manifest waits for a change instead.
+// invalid manifest waits for a change instead, and a cluster not Ready for the Cluster to turn Ready.
 func retryable(err error) bool {
 	switch reason(err) {
-	case ReasonConflictAbort, ReasonInvalidManifest, ReasonApplied:
+	case ReasonConflictAbort, ReasonInvalidManifest, ReasonClusterNotReady, ReasonApplied:
 		return false
 	}
 	return true

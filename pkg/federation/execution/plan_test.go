@@ -175,6 +175,8 @@ func TestReason(t *testing.T) {
 			GroupVersion: schema.GroupVersion{Group: "x.io", Version: "v1"}, Err: apierrors.NewServiceUnavailable("service unavailable")}),
 			ReasonClusterUnreachable, true},
 		{&invalidManifestError{err: errors.New("bad")}, ReasonInvalidManifest, false},
+		// Not tried: the Cluster turning Ready brings the Work back, not a backoff.
+		{&notReadyError{cluster: "member1", reason: "ClusterNotReachable"}, ReasonClusterNotReady, false},
 	} {
 		if got := reason(tc.err); got != tc.reason || retryable(tc.err) != tc.retryable {
 			t.Errorf("%v: reason %s retryable %v, want %s %v", tc.err, got, retryable(tc.err), tc.reason, tc.retryable)
