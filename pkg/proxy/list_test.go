@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +224,230 @@ func TestProbeFindsAnUpstreamIgnoringShardSelector(t *testing.T) {
 	if first, second := lists[0], lists[1]; first.Get("shardSelector") != "" || second.Get("resourceVersion") != "7" ||
 		second.Get("resourceVersionMatch") != "Exact" || second.Get("shardSelector") == "" || second.Get("limit") != "1" {
 		t.Errorf("probe lists %v then %v: want one object without a shardSelector, then one at its resourceVersion exactly with one", first, second)
+	}
+}
+
+// kubectl get -A asks for a Table whose rows carry no objects (includeObject=None), so they tell no namespace, and
+// Tables carry no shardInfo. Once the verdict is "server filters" (from a plain list), such a Table from an API
+// server of the HA set that does not filter must still show only the shard's rows: the proxy asks for the rows'
+// objects' metadata, judges the rows by them, and leaves the objects out, as kubectl asked.
+func TestTableWithoutObjectsIsJudgedByItsRows(t *testing.T) {
+	var mine, foreign string
+	var asked []string
+	var mu sync.Mutex
+	upstream := listUpstream(t, func(w http.ResponseWriter, selector string) {
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","shardInfo":{"selector":%q}},"items":[%s]}`,
+			selector, podItem(mine, "p"))
+	})
+	plain := upstream.Config.Handler
+	upstream.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Accept"), "as=Table") {
+			plain.ServeHTTP(w, r)
+			return
+		}
+		// The older API server of the pair: it ignores shardSelector.
+		include := r.URL.Query().Get("includeObject")
+		mu.Lock()
+		asked = append(asked, include)
+		mu.Unlock()
+		row := func(ns string) string {
+			if include == "None" {
+				return fmt.Sprintf(`{"cells":["p-%s"]}`, ns)
+			}
+			return fmt.Sprintf(`{"cells":["p-%s"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p-%s","namespace":%q}}}`, ns, ns, ns)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"columnDefinitions":[{"name":"Name","type":"string"}],"rows":[%s,%s]}`, row(mine), row(foreign))
+	})
+	srv, owned := serverModeProxy(t, upstream)
+	mine, foreign = namespacesIn(owned)
+
+	resp, err := http.Get(srv.URL + "/api/v1/pods") // the verdict: server filters
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?includeObject=None", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var table struct {
+		Rows []map[string]json.RawMessage
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("Table: %s, %v", resp.Status, err)
+	}
+	if len(table.Rows) != 1 || string(table.Rows[0]["cells"]) != `["p-`+mine+`"]` {
+		t.Errorf("rows %s, want only p-%s's (the shard owns %s, not %s)", table.Rows, mine, mine, foreign)
+	}
+	for _, row := range table.Rows {
+		if _, ok := row["object"]; ok {
+			t.Errorf("a row carries its object, which kubectl asked to leave out: %s", row["object"])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, ",") != "Metadata" {
+		t.Errorf("the upstream was asked for Tables with includeObject %q, want Metadata", asked)
+	}
+}
+
+// An API server seen to filter (its list echoed the shardSelector) may not be the one that answers the next watch:
+// the proxy checks the watch's events all the same, drops another shard's, and from then on knows that the server
+// does not filter, so that lists are judged again.
+func TestWatchOfAServerSeenToFilterIsChecked(t *testing.T) {
+	var mine, foreign, listSelector, watchSelector string
+	upstream := listUpstream(t, func(w http.ResponseWriter, selector string) {
+		listSelector = selector
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","shardInfo":{"selector":%q}},"items":[%s]}`,
+			selector, podItem(mine, "p"))
+	})
+	lists := upstream.Config.Handler
+	upstream.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "1" {
+			lists.ServeHTTP(w, r)
+			return
+		}
+		watchSelector = r.URL.Query().Get("shardSelector")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"type\":\"ADDED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s}\n", podItem(foreign, "theirs"), podItem(mine, "ours"))
+	})
+	srv, owned := serverModeProxy(t, upstream)
+	mine, foreign = namespacesIn(owned)
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return body
+	}
+	get("/api/v1/pods") // the verdict: server filters
+
+	var names []string
+	for line := range strings.Lines(string(get("/api/v1/pods?watch=1&resourceVersion=9"))) {
+		var ev struct {
+			Object struct{ Metadata struct{ Name string } }
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		names = append(names, ev.Object.Metadata.Name)
+	}
+	if watchSelector == "" {
+		t.Error("the watch was sent without a shardSelector: want the server asked to filter")
+	}
+	if strings.Join(names, ",") != "ours" {
+		t.Errorf("the watch shows %v, want only ours (the shard owns %s, not %s)", names, mine, foreign)
+	}
+	get("/api/v1/pods")
+	if listSelector != "" {
+		t.Errorf("after the watch showed another shard's pod, a list was asked with shardSelector %q: want it asked for everything and filtered in the proxy", listSelector)
+	}
+}
+
+// An empty collection of a custom resource shows nothing of whether the server filters (no object to probe with,
+// no shardInfo): lists of it pass as they are, costing no probe, and a probe that told nothing is not repeated for
+// each watch.
+func TestEmptyCustomResourceIsNotProbedOnEveryRequest(t *testing.T) {
+	var lists atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch q := r.URL.Query(); {
+		case r.URL.Path == "/apis/example.com/v1":
+			io.WriteString(w, `{"kind":"APIResourceList","groupVersion":"example.com/v1","resources":[{"name":"widgets","namespaced":true,"kind":"Widget","verbs":["list","watch"]}]}`)
+		case r.URL.Path != "/apis/example.com/v1/widgets":
+			http.NotFound(w, r)
+		case q.Get("watch") == "1":
+		default:
+			lists.Add(1)
+			io.WriteString(w, `{"apiVersion":"example.com/v1","items":[],"kind":"WidgetList","metadata":{"resourceVersion":"7"}}`)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	srv, _ := serverModeProxy(t, upstream)
+	get := func(path string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+	}
+	for range 10 {
+		get("/apis/example.com/v1/widgets")
+		get("/apis/example.com/v1/widgets?watch=1&resourceVersion=7")
+	}
+	if n := lists.Load(); n != 10+1 {
+		t.Errorf("10 lists and 10 watches of an empty collection cost %d upstream lists, want 10 and one probe", n)
+	}
+}
+
+// kubectl get -A -w asks for a Table watch whose rows carry no objects. The proxy checks watch events even where the
+// server filters, so it asks for the rows' objects' metadata, keeps the shard's rows, and leaves the objects out.
+func TestTableWatchWithoutObjectsIsJudgedByItsRows(t *testing.T) {
+	var mine, foreign, include string
+	upstream := listUpstream(t, func(w http.ResponseWriter, selector string) {
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","shardInfo":{"selector":%q}},"items":[]}`, selector)
+	})
+	lists := upstream.Config.Handler
+	upstream.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "1" {
+			lists.ServeHTTP(w, r)
+			return
+		}
+		include = r.URL.Query().Get("includeObject")
+		w.Header().Set("Content-Type", "application/json")
+		for _, ns := range []string{foreign, mine} {
+			fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"columnDefinitions":[{"name":"Name","type":"string"}],"rows":[{"cells":["p-%s"],"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"p-%s","namespace":%q}}}]}}`+"\n", ns, ns, ns)
+		}
+	})
+	srv, owned := serverModeProxy(t, upstream)
+	mine, foreign = namespacesIn(owned)
+	resp, err := http.Get(srv.URL + "/api/v1/pods") // the verdict: server filters
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/pods?watch=1&resourceVersion=9&includeObject=None", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rows []string
+	for lines := bufio.NewScanner(resp.Body); lines.Scan(); {
+		var ev struct {
+			Object struct{ Rows []map[string]json.RawMessage }
+		}
+		if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+			t.Fatalf("%v: %s", err, lines.Bytes())
+		}
+		for _, row := range ev.Object.Rows {
+			rows = append(rows, string(row["cells"]))
+			if _, ok := row["object"]; ok {
+				t.Errorf("a row carries its object, which kubectl asked to leave out: %s", row["object"])
+			}
+		}
+	}
+	if strings.Join(rows, ",") != `["p-`+mine+`"]` {
+		t.Errorf("rows %v, want only p-%s's (the shard owns %s, not %s)", rows, mine, mine, foreign)
+	}
+	if include != "Metadata" {
+		t.Errorf("the watch was asked upstream with includeObject %q, want Metadata", include)
 	}
 }

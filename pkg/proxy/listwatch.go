@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // nothingSelector matches no object: no name contains "/". Sent upstream when the shard owns nothing a request
@@ -79,7 +81,7 @@ func (p *Proxy) listWatch(w http.ResponseWriter, r *http.Request, req *Request, 
 		p.askForNothing(w, r, req, u, a)
 	case showsAll:
 		count("none")
-		forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, a)))
+		forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, false, a)))
 	default:
 		p.filtered(w, r, req, u, own, count, a)
 	}
@@ -122,11 +124,11 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 	owned := own.Owned()
 	key := filter.ProbeKey{Cluster: req.Cluster, GroupResource: req.groupResource()}
 	mode := filter.Mode(own.FilterMode)
-	if (mode == filter.ModeAuto || mode == filter.ModeServer) && req.Verb == "watch" && p.prober.Verdict(key) == filter.Unknown {
-		// A watch shows nothing to check: learn from two small lists first whether the server filters.
-		if err := p.probe(r, req, u, owned, key); err != nil {
-			p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
-		}
+	judged := mode == filter.ModeAuto || mode == filter.ModeServer
+	if judged && req.Verb == "watch" && p.prober.ProbeDue(key, time.Now()) {
+		// A watch shows nothing to judge by before its events: learn from two small lists first whether the server
+		// filters, so that the watch asks for the right thing.
+		p.probeOnce(r, req, u, owned, key)
 	}
 	mode = p.prober.Resolve(key, mode)
 	plan, err := filter.Rewrite(mode, owned, r.URL.Query())
@@ -143,30 +145,67 @@ func (p *Proxy) filtered(w http.ResponseWriter, r *http.Request, req *Request, u
 		return
 	}
 	count(string(mode))
+	checked := plan.ClientFilter || plan.VerifyShardInfo
+	withoutRowObjects := judged && checked && asksTableWithoutObjects(r)
+	if withoutRowObjects {
+		// Rows without their objects tell no namespace: ask for the objects' metadata, judge the rows by it, and
+		// leave the objects out before the client sees them.
+		plan.Query.Set(includeObjectParam, "Metadata")
+	}
 	r = r.Clone(r.Context())
 	r.URL.RawQuery = plan.Query.Encode()
-	keep := owned.ContainsNamespace
 	if req.Verb == "watch" {
-		if (mode == filter.ModeAuto || mode == filter.ModeServer) && p.prober.Verdict(key) != filter.ServerFilters {
-			plan.ClientFilter = true // the probe failed: trust nothing
+		var keep func(string) bool
+		if checked {
+			keep = p.watchKeep(req, key, owned, plan)
 		}
-		if !plan.ClientFilter {
-			keep = nil
-		}
-		forward(u, w, r, req, p.watchResponse(req, keep, a))
+		forward(u, w, r, req, p.watchResponse(req, keep, withoutRowObjects, a))
 		return
 	}
-	if plan.ClientFilter || plan.VerifyShardInfo {
+	if checked {
 		// The proxy reads this body, or at least its start: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
-	probe := func() error { return p.probe(r, req, u, owned, key) }
-	forward(u, w, r, req, p.listedUnder(req, a, p.listResponse(req, key, plan, keep, probe)))
+	forward(u, w, r, req, p.listedUnder(req, a, p.listResponse(req, key, plan, owned.ContainsNamespace, withoutRowObjects)))
 }
 
-// listResponse checks a list response as plan says: that the server filtered it, else filters it in the proxy.
-// probe is called when the response cannot show either (see filter.Prober.CheckSummary) and nothing is known yet.
-func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan, keep func(string) bool, probe func() error) func(*http.Response) error {
+// includeObjectParam is how a client asks a Table's rows to carry their objects (None, Metadata or Object).
+const includeObjectParam = "includeObject"
+
+// asksTableWithoutObjects reports whether r asks for a Table whose rows carry no objects (kubectl get's
+// includeObject=None).
+func asksTableWithoutObjects(r *http.Request) bool {
+	return r.URL.Query().Get(includeObjectParam) == "None" && strings.Contains(r.Header.Get("Accept"), "as=Table")
+}
+
+// watchKeep is what a watch planned as plan keeps: the events of the shard's own namespaces, even where the server
+// is trusted to filter them, since the API server answering this watch may not be the one seen to filter (an HA
+// set with one older, or with the gate off). Asked with a shardSelector, the first event outside it shows that this
+// server does not filter: it is dropped, and recorded, so that lists are judged again and later requests ask for
+// everything and filter in the proxy. Only the event's namespace is read, as client mode reads it.
+func (p *Proxy) watchKeep(req *Request, key filter.ProbeKey, owned shard.Set, plan filter.Plan) func(string) bool {
+	if plan.ShardSelector == "" {
+		return owned.ContainsNamespace
+	}
+	seen := false // keep is called by the one goroutine that reads the watch
+	return func(ns string) bool {
+		if owned.ContainsNamespace(ns) {
+			return true
+		}
+		if !seen {
+			seen = true
+			if p.prober.Verdict(key) != filter.ServerDoesNotFilter {
+				p.prober.Record(key, false)
+				p.log.Info("a watch asked with a shardSelector showed another shard's object: the API server does not filter; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req))
+			}
+		}
+		return false
+	}
+}
+
+// listResponse checks a list response as plan says: that the server filtered it, else filters it in the proxy with
+// keep. withoutRowObjects leaves a Table's row objects out afterwards, as its client asked.
+func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan, keep func(string) bool, withoutRowObjects bool) func(*http.Response) error {
 	return func(resp *http.Response) error {
 		if resp.StatusCode != http.StatusOK || (!plan.ClientFilter && !plan.VerifyShardInfo) {
 			return nil
@@ -186,7 +225,7 @@ func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan
 			if h.Known && h.ShardInfo != nil {
 				checked, counted = true, h.HasRemainingItemCount
 				clientFilter = p.prober.CheckShardInfo(key, plan, h.ShardInfo)
-				if !clientFilter && !counted {
+				if !clientFilter && !counted && !withoutRowObjects {
 					resp.Body = readCloser{io.MultiReader(bytes.NewReader(h.Read), resp.Body), resp.Body}
 					return nil
 				}
@@ -199,12 +238,15 @@ func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan
 			return err
 		}
 		if !checked {
+			// A list that shows nothing either way (no entry outside the shard, the server not known to filter) is
+			// filtered all the same: that keeps every entry, and costs no probe. One whose entries do not all tell
+			// their namespace is filtered too, whatever the verdict, which refuses it.
 			var s filter.ListSummary
 			if s, err = filter.ReadListSummary(body, contentType); err != nil {
 				p.log.V(1).Info("cannot read the list; filtering in the proxy", "resource", resourceLabel(req), "error", err.Error())
 				clientFilter = true
 			} else {
-				clientFilter, counted = p.checkList(req, key, plan, s, probe), s.HasRemainingItemCount
+				clientFilter, counted = p.prober.CheckSummary(key, plan, s), s.HasRemainingItemCount
 			}
 		}
 		switch {
@@ -218,23 +260,14 @@ func (p *Proxy) listResponse(req *Request, key filter.ProbeKey, plan filter.Plan
 				return fmt.Errorf("%s list: %w", resourceLabel(req), err)
 			}
 		}
+		if withoutRowObjects {
+			if body, err = filter.WithoutRowObjects(body, contentType); err != nil {
+				return fmt.Errorf("%s list: %w", resourceLabel(req), err)
+			}
+		}
 		setBody(resp, body)
 		return nil
 	}
-}
-
-// checkList says whether the proxy must filter a whole list response, read as s, itself. A list that shows nothing
-// either way, of a resource no list has told of yet, waits for a probe, then is judged again.
-func (p *Proxy) checkList(req *Request, key filter.ProbeKey, plan filter.Plan, s filter.ListSummary, probe func() error) bool {
-	clientFilter := p.prober.CheckSummary(key, plan, s)
-	if !clientFilter || p.prober.Verdict(key) != filter.Unknown {
-		return clientFilter
-	}
-	if err := probe(); err != nil {
-		p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
-		return true
-	}
-	return p.prober.CheckSummary(key, plan, s)
 }
 
 // readCloser reads from one reader and closes another: a body whose start was read already.
@@ -243,10 +276,10 @@ type readCloser struct {
 	io.Closer
 }
 
-// watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all), and ends it
-// with a 410 Expired ERROR event once an ownership is no longer one under which the watch is unchanged, so the
-// client relists.
-func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering) func(*http.Response) error {
+// watchResponse relays a watch event by event, dropping the events keep refuses (nil keeps all) and leaving
+// Table rows' objects out where withoutRowObjects says, and ends it with a 410 Expired ERROR event once an
+// ownership is no longer one under which the watch is unchanged, so the client relists.
+func (p *Proxy) watchResponse(req *Request, keep func(string) bool, withoutRowObjects bool, a answering) func(*http.Response) error {
 	if req.Verb != "watch" {
 		return nil
 	}
@@ -286,6 +319,11 @@ func (p *Proxy) watchResponse(req *Request, keep func(string) bool, a answering)
 				read = events.Next
 			}
 			event, err := read()
+			if event != nil && withoutRowObjects {
+				if event, err = filter.WithoutRowObjectsInEvent(event, contentType); err != nil {
+					return nil, err
+				}
+			}
 			if event != nil {
 				relayed.Inc()
 				if initialEventsEnded != nil && endsInitialEvents(event) {
@@ -340,7 +378,7 @@ func (p *Proxy) askForNothing(w http.ResponseWriter, r *http.Request, req *Reque
 		q.Set("fieldSelector", nothingSelector)
 	}
 	r.URL.RawQuery = q.Encode()
-	forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, a)))
+	forward(u, w, r, req, p.listedUnder(req, a, p.watchResponse(req, nil, false, a)))
 }
 
 // errListedUnderOther is a list answered after the ownership it was asked under changed.

@@ -5,10 +5,27 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/fedmesh/fedmesh/pkg/proxy/filter"
 	"github.com/fedmesh/fedmesh/pkg/shard"
 )
+
+// probeBackoff is how long a probe that told nothing (an empty collection of a custom resource, say) holds off the
+// next one of its resource: each watch would otherwise cost two more lists for as long as the collection is empty.
+const probeBackoff = time.Minute
+
+// probeOnce probes key (see probe) and notes a probe that failed or told nothing, so that the next waits for
+// probeBackoff. The proxy checks the watch that follows either way (watchKeep).
+func (p *Proxy) probeOnce(r *http.Request, req *Request, u *upstream, owned shard.Set, key filter.ProbeKey) {
+	err := p.probe(r, req, u, owned, key)
+	if err != nil {
+		p.log.V(1).Info("shardSelector probe failed; filtering in the proxy", "cluster", clusterLabel(req.Cluster), "resource", resourceLabel(req), "error", err.Error())
+	}
+	if p.prober.Verdict(key) == filter.Unknown {
+		p.prober.Inconclusive(key, time.Now().Add(probeBackoff))
+	}
+}
 
 // probe learns whether the upstream filters key's resource by shardSelector, from two lists of one object each,
 // with the caller's credentials. shardInfo alone cannot tell it: custom resources' lists never carry it (nor do

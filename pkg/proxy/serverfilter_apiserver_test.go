@@ -151,7 +151,8 @@ func TestServerFilteringSeenWhereListsCarryNoShardInfo(t *testing.T) {
 				t.Errorf("the informer holds %s", key)
 			}
 		}
-		if m := collected(t, p.metrics.watchEvents)["cluster=@host resource=example.com/widgets result=dropped"]; m != nil {
+		// The proxy checks the events all the same (the next API server may not filter), and finds none to drop.
+		if m := collected(t, p.metrics.watchEvents)["cluster=@host resource=example.com/widgets result=dropped"]; m != nil && m.GetCounter().GetValue() > 0 {
 			t.Errorf("the proxy dropped %v watch events of other shards' widgets: the server was not asked to filter them", m.GetCounter().GetValue())
 		}
 	})

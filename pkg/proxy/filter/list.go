@@ -58,7 +58,8 @@ func WithoutRemainingItemCount(body []byte, contentType string) ([]byte, error) 
 			}
 		}
 	case formatProtobuf:
-		out, err = editProtoList(body, func(value, whole []byte) ([]byte, error) { return whole, nil })
+		// Items stay as they are, so their layout needs no knowing: only the ListMeta at field 1 is rewritten.
+		out, err = editProtoList(body, false, func(value, whole []byte) ([]byte, error) { return whole, nil })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("drop remainingItemCount: %w", err)
@@ -208,7 +209,7 @@ func kindOrObject(kind string) string {
 
 // filterProtoList filters an enveloped protobuf list on the wire.
 func filterProtoList(body []byte, keep func(string) bool) ([]byte, error) {
-	return editProtoList(body, func(value, whole []byte) ([]byte, error) {
+	return editProtoList(body, true, func(value, whole []byte) ([]byte, error) {
 		ns, err := objectNamespace(value)
 		if err != nil || !keep(ns) {
 			return nil, err
@@ -218,14 +219,17 @@ func filterProtoList(body []byte, keep func(string) bool) ([]byte, error) {
 }
 
 // editProtoList rewrites an enveloped protobuf list on the wire: its metadata without remainingItemCount, each item
-// as item says (given its message and the whole field; nil drops it), the rest as it was.
-func editProtoList(body []byte, item func(value, whole []byte) ([]byte, error)) ([]byte, error) {
+// as item says (given its message and the whole field; nil drops it), the rest as it was. readsItems says that item
+// reads the items' messages, whose layout must then be known.
+func editProtoList(body []byte, readsItems bool, item func(value, whole []byte) ([]byte, error)) ([]byte, error) {
 	u, err := unwrapProto(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLayout(u.GroupVersionKind(), true); err != nil {
-		return nil, err
+	if readsItems {
+		if err := checkLayout(u.GroupVersionKind(), true); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]byte, 0, len(u.Raw))
 	err = walkProto(u.Raw, func(num protowire.Number, typ protowire.Type, value, whole []byte) error {

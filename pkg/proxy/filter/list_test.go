@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,4 +235,55 @@ func TestFieldNamesAreCaseSensitive(t *testing.T) {
 			t.Errorf("a watch event of an object in namespace foreign: kept %t, %v", kept != nil, err)
 		}
 	}
+}
+
+// A protobuf page of a kind the filter has no layout for (an aggregated API's) loses its remainingItemCount all the
+// same: only its ListMeta is rewritten, its items pass as they came.
+func TestWithoutRemainingItemCountOfUnknownProtoKind(t *testing.T) {
+	body, item := podMetricsPage(t)
+	out, err := WithoutRemainingItemCount(body, "application/vnd.kubernetes.protobuf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := unwrapProto(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got metav1.ListMeta
+	var items [][]byte
+	err = walkProto(u.Raw, func(num protowire.Number, _ protowire.Type, value, _ []byte) error {
+		switch num {
+		case fieldMetadata:
+			return got.Unmarshal(value)
+		case fieldItems:
+			items = append(items, value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListMeta(t, got)
+	if len(items) != 1 || !bytes.Equal(items[0], item) {
+		t.Errorf("items %x, want the one item as it came", items)
+	}
+}
+
+// podMetricsPage is a protobuf page of an aggregated API's list, a kind the filter has no layout for, counting 5
+// more objects, and its one item.
+func podMetricsPage(t *testing.T) (body, item []byte) {
+	t.Helper()
+	n := int64(5)
+	meta, err := (&metav1.ListMeta{ResourceVersion: "42", Continue: "next-page", RemainingItemCount: &n}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	item = []byte{0x0a, 0x00}
+	raw := protowire.AppendBytes(protowire.AppendTag(nil, fieldMetadata, protowire.BytesType), meta)
+	raw = protowire.AppendBytes(protowire.AppendTag(raw, fieldItems, protowire.BytesType), item)
+	body, err = wrapProto(runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "metrics.example.com/v1", Kind: "PodMetricsList"}, Raw: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body, item
 }

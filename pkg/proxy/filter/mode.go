@@ -11,7 +11,8 @@ const (
 	// filter, it is ModeServer from then on, else ModeClient. Until it knows, it filters client-side too.
 	ModeAuto Mode = "auto"
 	// ModeServer sends a shardSelector (KEP-5866) and trusts the server once seen to filter, checking lists (their
-	// metadata.shardInfo, or their entries' namespaces where they cannot carry it); seen not to, it is ModeClient.
+	// metadata.shardInfo, or their entries' namespaces where they cannot carry it) and, in the plumbing, watch
+	// events' namespaces; seen not to, it is ModeClient.
 	ModeServer Mode = "server"
 	// ModeLabel adds a label selector on shard.BucketLabel, filtering client-side when the buckets over-select.
 	ModeLabel Mode = "label"

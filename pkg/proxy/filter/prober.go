@@ -2,6 +2,7 @@ package filter
 
 import (
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,7 +18,7 @@ const (
 	// namespace it asked to leave out (Prober.CheckProbe).
 	ServerFilters
 	// ServerDoesNotFilter: a list response that carries shardInfo came back without the shardSelector echoed, or
-	// one held an object the shardSelector does not select; the proxy filters.
+	// one (or a watch asked with it) held an object the shardSelector does not select; the proxy filters.
 	ServerDoesNotFilter
 )
 
@@ -45,9 +46,33 @@ type ProbeKey struct {
 // The first evidence sets the verdict. A later list that shows the server did not filter turns ServerFilters into
 // ServerDoesNotFilter (one API server of an HA set may be older, or have the gate off), but never the other way:
 // once the proxy filters a resource itself, it keeps doing so until Forget (say, on a config change).
+//
+// A probe that told nothing (an empty collection shows no object to go by) is not repeated for each request: the
+// plumbing notes it (Inconclusive) and asks again only once ProbeDue says so.
 type Prober struct {
 	mu       sync.Mutex
 	verdicts map[ProbeKey]Verdict
+	// retryAt is, per key still Unknown, when a probe that told nothing may be tried again.
+	retryAt map[ProbeKey]time.Time
+}
+
+// ProbeDue reports whether a probe of key is worth sending at now: nothing is known of it, and no probe told
+// nothing shortly before.
+func (p *Prober) ProbeDue(key ProbeKey, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.verdicts[key] == Unknown && !now.Before(p.retryAt[key])
+}
+
+// Inconclusive notes that a probe of key told nothing (or failed), so that ProbeDue holds the next one off until
+// retry.
+func (p *Prober) Inconclusive(key ProbeKey, retry time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.retryAt == nil {
+		p.retryAt = map[ProbeKey]time.Time{}
+	}
+	p.retryAt[key] = retry
 }
 
 // Verdict is what p knows of key.
@@ -72,6 +97,7 @@ func (p *Prober) Record(key ProbeKey, serverFiltered bool) Verdict {
 		v = ServerFilters
 	}
 	p.verdicts[key] = v
+	delete(p.retryAt, key)
 	return v
 }
 
@@ -80,6 +106,7 @@ func (p *Prober) Forget(key ProbeKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.verdicts, key)
+	delete(p.retryAt, key)
 }
 
 // Resolve is the mode to plan a request for key with when mode is configured: ModeAuto becomes ModeServer or
@@ -116,8 +143,10 @@ func (p *Prober) CheckList(key ProbeKey, plan Plan, body []byte, contentType str
 // there; if it does not, the server did not filter (or filtered by something else) and the proxy filters this very
 // response, so that nothing leaks. A list that cannot carry it is judged by its entries: one outside the selected
 // namespaces shows that the server did not filter. None outside shows nothing, and leaves the verdict as it was:
-// the response passes unfiltered only when the server is known to filter, else the proxy filters it (the plumbing
-// may probe first, then ask again).
+// the response passes unfiltered only when the server is known to filter and every entry told its namespace, else
+// the proxy filters it. An entry that did not tell (a Table row without its object, an item of a protobuf list of
+// unknown layout) may be another shard's whatever the verdict: one API server of an HA set may filter and the next
+// not, so such a list never passes on the verdict alone.
 func (p *Prober) CheckSummary(key ProbeKey, plan Plan, s ListSummary) (clientFilter bool) {
 	if !plan.VerifyShardInfo {
 		return plan.ClientFilter
@@ -133,7 +162,7 @@ func (p *Prober) CheckSummary(key ProbeKey, plan Plan, s ListSummary) (clientFil
 		p.Record(key, false)
 		return true
 	}
-	return p.Verdict(key) != ServerFilters
+	return s.NamespacesUnknown || p.Verdict(key) != ServerFilters
 }
 
 // CheckShardInfo is CheckSummary for a list that carries shardInfo and whose metadata.shardInfo has been read

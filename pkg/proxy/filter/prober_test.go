@@ -2,6 +2,7 @@ package filter
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,5 +66,34 @@ func TestProber(t *testing.T) {
 	// The same selector spelled otherwise still counts.
 	if !sameShardSelector(plan.ShardSelector, "shardRange(object.metadata.namespace,'0x0000000000000000','0x8000000000000000')") {
 		t.Error("sameShardSelector is fooled by spaces")
+	}
+}
+
+// A probe that told nothing (an empty collection) is not sent again for each request, but after its back-off; one
+// whose key has a verdict is not due at all, and Forget makes it due at once.
+func TestProbeDueAfterAnInconclusiveProbe(t *testing.T) {
+	var p Prober
+	widgets := ProbeKey{GroupResource: schema.GroupResource{Group: "example.com", Resource: "widgets"}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if !p.ProbeDue(widgets, now) {
+		t.Fatal("nothing known, nothing tried: want a probe due")
+	}
+	p.Inconclusive(widgets, now.Add(time.Minute))
+	for _, at := range []time.Duration{0, time.Second, 59 * time.Second} {
+		if p.ProbeDue(widgets, now.Add(at)) {
+			t.Errorf("%v after an inconclusive probe: due again, want held off for a minute", at)
+		}
+	}
+	if !p.ProbeDue(widgets, now.Add(time.Minute)) {
+		t.Error("a minute after an inconclusive probe: want one due")
+	}
+	p.Inconclusive(widgets, now.Add(time.Hour))
+	p.Forget(widgets)
+	if !p.ProbeDue(widgets, now) {
+		t.Error("after Forget: want a probe due at once")
+	}
+	p.Record(widgets, true)
+	if p.ProbeDue(widgets, now.Add(time.Hour)) {
+		t.Error("with a verdict: want no probe due")
 	}
 }
