@@ -14,30 +14,38 @@ const (
 	refusedByStandby
 )
 
-// standbyRetry is about how soon a client tries again after a standby's refusal: the Service reaches the managers
-// and one of them is about to lead, which a wait grown over a failover would learn too late to keep the proxy's
-// ownership (see ClientOptions.ContactLease).
+// standbyRetry is about how soon a client tries again after a standby's refusal while that can still save the
+// proxy's ownership: the Service reaches the managers and one of them is about to lead, which a wait grown over a
+// failover would learn too late (see ClientOptions.ContactLease).
 const standbyRetry = time.Second
 
 // backoff is a bounded exponential backoff with jitter: after a failure the wait is drawn from [d/2, d), d doubling
 // from min up to max; a served stream starts again from min. A value, so that next is pure.
 type backoff struct {
 	min, max, cur time.Duration
+	// lease is the ContactLease (0: none); served is when the last stream that delivered a response ended.
+	lease  time.Duration
+	served time.Time
 }
 
-func newBackoff(minWait, maxWait time.Duration) backoff {
-	return backoff{min: minWait, max: maxWait, cur: minWait}
+func newBackoff(minWait, maxWait, lease time.Duration) backoff {
+	return backoff{min: minWait, max: maxWait, cur: minWait, lease: lease}
 }
 
-// next is the wait before the attempt after one that ended as e, with r (in [0, 1)) as its jitter, and the backoff
-// after it. A standby's refusal waits about standbyRetry (within min and max) and leaves d as it was: it is no
-// failure to slow down for, and failures around it (the old leader's address still dialled) keep their pace.
-func (b backoff) next(e ended, r float64) (time.Duration, backoff) {
+// next is the wait before the attempt after one that ended as e at now, with r (in [0, 1)) as its jitter, and the
+// backoff after it. A standby's refusal within lease of the last served stream waits about standbyRetry (within min
+// and max) and leaves d as it was: a leader is due, and finding it soon keeps the ownership; failures around it (the
+// old leader's address still dialled) keep their pace. Past that (or with no lease, or never served) there is no
+// ownership left to save and a refusal is a failure like another: replicas that stay standbys (no leader can be
+// elected) are not dialled about once a second by every proxy for as long as that lasts.
+func (b backoff) next(e ended, r float64, now time.Time) (time.Duration, backoff) {
 	switch e {
 	case refusedByStandby:
-		return jitter(min(max(standbyRetry, b.min), b.max), r), b
+		if b.lease > 0 && !b.served.IsZero() && now.Sub(b.served) < b.lease {
+			return jitter(min(max(standbyRetry, b.min), b.max), r), b
+		}
 	case served:
-		b.cur = b.min
+		b.cur, b.served = b.min, now
 	}
 	d := b.cur
 	b.cur = min(2*b.cur, b.max)

@@ -81,8 +81,9 @@ type ClientOptions struct {
 	// Apply receives configuration. Required.
 	Apply ApplyFunc
 	// MinBackoff and MaxBackoff bound the jittered wait between connection attempts; default 250ms and 30s, or a
-	// quarter of ContactLease when that is shorter. A standby manager's refusal (NotLeader) is retried after about a
-	// second within these bounds, without growing the wait.
+	// quarter of ContactLease when that is shorter. A standby manager's refusal (NotLeader) within ContactLease of
+	// the last stream that delivered a response is retried after about a second within these bounds, without
+	// growing the wait; later ones wait as failures do.
 	MinBackoff, MaxBackoff time.Duration
 	// ContactLease is how long the caller keeps going without contact (the proxy's ownership lease); 0 if it has
 	// no such limit. Attempts must come several times within it: in a manager failover the first ones are refused
@@ -201,9 +202,10 @@ func NewClient(opts ClientOptions) (*Client, error) {
 
 // Run streams configuration until ctx ends, reconnecting with backoff; it returns nil then. The wait resets after
 // a stream that delivered a response, and stays short, without growing, while standby managers refuse the streams
-// (backoff.next).
+// within ContactLease of it (backoff.next).
 func (c *Client) Run(ctx context.Context) error {
-	bo := newBackoff(c.opts.MinBackoff, c.opts.MaxBackoff)
+	bo := newBackoff(c.opts.MinBackoff, c.opts.MaxBackoff, c.opts.ContactLease)
+	refusals := 0 // in a row, of which only the first is told at the default verbosity
 	for {
 		got, err := c.session(ctx)
 		how := failed
@@ -214,10 +216,19 @@ func (c *Client) Run(ctx context.Context) error {
 			how = refusedByStandby
 		}
 		var wait time.Duration
-		wait, bo = bo.next(how, c.opts.rand())
+		wait, bo = bo.next(how, c.opts.rand(), c.opts.clock.Now())
+		if how == refusedByStandby {
+			refusals++
+		} else {
+			refusals = 0
+		}
 		if ctx.Err() == nil {
 			if how == refusedByStandby {
-				c.opts.Log.Info("manager replica is not the leader; trying again soon", "target", c.opts.Target, "after", wait, "reason", err.Error())
+				log := c.opts.Log
+				if refusals > 1 {
+					log = log.V(1)
+				}
+				log.Info("manager replica is not the leader; trying again", "target", c.opts.Target, "after", wait, "refusals", refusals, "reason", err.Error())
 			} else {
 				c.opts.Log.Error(err, "xds stream ended; reconnecting", "target", c.opts.Target, "after", wait)
 			}

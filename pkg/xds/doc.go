@@ -15,5 +15,5 @@
 // (SetPodUID), its pod's UID: two processes of one pod name acknowledge apart (NodeKey). RegisterADS wires both into go-control-plane's
 // server on a gRPC server. Client is the proxy's half: it dials, authenticates, subscribes, calls Apply for each
 // response, ACKs or NACKs, and reconnects with a bounded, jittered backoff, or after about a second when a manager
-// replica that is not the leader refused it (NotLeader).
+// replica that is not the leader refused it (NotLeader) while its ContactLease since the last served stream lasts.
 package xds

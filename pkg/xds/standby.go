@@ -17,7 +17,8 @@ const (
 
 // NotLeader is the error a manager replica that is not the leader ends a stream with: Unavailable, message for the
 // logs, and an ErrorInfo of ReasonNotLeader. A client hearing it tries again soon (about a second) instead of
-// backing off: only the leader serves, and one is due as soon as the election settles.
+// backing off while that can save its ownership (Client.Run): only the leader serves, and one is due as soon as the
+// election settles.
 func NotLeader(message string) error {
 	st, err := status.New(codes.Unavailable, message).WithDetails(&errdetails.ErrorInfo{Reason: ReasonNotLeader, Domain: ErrorDomain})
 	if err != nil { // only if the detail cannot be marshalled

@@ -68,10 +68,12 @@ func (r *Reconciler) strays(sc *meshv1alpha1.ShardingConfig, acks map[string]xds
 		}
 	}
 	self := ktypes.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	serving, now := r.servingSince(), time.Now()
 	var out []stray
 	for _, key := range slices.Sorted(maps.Keys(acks)) {
 		if node := acks[key]; !claimed[key] && node.Metadata.ShardingConfig == self && node.Metadata.Pod.Namespace == sc.Namespace {
 			out = append(out, stray{key: key, node: node})
+			r.heardStray(key, serving, now)
 		}
 	}
 	return out
@@ -124,7 +126,7 @@ func (r *Reconciler) granting(sc *meshv1alpha1.ShardingConfig, pub Published, id
 
 // pendingAcks lists the proxies that have not acknowledged pub by now and are not counted out: the members' (by pod
 // name), and the strays' (by pod name and UID, xds.NodeKey), which serve a shard of sc though no member accounts
-// for them. It forgets the strays not waited for any more.
+// for them, including the previous leader's (inheritedStrays). It forgets the strays not waited for any more.
 func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published, members []member, now time.Time) []string {
 	acks := r.Publisher.Acks()
 	want := version(sc, pub)
@@ -153,6 +155,9 @@ func (r *Reconciler) pendingAcks(sc *meshv1alpha1.ShardingConfig, pub Published,
 		if ackedOf(sc, s.node, shard.ShardID(s.node.Metadata.Shard)) != want {
 			pending = append(pending, xds.NodeKey(s.node.Metadata.Pod.Name, s.node.PodUID))
 		}
+	}
+	for _, p := range r.inheritedStrays(sc, acks, members, want, serving, now) {
+		pending = append(pending, xds.NodeKey(p.Pod, p.PodUID))
 	}
 	return pending
 }

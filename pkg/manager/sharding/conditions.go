@@ -7,9 +7,9 @@ import (
 )
 
 // ReasonAwaitingProxies: the published step is the one the spec asks for, and the manager waits only for proxies it
-// has not heard from since its election (after a failover, until they reconnect; or a new pod's proxy that has not
-// connected yet). Nothing moves: Progressing stays False, and Ready is True if each of them had acknowledged the
-// step (to the previous leader).
+// has not heard from since its election, each known to have acknowledged the step (to the previous leader) or of a
+// pod created since the election (a new process, which holds nothing to give up). Nothing moves: Progressing stays
+// False, and Ready is True if each of them had acknowledged the step.
 const ReasonAwaitingProxies = "AwaitingProxies"
 
 // stepProxies is what the conditions tell of the proxies of a published step.
@@ -25,11 +25,15 @@ type stepProxies struct {
 	unheard map[string]bool
 	// current are the members known to have acknowledged the step, if only to the previous leader, by pod.
 	current map[string]bool
+	// fresh are the members whose pods were created after this replica's election, by pod.
+	fresh map[string]bool
 }
 
-// awaited counts the pending proxies this replica has not heard from, and those of them not known to have
-// acknowledged the step; only reports whether they are all that is pending.
-func (p stepProxies) awaited() (n, behind int, only bool) {
+// awaited counts the pending proxies this replica has not heard from, those of them not known to have
+// acknowledged the step (behind), and those of the behind whose pods are older than the election (stale: each may
+// hold an earlier step, e.g. a grant the previous leader published that reached no proxy); only reports whether
+// they are all that is pending.
+func (p stepProxies) awaited() (n, behind, stale int, only bool) {
 	for _, pod := range p.pending {
 		if !p.unheard[pod] {
 			continue
@@ -37,16 +41,19 @@ func (p stepProxies) awaited() (n, behind int, only bool) {
 		n++
 		if !p.current[pod] {
 			behind++
+			if !p.fresh[pod] {
+				stale++
+			}
 		}
 	}
-	return n, behind, n == len(p.pending)
+	return n, behind, stale, n == len(p.pending)
 }
 
 // stepConditions are the Ready and Progressing conditions of the step published at epoch (ShardUnserved, which
 // overrides Ready, aside). A handover is under way while a step short of the spec's is out, or proxies this
 // replica has heard from have not acknowledged the step; it is not while the only proxies waited for are ones it
-// has not heard from since its election with the spec's step out: that is a new leader waiting for the proxies to
-// reconnect, and nothing moves.
+// has not heard from since its election with the spec's step out, none of them stale (awaited): that is a new
+// leader waiting for the proxies to reconnect, and nothing moves.
 func stepConditions(epoch int64, p stepProxies) (ready, progressing metav1.Condition) {
 	ready = metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Assigned",
 		Message: fmt.Sprintf("epoch %d acknowledged by all %d proxies", epoch, p.members)}
@@ -58,8 +65,8 @@ func stepConditions(epoch int64, p stepProxies) (ready, progressing metav1.Condi
 	if p.done && len(p.pending) == 0 {
 		return ready, progressing
 	}
-	awaited, behind, only := p.awaited()
-	if p.done && only {
+	awaited, behind, stale, only := p.awaited()
+	if p.done && only && stale == 0 {
 		ready.Reason = ReasonAwaitingProxies
 		if behind == 0 {
 			ready.Message = fmt.Sprintf("epoch %d acknowledged by %d of %d proxies, %d of them before this manager was elected: waiting to hear from those again",
@@ -76,6 +83,9 @@ func stepConditions(epoch int64, p stepProxies) (ready, progressing metav1.Condi
 	ready.Message = fmt.Sprintf("epoch %d: %d of %d proxies acknowledged", epoch, p.acked, p.members)
 	if awaited > 0 {
 		ready.Message += fmt.Sprintf("; waiting for %d this manager has not heard from since its election", awaited)
+	}
+	if stale > 0 {
+		ready.Message += fmt.Sprintf(", %d of them not known to have the step", stale)
 	}
 	if p.strays > 0 {
 		ready.Message += fmt.Sprintf("; waiting too for %d stray proxies (status.proxies)", p.strays)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,9 +51,15 @@ func TestStepConditions(t *testing.T) {
 		{"one has reconnected", stepProxies{members: 2, acked: 2, done: true,
 			pending: []string{"op-1"}, unheard: pods("op-1"), current: pods("op-0", "op-1")},
 			metav1.ConditionTrue, ReasonAwaitingProxies, metav1.ConditionFalse, "1 of them before this manager was elected"},
-		{"an awaited proxy not known to have the step", stepProxies{members: 3, acked: 2, done: true,
-			pending: []string{"op-0", "op-2"}, unheard: pods("op-0", "op-2"), current: pods("op-0", "op-1")},
+		{"an awaited proxy of a pod created since the election", stepProxies{members: 3, acked: 2, done: true,
+			pending: []string{"op-0", "op-2"}, unheard: pods("op-0", "op-2"), current: pods("op-0", "op-1"), fresh: pods("op-2")},
 			metav1.ConditionFalse, ReasonAwaitingProxies, metav1.ConditionFalse, "waiting for 2 this manager has not heard from"},
+		{"an awaited proxy of an older pod not known to have the step", stepProxies{members: 3, acked: 2, done: true,
+			pending: []string{"op-0", "op-2"}, unheard: pods("op-0", "op-2"), current: pods("op-0", "op-1")},
+			metav1.ConditionFalse, "HandingOver", metav1.ConditionTrue, "1 of them not known to have the step"},
+		{"the previous leader's grant reached no proxy", stepProxies{members: 2, acked: 0, done: true,
+			pending: []string{"op-0", "op-1"}, unheard: pods("op-0", "op-1")},
+			metav1.ConditionFalse, "HandingOver", metav1.ConditionTrue, "2 of them not known to have the step"},
 		{"a stray is waited for too", stepProxies{members: 2, acked: 2, strays: 1, done: true,
 			pending: []string{"op-1", "op-9/uid"}, unheard: pods("op-1"), current: pods("op-0", "op-1")},
 			metav1.ConditionFalse, "HandingOver", metav1.ConditionTrue, "1 stray"},
@@ -85,7 +92,7 @@ func TestNewLeaderAwaitsProxiesWithoutAHandover(t *testing.T) {
 	var objs []client.Object
 	for s := range 2 {
 		pod := testPod(fmt.Sprint("op-", s), map[string]string{"app": "op", ordinal: fmt.Sprint(s)})
-		pod.CreationTimestamp = created
+		pod.CreationTimestamp, pod.UID = created, ktypes.UID(fmt.Sprint("uid-", s))
 		objs = append(objs, pod)
 	}
 	for _, ns := range []string{"a", "b", "c", "d"} {

@@ -90,6 +90,9 @@ type Reconciler struct {
 	// nothing published to that shard since but more of the same: disconnected, such a proxy owns nothing, and a
 	// handover need not wait for it (see waitedFor). Lost at a restart, which only makes the manager wait longer.
 	released map[string]releasedProxy
+	// heardStrays are the strays (by key in Acks) this replica has heard from since its election, kept until it can
+	// inherit none from the status (inheritedStrays).
+	heardStrays map[string]bool
 	// published are the resource names documents were published under, per ShardingConfig: what to delete from the
 	// xDS caches once it is gone (forget).
 	published map[ktypes.NamespacedName]map[string]bool

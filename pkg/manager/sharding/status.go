@@ -31,8 +31,10 @@ func published(st *meshv1alpha1.ShardingConfigStatus) (Published, error) {
 // that pub is the step the spec asks for, and pending are the proxies it waits for (pendingAcks).
 //
 // Of a member this replica has not heard from, the status keeps what it said before (what the proxy acknowledged
-// or refused, told by the previous leader) if its pod is older than this replica's election: a new leader knows
-// none of the proxies until they reconnect, and blanking their versions would tell of a change that did not happen.
+// or refused, told by the previous leader) while it is awaited (not counted out) if the status named its pod's UID
+// (a pod recreated under the name runs a new proxy that acknowledged nothing): a new leader knows none of the
+// proxies until they reconnect, and blanking their versions would tell of a change that did not happen. The
+// previous leader's strays still waited for (inheritedStrays) are kept too: the status is their only record.
 func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingConfig, pub Published, members []member, namespaces []string, done bool, pending []string, canaryStatus *meshv1alpha1.CanaryStatus) error {
 	orig := sc.DeepCopy()
 	st := &sc.Status
@@ -73,15 +75,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 	var trafficRefused string
 	unheard := map[string]bool{} // the members this replica has not heard from, by pod
 	current := map[string]bool{} // the members known to have acknowledged want, by pod
+	fresh := map[string]bool{}   // the members whose pods were created after this replica's election, by pod
 	for _, m := range members {
 		_, node, known := nodeOf(acks, sc.Namespace, m)
 		ack, tack := ackOf(sc, node, m.shard), trafficAckOf(sc, node, m.shard)
-		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), AckedVersion: ack.Acked, NackReason: ack.Error,
-			TrafficNackReason: tack.Error}
+		ps := meshv1alpha1.ProxyStatus{Pod: m.pod, Shard: int32(m.shard), PodUID: m.uid, AckedVersion: ack.Acked,
+			NackReason: ack.Error, TrafficNackReason: tack.Error}
 		prev := previousProxy(orig, m.pod)
+		older := serving.IsZero() || m.created.Before(serving)
+		fresh[m.pod] = !older
 		if !known {
 			unheard[m.pod] = true
-			if serving.IsZero() || m.created.Before(serving) {
+			if older && m.uid != "" && prev.PodUID == m.uid && !r.countedOut(node, false, serving, now) {
 				ps.AckedVersion, ps.NackReason, ps.TrafficNackReason = prev.AckedVersion, prev.NackReason, prev.TrafficNackReason
 			}
 		}
@@ -118,6 +123,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 		}
 		st.Proxies = append(st.Proxies, ps)
 	}
+	for _, ps := range r.inheritedStrays(orig, acks, members, want, serving, now) {
+		strays++
+		st.Proxies = append(st.Proxies, ps)
+	}
 	sort.Slice(st.Proxies, func(i, j int) bool {
 		a, b := st.Proxies[i], st.Proxies[j]
 		if a.Pod != b.Pod {
@@ -128,7 +137,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *meshv1alpha1.ShardingC
 
 	cond, progressing := stepConditions(pub.Epoch, stepProxies{
 		members: len(members), acked: int(st.ReadyProxies), strays: strays, done: done, pending: pending,
-		unheard: unheard, current: current,
+		unheard: unheard, current: current, fresh: fresh,
 	})
 	cond.ObservedGeneration, progressing.ObservedGeneration = sc.Generation, sc.Generation
 	// A shard owning ranges with no pod serves nobody: the most urgent thing to tell, since only the user can fix it.

@@ -252,7 +252,7 @@ type ProxyStatus struct {
 	Shard int32 `json:"shard"`
 
 	// AckedVersion is the last configuration version the proxy accepted (kept from the previous manager leader
-	// until the proxy reconnects to the current one).
+	// while the current one waits for the same pod, by PodUID, to reconnect).
 	// +optional
 	AckedVersion string `json:"ackedVersion,omitempty"`
 
@@ -272,7 +272,8 @@ type ProxyStatus struct {
 	// +optional
 	Stray bool `json:"stray,omitempty"`
 
-	// PodUID is the UID of a stray's pod, which may share its name with a member.
+	// PodUID is the UID of the proxy's pod: a stray's may share its name with a member's, and a member's tells a new
+	// manager leader whether the pod is still the one whose acknowledgement the status keeps.
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
 }
