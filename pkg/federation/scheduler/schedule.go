@@ -108,13 +108,12 @@ func (t TermFailure) String() string {
 
 // Schedule places the binding, or says why it cannot.
 func Schedule(in Input) (Result, error) {
-	budget := searchBudget
-	return schedule(in, &budget)
+	return schedule(in, newTries(searchBudget))
 }
 
-// schedule is Schedule with the tries its spread searches may make together, across terms (budget; see
-// searchBudget).
-func schedule(in Input, budget *int) (Result, error) {
+// schedule is Schedule with the tries its spread searches may make together, shared out among the terms (budget;
+// see searchBudget).
+func schedule(in Input, budget *tries) (Result, error) {
 	p := in.Placement
 	if p == nil {
 		p = &policyv1alpha1.Placement{}
@@ -143,8 +142,10 @@ func schedule(in Input, budget *int) (Result, error) {
 	from := max(start, 0)
 	order := append(slices.Clone(terms[from:]), terms[:from]...)
 	var failed UnschedulableError
-	for _, term := range order {
-		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous, budget)
+	for i, term := range order {
+		share := budget.share(len(order) - i)
+		result, failure := scheduleTerm(in, p, &term.ClusterAffinity, previous, share)
+		budget.spend(share)
 		if failure == nil {
 			result.AffinityName = term.AffinityName
 			return result, nil
@@ -185,7 +186,7 @@ func Duplicated(p *policyv1alpha1.Placement, replicas int32) bool {
 
 // scheduleTerm places the binding on the clusters one affinity selects.
 func scheduleTerm(in Input, p *policyv1alpha1.Placement, affinity *policyv1alpha1.ClusterAffinity,
-	previous map[string]int32, budget *int) (Result, *TermFailure) {
+	previous map[string]int32, budget *tries) (Result, *TermFailure) {
 	rs := p.ReplicaScheduling
 	duplicated := Duplicated(p, in.Replicas)
 	filtered := map[string]string{}

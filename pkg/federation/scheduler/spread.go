@@ -59,8 +59,45 @@ func roomFor(clusters []Cluster, closed map[string]string, previous map[string]i
 // every constraint (choices of groups, and of clusters under a constraint by cluster that other constraints'
 // groups make hard to cover); past it, the preferred choice's error stands. Choices of groups are few (a handful
 // of regions or zones); choices of n among many clusters are not (10 of 30 are 30 million), and there the budget
-// ends the search. Room alone needs no search (spreadSearch.fill).
+// ends the search. Room alone needs no search (spreadSearch.fill). Each term has its share of it (tries.share),
+// and no less than termSearchFloor, which alone may take a call of many terms past it.
 const searchBudget = 10000
+
+// termSearchFloor is the fewest tries a clusterAffinities term's searches get, however many an earlier term
+// spent: a later term placed within that many tries is not starved by an earlier hopeless one, so it is placed
+// whichever term was tried first (PreviousAffinity). With at most 32 terms, a Schedule call tries at most
+// max(searchBudget, 32*termSearchFloor) choices.
+const termSearchFloor = 1000
+
+// tries is a search budget: the tries left, and those made.
+type tries struct {
+	left, made int
+	given      int // the tries it started with, for the error that it is spent
+}
+
+func newTries(n int) *tries { return &tries{left: n, given: n} }
+
+// take takes one try, or reports that they are spent.
+func (t *tries) take() bool {
+	if t.left <= 0 {
+		return false
+	}
+	t.left--
+	t.made++
+	return true
+}
+
+// share is the tries of the next of terms terms still to try: an even share of those left, and at least
+// termSearchFloor. Once the term is done, spend takes what it made.
+func (t *tries) share(terms int) *tries {
+	return newTries(max(t.left/max(terms, 1), termSearchFloor))
+}
+
+// spend takes from t the tries a share made (past the floor, more than t has left).
+func (t *tries) spend(share *tries) {
+	t.left = max(t.left-share.made, 0)
+	t.made += share.made
+}
 
 // spread narrows clusters (in preference order) to what the spread constraints allow: for each constraint by a
 // field or label, the preferred groups (at least minGroups, at most maxGroups); then, for a constraint by
@@ -72,7 +109,7 @@ const searchBudget = 10000
 // constraints' groups, a choice found greedily or within the search budget); when no choice has that room, the
 // most preferred one, whose division then says what room is missing.
 func spread(clusters []Cluster, constraints []policyv1alpha1.SpreadConstraint, previous map[string]int32,
-	rooms map[string]int64, need int32, budget *int) ([]Cluster, error) {
+	rooms map[string]int64, need int32, budget *tries) ([]Cluster, error) {
 	var byCluster, byGroup []policyv1alpha1.SpreadConstraint
 	for _, sc := range constraints {
 		if key, _ := groupKey(sc); key == string(policyv1alpha1.SpreadByFieldCluster) {
@@ -99,7 +136,7 @@ type spreadSearch struct {
 	previous           map[string]int32
 	rooms              map[string]int64 // see roomFor
 	need               int64
-	budget             *int // the tries left to the Schedule call's searches
+	budget             *tries // the tries left to the term's searches
 }
 
 // roomOf is the room of the clusters named.
@@ -146,7 +183,7 @@ func (s *spreadSearch) narrow(clusters []Cluster, i int) ([]Cluster, error) {
 	}
 	var first error
 	for chosen := range combinations(len(groups), take) {
-		if !s.try() && first != nil {
+		if !s.budget.take() && first != nil {
 			break
 		}
 		in := map[string]bool{}
@@ -251,11 +288,11 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 	}
 	check := newChoiceCheck(clusters, needs, s.rooms, s.need)
 	for idx := range combinations(len(clusters), n) {
-		if !s.try() {
+		if !s.budget.take() {
 			if greedy > n {
-				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in the %d tries a scheduling may make (%d cover them)", n, n, searchBudget, greedy)
+				return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need were found in the %d tries the search may make (%d cover them)", n, n, s.budget.given, greedy)
 			}
-			return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need with room for the %d replicas were found in the %d tries a scheduling may make", n, n, s.need, searchBudget)
+			return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need with room for the %d replicas were found in the %d tries the search may make", n, n, s.need, s.budget.given)
 		}
 		if check.ok(idx) {
 			names := map[string]bool{}
@@ -269,15 +306,6 @@ func (s *spreadSearch) pick(clusters []Cluster, n int) ([]Cluster, error) {
 		return nil, fmt.Errorf("spread by cluster allows at most %d clusters, too few to cover the groups the other spread constraints need (%d found)", n, greedy)
 	}
 	return nil, fmt.Errorf("spread by cluster allows at most %d clusters: no %d of them that cover the groups the other spread constraints need have room for the %d replicas", n, n, s.need)
-}
-
-// try takes one try from the budget, or reports that it is spent.
-func (s *spreadSearch) try() bool {
-	if *s.budget <= 0 {
-		return false
-	}
-	*s.budget--
-	return true
 }
 
 // cover takes clusters one by one, each time one that brings the most groups the needs still want, until none

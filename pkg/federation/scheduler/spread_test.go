@@ -39,12 +39,12 @@ func TestSpreadSearchIsBounded(t *testing.T) {
 	for i := range 40 {
 		clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), withLabels("rack", fmt.Sprint(i))))
 	}
-	left := searchBudget
+	budget := newTries(searchBudget)
 	s := &spreadSearch{byGroup: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: 30}},
-		byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}, budget: &left}
+		byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}, budget: budget}
 	_, err := s.narrow(slices.Clone(clusters), 0)
-	if err == nil || !strings.Contains(err.Error(), "allows at most 20 clusters: no 20 of them that cover the groups the other spread constraints need were found in the 10000 tries a scheduling may make") || left != 0 {
-		t.Errorf("err %v, budget left %d", err, left)
+	if err == nil || !strings.Contains(err.Error(), "allows at most 20 clusters: no 20 of them that cover the groups the other spread constraints need were found in the 10000 tries the search may make") || budget.left != 0 {
+		t.Errorf("err %v, budget left %d", err, budget.left)
 	}
 }
 
@@ -189,11 +189,11 @@ func TestSpreadPickQuick(t *testing.T) {
 				break
 			}
 		}
-		left := 0 // none: picking without racks needs no search
-		s := &spreadSearch{rooms: rooms, need: need, budget: &left,
+		budget := newTries(0) // none: picking without racks needs no search
+		s := &spreadSearch{rooms: rooms, need: need, budget: budget,
 			byCluster: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: int32(n)}}}
 		if racks > 0 {
-			s.byGroup, left = []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: int32(racks)}}, searchBudget
+			s.byGroup, *budget = []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: int32(racks)}}, *newTries(searchBudget)
 		}
 		picked, err := s.count(clusters)
 		var got []string
@@ -209,7 +209,7 @@ func TestSpreadPickQuick(t *testing.T) {
 		case racks == 0 && !slices.Equal(got, want):
 			t.Fatalf("%s: got %v, want the most preferred %v", what, got, want)
 		}
-		if racks > 0 && err == nil && left < searchBudget {
+		if racks > 0 && err == nil && budget.made > 0 {
 			searched++
 		}
 	}
@@ -219,48 +219,65 @@ func TestSpreadPickQuick(t *testing.T) {
 }
 
 // TestScheduleSpreadSearchBudget: the choices the spread searches try are bounded per Schedule call, however many
-// clusterAffinities terms fail and whether or not the search for room falls back to the preferred choice; and a
-// scale-up that the room-aware pick places tries none.
+// clusterAffinities terms fail and whether or not the search for room falls back to the preferred choice: one
+// term may spend the whole budget, and each of many terms its floor; and a scale-up that the room-aware pick
+// places tries none.
 func TestScheduleSpreadSearchBudget(t *testing.T) {
-	var terms []policyv1alpha1.ClusterAffinityTerm
-	for i := range 32 {
-		terms = append(terms, policyv1alpha1.ClusterAffinityTerm{AffinityName: fmt.Sprintf("t%d", i)})
-	}
-	t.Run("32 terms, no 20 clusters cover 30 racks", func(t *testing.T) {
-		var clusters []Cluster
-		for i := range 40 {
-			clusters = append(clusters, cluster(fmt.Sprintf("c%02d", i), free(5), withLabels("rack", fmt.Sprint(i))))
+	termsOf := func(n int) []policyv1alpha1.ClusterAffinityTerm {
+		var terms []policyv1alpha1.ClusterAffinityTerm
+		for i := range n {
+			terms = append(terms, policyv1alpha1.ClusterAffinityTerm{AffinityName: fmt.Sprintf("t%d", i)})
 		}
-		p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: terms,
+		return terms
+	}
+	var racks []Cluster
+	for i := range 40 {
+		racks = append(racks, cluster(fmt.Sprintf("c%02d", i), free(5), withLabels("rack", fmt.Sprint(i))))
+	}
+	// No 20 clusters cover 30 racks: every term's search tries all it may and fails.
+	hopeless := func(terms int) *policyv1alpha1.Placement {
+		return &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: termsOf(terms),
 			SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "rack", MinGroups: 30},
 				{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 20}}}
-		left := searchBudget
-		_, err := schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Now: now}, &left)
-		var failed *UnschedulableError
-		if !errors.As(err, &failed) || len(failed.Terms) != 32 {
-			t.Fatalf("want every term to fail, got %v", err)
-		}
-		if left != 0 {
-			t.Errorf("%d tries left of %d", left, searchBudget)
-		}
-	})
+	}
+	for _, tc := range []struct {
+		terms     int
+		wantTries int
+	}{
+		{terms: 1, wantTries: searchBudget},
+		{terms: 5, wantTries: searchBudget},                      // 2000 each
+		{terms: 32, wantTries: 32 * termSearchFloor},             // the floor each, past the budget
+		{terms: 12, wantTries: searchBudget + 2*termSearchFloor}, // 1000 each: the last two past the budget
+	} {
+		t.Run(fmt.Sprintf("%d terms, no 20 clusters cover 30 racks", tc.terms), func(t *testing.T) {
+			budget := newTries(searchBudget)
+			_, err := schedule(Input{Placement: hopeless(tc.terms), Replicas: 40, Clusters: racks, Now: now}, budget)
+			var failed *UnschedulableError
+			if !errors.As(err, &failed) || len(failed.Terms) != tc.terms {
+				t.Fatalf("want every term to fail, got %v", err)
+			}
+			if budget.made != tc.wantTries || budget.left != 0 {
+				t.Errorf("%d tries made (%d left), want %d", budget.made, budget.left, tc.wantTries)
+			}
+		})
+	}
 	t.Run("32 terms, a scale-up past 10 full clusters", func(t *testing.T) {
 		clusters, previous := fullAndRoomy(10, 30)
-		p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: terms,
+		p := &policyv1alpha1.Placement{ReplicaScheduling: dynamicWeights, ClusterAffinities: termsOf(32),
 			SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 1, MaxGroups: 10}}}
-		left := searchBudget
-		got, err := schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Previous: previous, PreviousAffinity: "t5", Now: now}, &left)
+		budget := newTries(searchBudget)
+		got, err := schedule(Input{Placement: p, Replicas: 40, Clusters: clusters, Previous: previous, PreviousAffinity: "t5", Now: now}, budget)
 		if err != nil || got.AffinityName != "t5" {
 			t.Fatalf("got %v on %q, %v", got.Clusters, got.AffinityName, err)
 		}
-		if left != searchBudget {
-			t.Errorf("%d tries made, want none", searchBudget-left)
+		if budget.made != 0 {
+			t.Errorf("%d tries made, want none", budget.made)
 		}
 	})
 }
 
 // BenchmarkScheduleSpreadSearchSpent times the costliest Schedule call the budget allows: 32 terms whose spread
-// searches try every choice they may and fail.
+// searches try every choice they may (the floor each) and fail.
 func BenchmarkScheduleSpreadSearchSpent(b *testing.B) {
 	var clusters []Cluster
 	for i := range 40 {
