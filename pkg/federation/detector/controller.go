@@ -308,13 +308,18 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(missing) > 0 {
+	tellMissing := func() {
 		r.Recorder.Eventf(obj, corev1.EventTypeWarning, ReasonDependentOverridesMissing,
 			"%s waits for the overrides it depends on: %s", waiting, strings.Join(missing, ", "))
 	}
 	if act == actWait {
 		r.releases.forget(key) // a policy selects it again: the release it waited for is off
-		if err := r.waitFor(ctx, key, policy); err != nil {
+		// Told once per wait and whenever what is missing changes, not at every recheck of the same wait.
+		news, err := r.waitFor(ctx, key, policy, missing)
+		if news {
+			tellMissing()
+		}
+		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if holderLost {
@@ -323,6 +328,9 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, key templates.Key) (
 			return reconcile.Result{RequeueAfter: holderLostRecheck}, nil
 		}
 		return reconcile.Result{}, nil
+	}
+	if len(missing) > 0 { // claimed meanwhile by a policy ranked below, which is ready
+		tellMissing()
 	}
 	// Selected (again): a release it waited for is off, and so is the wait for a policy.
 	r.releases.forget(key)

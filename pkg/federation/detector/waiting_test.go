@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,27 +30,55 @@ import (
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
-// TestWaitingTemplates: a template waits for one policy at a time, and is held no longer than it waits.
+// TestWaitingTemplates: a template waits for one policy at a time, and is held no longer than it waits; its wait
+// is news when it waits for another policy or for other overrides, not when noted again as it was (after a take
+// too).
 func TestWaitingTemplates(t *testing.T) {
 	key := func(name string) templates.Key {
 		return templates.Key{GVK: deploymentKind, NamespacedName: types.NamespacedName{Namespace: "m", Name: name}}
 	}
 	top, other := types.NamespacedName{Namespace: "m", Name: "top"}, types.NamespacedName{Name: "catch-all"}
 	var w waitingTemplates
-	w.wait(top, key("shop"))
-	w.wait(top, key("cart"))
-	w.wait(other, key("cart")) // now waits for the other policy only
+	w.wait(top, key("shop"), []string{"o1"})
+	w.wait(top, key("cart"), []string{"o1"})
+	w.wait(other, key("cart"), []string{"o2"}) // now waits for the other policy only
 	if got := w.take(top); !slices.Equal(got, []templates.Key{key("shop")}) {
 		t.Errorf("waiting for %s: %v, want shop only", top, got)
 	}
 	if got := w.take(top); len(got) != 0 {
 		t.Errorf("taken twice: %v", got)
 	}
-	w.wait(top, key("shop"))
+	w.wait(top, key("shop"), []string{"o1"})
 	w.forget(key("shop"))
 	w.forget(key("cart"))
 	if n := w.count(); n != 0 || len(w.byPolicy) != 0 {
 		t.Errorf("%d templates (%d policies) still noted after each was forgotten", n, len(w.byPolicy))
+	}
+
+	for i, step := range []struct {
+		what     string
+		policy   types.NamespacedName
+		missing  []string
+		take     bool // the policy's change takes the template first
+		wantNews bool
+	}{
+		{what: "first wait", policy: top, missing: []string{"o1", "o2"}, wantNews: true},
+		{what: "noted again, the same", policy: top, missing: []string{"o1", "o2"}},
+		{what: "the same in another order", policy: top, missing: []string{"o2", "o1"}},
+		{what: "taken by a change of the policy, the same", policy: top, missing: []string{"o1", "o2"}, take: true},
+		{what: "one override made", policy: top, missing: []string{"o2"}, wantNews: true},
+		{what: "another policy, the same override", policy: other, missing: []string{"o2"}, wantNews: true},
+	} {
+		if step.take {
+			w.take(step.policy)
+		}
+		if news := w.wait(step.policy, key("shop"), step.missing); news != step.wantNews {
+			t.Errorf("step %d, %s: news %t, want %t", i, step.what, news, step.wantNews)
+		}
+	}
+	w.forget(key("shop"))
+	if news := w.wait(other, key("shop"), []string{"o2"}); !news {
+		t.Error("a wait after the template was forgotten is not news")
 	}
 }
 
@@ -132,7 +161,7 @@ func TestWaitNotedAfterThePolicyChanged(t *testing.T) {
 	seen := FromPropagationPolicy(top.DeepCopy())
 
 	r.queue.pending = nil
-	if err := r.waitFor(ctx, shopKey, seen); err != nil {
+	if _, err := r.waitFor(ctx, shopKey, seen, []string{"shop-overrides"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.queue.pending) != 0 {
@@ -142,11 +171,81 @@ func TestWaitNotedAfterThePolicyChanged(t *testing.T) {
 	if err := c.Update(ctx, top); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.waitFor(ctx, shopKey, seen); err != nil {
+	if _, err := r.waitFor(ctx, shopKey, seen, []string{"shop-overrides"}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(r.queue.pending, []templates.Key{shopKey}) {
 		t.Errorf("the policy changed since the pass read it; queued %v, want shop", r.queue.pending)
+	}
+}
+
+// TestWaitingTemplateToldOfMissingOverridesOnce: a template whose holder is gone, waiting for the top policy's
+// dependentOverrides, is rechecked every holderLostRecheck; it is told what is missing (an Event) when it starts
+// waiting and when that changes, not at every recheck nor at a change of the policy that leaves it as it was.
+func TestWaitingTemplateToldOfMissingOverridesOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, c, _ := waitingHarness(ctx, t, false)
+	shopKey := templates.Key{GVK: deploymentKind, NamespacedName: types.NamespacedName{Namespace: "m", Name: "shop"}}
+	topKey := client.ObjectKey{Namespace: "m", Name: "new"}
+	told := func() []string {
+		var out []string
+		for _, e := range r.Recorder.(*fedtest.Events).All() {
+			if strings.Contains(e, " "+ReasonDependentOverridesMissing+" ") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	recheck := func(times int) {
+		t.Helper()
+		for range times {
+			res, err := r.reconcileTemplate(ctx, shopKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter != holderLostRecheck {
+				t.Fatalf("shop is looked at again after %s, want %s", res.RequeueAfter, holderLostRecheck)
+			}
+		}
+	}
+	changeTop := func(change func(*policyv1alpha1.PropagationPolicy)) {
+		t.Helper()
+		top := &policyv1alpha1.PropagationPolicy{}
+		if err := c.Get(ctx, topKey, top); err != nil {
+			t.Fatal(err)
+		}
+		change(top)
+		if err := c.Update(ctx, top); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.reconcilePolicy(ctx, reconcile.Request{NamespacedName: topKey}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	recheck(5)
+	if got := told(); len(got) != 1 || !strings.Contains(got[0], "waits for the overrides it depends on: shop-overrides") {
+		t.Fatalf("five rechecks of a wait that did not change told %q, want it once", got)
+	}
+	changeTop(func(p *policyv1alpha1.PropagationPolicy) { p.Labels = map[string]string{"team": "shop"} })
+	recheck(2)
+	if got := told(); len(got) != 1 {
+		t.Errorf("a change of the policy that leaves the same overrides missing told it again: %q", got)
+	}
+	changeTop(func(p *policyv1alpha1.PropagationPolicy) {
+		p.Spec.DependentOverrides = append(p.Spec.DependentOverrides, "shop-secrets")
+	})
+	recheck(2)
+	if got := told(); len(got) != 2 || !strings.HasSuffix(got[1], ": shop-overrides, shop-secrets") {
+		t.Errorf("one more override missing: told %q, want it told once more, naming both", got)
+	}
+	if err := c.Create(ctx, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: "shop-overrides"}}); err != nil {
+		t.Fatal(err)
+	}
+	recheck(2)
+	if got := told(); len(got) != 3 || !strings.HasSuffix(got[2], ": shop-secrets") {
+		t.Errorf("one of the overrides made: told %q, want it told once more, naming the other", got)
 	}
 }
 
