@@ -32,76 +32,91 @@ import (
 // exists; once the Cluster is gone, or being deleted with nothing holding it for the cleanup, there is nothing
 // left to clean with, and the Work goes. kubectl-fedmesh unjoin holds it (UnjoinFinalizer) until the Works are gone,
 // or until it gives up. A Cluster in Pull mode is never reached: its Works go at once, as those of a gone one. A
-// Cluster that is not Ready is not tried: the cleanup waits for it to be Ready again, or to go.
+// Cluster that is not Ready is not tried: the cleanup waits for it to be Ready again, or to go. One being deleted
+// is tried all the same while unjoin holds it: the cluster stage no longer probes it, so it would never be Ready.
 func (r *Reconciler) finalize(ctx context.Context, work *workv1alpha1.Work) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(work)
 	if !controllerutil.ContainsFinalizer(work, names.ExecutionFinalizer) {
+		r.waits.end(key)
 		return ctrl.Result{}, nil
 	}
-	pull, err := r.pullMode(ctx, work.Spec.ClusterName)
+	c, err := r.clusterOf(ctx, work.Spec.ClusterName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	notReady, err := r.notReadyOf(ctx, work.Spec.ClusterName)
-	if err != nil {
-		return ctrl.Result{}, err
+	if down := cleanupAwaits(c); down != nil {
+		// Not tried, as an apply is not (notReadyOf). The Cluster turning Ready, or going, brings the Work back
+		// (clusterCameOrWent); until then there is nothing new to tell.
+		if r.waits.start(work) {
+			r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
+				"cluster %s is not Ready (%s): the Work's objects are removed from it once it is", work.Spec.ClusterName, down.Reason)
+		}
+		return ctrl.Result{}, nil
 	}
-	if pull {
+	r.waits.end(key)
+	switch {
+	case c != nil && c.Spec.SyncMode == clusterv1alpha1.Pull:
 		log.FromContext(ctx).Info("cluster is in Pull mode, which the federation does not reach; its objects are not cleaned up",
 			"cluster", work.Spec.ClusterName)
-	} else if notReady != nil {
-		// Not tried, as an apply is not (notReadyOf): the cleanup waits for the cluster to be Ready, unless it goes.
-		gone, err := r.clusterGone(ctx, work.Spec.ClusterName)
-		if err != nil {
-			return ctrl.Result{}, err
+	case notReady(c) != nil && goneForCleanup(c):
+		log.FromContext(ctx).Info("cluster is being deleted and not Ready; its objects are not cleaned up", "cluster", work.Spec.ClusterName)
+	default:
+		if err := r.removeAll(ctx, work); err != nil {
+			gone, gerr := r.clusterGone(ctx, work.Spec.ClusterName)
+			if gerr != nil {
+				return ctrl.Result{}, gerr
+			}
+			if !gone {
+				r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
+					"removing the Work's objects from cluster %s: %v", work.Spec.ClusterName, err)
+				return ctrl.Result{}, err
+			}
+			log.FromContext(ctx).Info("cluster is gone; its objects are not cleaned up", "cluster", work.Spec.ClusterName, "error", err.Error())
 		}
-		if !gone {
-			r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
-				"cluster %s is not Ready (%s): the Work's objects are removed from it once it is", work.Spec.ClusterName, notReady.Reason)
-			return ctrl.Result{RequeueAfter: notReadyRecheck}, nil
-		}
-		log.FromContext(ctx).Info("cluster is gone and not Ready; its objects are not cleaned up", "cluster", work.Spec.ClusterName)
-	} else if err := r.removeAll(ctx, work); err != nil {
-		gone, gerr := r.clusterGone(ctx, work.Spec.ClusterName)
-		if gerr != nil {
-			return ctrl.Result{}, gerr
-		}
-		if !gone {
-			r.Recorder.Eventf(work, corev1.EventTypeWarning, "CleanupFailed",
-				"removing the Work's objects from cluster %s: %v", work.Spec.ClusterName, err)
-			return ctrl.Result{}, err
-		}
-		log.FromContext(ctx).Info("cluster is gone; its objects are not cleaned up", "cluster", work.Spec.ClusterName, "error", err.Error())
 	}
 	patch := client.MergeFromWithOptions(work.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(work, names.ExecutionFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, work, patch))
 }
 
-// clusterGone reports whether the Cluster is deleted, being deleted and not held for its Works' cleanup, or in
-// Pull mode (turned so since the Work's objects were applied): none of them can be reached to clean up.
-func (r *Reconciler) clusterGone(ctx context.Context, name string) (bool, error) {
+// clusterOf is the Cluster called name; nil when there is none.
+func (r *Reconciler) clusterOf(ctx context.Context, name string) (*clusterv1alpha1.Cluster, error) {
 	var c clusterv1alpha1.Cluster
 	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// clusterGone reports whether the Cluster called name is gone for its Works' cleanup (goneForCleanup).
+func (r *Reconciler) clusterGone(ctx context.Context, name string) (bool, error) {
+	c, err := r.clusterOf(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	deleted := !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(&c, names.UnjoinFinalizer)
-	return deleted || c.Spec.SyncMode == clusterv1alpha1.Pull, nil
+	return goneForCleanup(c), nil
+}
+
+// goneForCleanup reports whether c (nil: deleted) is deleted, being deleted and not held for its Works' cleanup, or in Pull
+// mode (turned so since the Work's objects were applied): none of them can be reached to clean up.
+func goneForCleanup(c *clusterv1alpha1.Cluster) bool {
+	if c == nil {
+		return true
+	}
+	deleted := !c.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(c, names.UnjoinFinalizer)
+	return deleted || c.Spec.SyncMode == clusterv1alpha1.Pull
 }
 
 // pullMode reports whether the Cluster is in Pull mode. fedmesh ships no agent for one: the federation never
 // reaches it (member.Factory refuses a client for it), so nothing of a Work is applied there, or cleaned up. A
 // Cluster that does not exist is not.
 func (r *Reconciler) pullMode(ctx context.Context, name string) (bool, error) {
-	var c clusterv1alpha1.Cluster
-	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil && c.Spec.SyncMode == clusterv1alpha1.Pull, err
+	c, err := r.clusterOf(ctx, name)
+	return c != nil && c.Spec.SyncMode == clusterv1alpha1.Pull, err
 }
 
 // pullModeError is what a pass over a Work of a Pull cluster reports.

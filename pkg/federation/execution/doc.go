@@ -16,7 +16,9 @@
 //
 // A Work of a cluster that is not Ready is neither applied nor cleaned up there (notready.go): a member that froze
 // would hold a worker for each of its Works until the member timeout, and the Works of healthy members would wait.
-// It says why (Applied False, ClusterNotReady), and is looked at again when the Cluster turns Ready.
+// It says why (Applied False, ClusterNotReady), and is looked at again when the Cluster turns Ready. Its deletion
+// waits likewise, told once (CleanupFailed), unless the Cluster is being deleted: one kubectl-fedmesh unjoin holds
+// is tried regardless, since the cluster stage no longer probes it and it would never turn Ready.
 //
 // plan.go and skip.go are the pure core (identity labels, conflict decisions, the record of what was applied, the
 // Applied condition, whether an apply is needed); the Reconciler in execution.go, apply.go and delete.go does the

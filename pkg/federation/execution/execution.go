@@ -72,6 +72,7 @@ type Reconciler struct {
 	LayerChanges *rerun.Notifier
 
 	edits memberEdits
+	waits cleanupWaits
 }
 
 // SetupWithManager registers the controller: Works that name a cluster, the ResourceBindings whose
@@ -137,8 +138,9 @@ var objectFinished = predicate.Funcs{
 	},
 }
 
-// clusterCameOrWent passes a Cluster that appeared, turned Ready, or is being deleted: its Works need not wait
-// out their backoff to be applied, or to let go of a cluster that is gone.
+// clusterCameOrWent passes a Cluster that appeared, turned Ready, is being deleted, went, or changed its sync mode:
+// its Works need not wait out their backoff to be applied, or to let go of a cluster that is gone or in Pull
+// mode. It is all that brings back a Work whose apply or cleanup waits for its Cluster to be Ready.
 var clusterCameOrWent = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
@@ -146,7 +148,8 @@ var clusterCameOrWent = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return false
 		}
-		return (ready(c) && !ready(o)) || (!c.DeletionTimestamp.IsZero() && o.DeletionTimestamp.IsZero())
+		return (ready(c) && !ready(o)) || (!c.DeletionTimestamp.IsZero() && o.DeletionTimestamp.IsZero()) ||
+			c.Spec.SyncMode != o.Spec.SyncMode
 	},
 }
 
@@ -185,6 +188,9 @@ func (r *Reconciler) worksOfBinding(ctx context.Context, obj client.Object) []re
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var work workv1alpha1.Work
 	if err := r.Client.Get(ctx, req.NamespacedName, &work); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.waits.end(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)

@@ -14,9 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
@@ -30,8 +33,9 @@ import (
 // (it takes connections and answers none), where each try used to hold a worker until the member timeout, so the
 // Works of healthy members waited behind its own. A pass over one of its Works returns at once without reaching
 // it, the Work saying why (ClusterNotReady), and its deletion waits for the cluster, or for the cluster to go. A
-// cluster not probed yet (no Ready condition) is tried. A Work held while its cluster is not Ready is applied once
-// the cluster turns Ready, with nothing else to bring it back.
+// cluster not probed yet (no Ready condition) is tried, and so is one kubectl-fedmesh unjoin deletes: the cluster
+// stage no longer probes it, so its Ready will not turn True. A Work held while its cluster is not Ready is
+// applied once the cluster turns Ready, with nothing else to bring it back.
 func TestWorkOfANotReadyCluster(t *testing.T) {
 	f := fedtest.Start(t, fedtest.Options{Members: 1})
 	ctx := context.Background()
@@ -77,8 +81,8 @@ func TestWorkOfANotReadyCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, took, err = reconcile(w)
-		if err != nil || res.RequeueAfter == 0 || took > timeout/3 {
-			t.Errorf("deletion: result %+v, error %v after %s; want a look again later, at once", res, err, took)
+		if err != nil || res != (ctrl.Result{}) || took > timeout/3 {
+			t.Errorf("deletion: result %+v, error %v after %s; want none at once, the Cluster turning Ready or going to bring it back", res, err, took)
 		}
 		var cur workv1alpha1.Work
 		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil || !controllerutil.ContainsFinalizer(&cur, names.ExecutionFinalizer) {
@@ -137,6 +141,61 @@ func TestWorkOfANotReadyCluster(t *testing.T) {
 		}
 		if _, _, err := reconcile(w); err != nil {
 			t.Errorf("deletion of a Work of a Cluster gone: %v", err)
+		}
+	})
+
+	t.Run("unjoined while not Ready: cleaned up", func(t *testing.T) {
+		// A Cluster of the reachable member whose last probe failed (or whose /readyz said not ok).
+		const name = "unjoining"
+		registerAlias(t, f, name, f.Members[0].Name())
+		setClusterReady(t, host, name, metav1.ConditionTrue)
+		mem := f.Members[0].Clientset()
+		if _, err := mem.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		unjoined := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "unjoined"}, Data: map[string]string{"a": "1"}}
+		w := work("unjoined-"+name, name, "", unjoined)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := reconcile(w); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "unjoined", metav1.GetOptions{}); err != nil {
+			t.Fatalf("not applied: %v", err)
+		}
+
+		// unjoin holds the Cluster for its Works' cleanup and deletes it; the cluster stage stops probing it.
+		setClusterReady(t, host, name, metav1.ConditionFalse)
+		var c clusterv1alpha1.Cluster
+		if err := host.Get(ctx, client.ObjectKey{Name: name}, &c); err != nil {
+			t.Fatal(err)
+		}
+		controllerutil.AddFinalizer(&c, names.UnjoinFinalizer)
+		if err := host.Update(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := host.Get(ctx, client.ObjectKey{Name: name}, &c); err == nil && controllerutil.RemoveFinalizer(&c, names.UnjoinFinalizer) {
+				_ = host.Update(ctx, &c)
+			}
+		})
+		if err := host.Delete(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := host.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := reconcile(w); err != nil {
+			t.Errorf("deletion of a Work of a Cluster being unjoined: %v", err)
+		}
+		if _, err := mem.CoreV1().ConfigMaps(ns).Get(ctx, "unjoined", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the member keeps the object of a Work of a Cluster being unjoined (%v): its cleanup waited for a Ready that never comes", err)
+		}
+		var cur workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); !apierrors.IsNotFound(err) {
+			t.Errorf("the Work of a Cluster being unjoined is still held (%v, finalizers %v): unjoin would wait for it until it gives up", err, cur.Finalizers)
 		}
 	})
 
@@ -229,6 +288,20 @@ func registerFrozen(t *testing.T, f *fedtest.Federation, name string, ready meta
 	return func() int { return int(n.Load()) }
 }
 
+// registerAlias registers a Cluster name for the member already registered as of, with its credentials: a second
+// Cluster of the same API server, which a test may delete without losing the member's own.
+func registerAlias(t *testing.T, f *fedtest.Federation, name, of string) {
+	t.Helper()
+	var c clusterv1alpha1.Cluster
+	if err := f.Host.Get(context.Background(), client.ObjectKey{Name: of}, &c); err != nil {
+		t.Fatal(err)
+	}
+	alias := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *c.Spec.DeepCopy()}
+	if err := f.Host.Create(context.Background(), alias); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setClusterReady sets the Ready condition of Cluster name, as the cluster stage does after its probes.
 func setClusterReady(t *testing.T, host client.Client, name string, status metav1.ConditionStatus) {
 	t.Helper()
@@ -240,5 +313,122 @@ func setClusterReady(t *testing.T, host client.Client, name string, status metav
 		Status: status, Reason: "Probed", Message: "set by the test"})
 	if err := host.Status().Update(context.Background(), &c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCleanupWaitIsToldOnce: a Work whose deletion waits for its Cluster to be Ready is told so (CleanupFailed)
+// when the wait starts, not at every pass over it: a thousand Works of a cluster that is down would write events
+// for as long as it stays down. A new wait, after one that ended, is told again.
+func TestCleanupWaitIsToldOnce(t *testing.T) {
+	ctx := context.Background()
+	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"},
+		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push}}
+	meta.SetStatusCondition(&cluster.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady,
+		Status: metav1.ConditionFalse, Reason: "Probed"})
+	w := work("settings-down", "down", "")
+	w.Finalizers, w.DeletionTimestamp = []string{names.ExecutionFinalizer}, ptr.To(metav1.Now())
+	host := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).WithObjects(w, cluster).Build()
+	members := &countingMembers{}
+	events := &fedtest.Events{}
+	r := &Reconciler{Client: host, Members: members, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied},
+		Recorder: events, Timeout: 5 * time.Second}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	waits := func() int {
+		n := 0
+		for _, e := range events.All() {
+			if strings.Contains(e, " CleanupFailed cluster down is not Ready") {
+				n++
+			}
+		}
+		return n
+	}
+	setReady := func(status metav1.ConditionStatus) {
+		t.Helper()
+		var c clusterv1alpha1.Cluster
+		if err := host.Get(ctx, client.ObjectKey{Name: "down"}, &c); err != nil {
+			t.Fatal(err)
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady,
+			Status: status, Reason: "Probed"})
+		if err := host.Update(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for i := range 3 {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil || res != (ctrl.Result{}) {
+			t.Errorf("pass %d: result %+v, error %v; want none, the Cluster turning Ready or going to bring the Work back", i, res, err)
+		}
+	}
+	if n := waits(); n != 1 {
+		t.Errorf("%d events of the wait over 3 passes, want 1: %q", n, events.All())
+	}
+	if members.calls != 0 {
+		t.Errorf("the member of a Cluster not Ready was asked for %d times", members.calls)
+	}
+
+	// Ready again: the cleanup is tried (and fails here), which ends the wait; down again, a new wait is told.
+	setReady(metav1.ConditionTrue)
+	if _, err := r.Reconcile(ctx, req); err == nil {
+		t.Error("a cleanup whose member client failed succeeded")
+	}
+	setReady(metav1.ConditionFalse)
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Error(err)
+		}
+	}
+	if n := waits(); n != 2 {
+		t.Errorf("%d events of the waits, want 2 (one for each): %q", n, events.All())
+	}
+
+	// The Cluster goes: so does the Work, and nothing of its wait is kept.
+	if err := host.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // lets the Work go, then finds it gone
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := host.Get(ctx, req.NamespacedName, &workv1alpha1.Work{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Work of a Cluster gone is still there: %v", err)
+	}
+	if n := len(r.waits.works); n != 0 {
+		t.Errorf("%d waits kept after the Work went", n)
+	}
+}
+
+// TestClusterCameOrWent: a Cluster's change that may end the wait of its Works brings them back: turning Ready,
+// being deleted, or turning to Pull mode (which its Works let go of). A probe that changes nothing of it does not.
+func TestClusterCameOrWent(t *testing.T) {
+	withReady := func(status metav1.ConditionStatus, message string) *clusterv1alpha1.Cluster {
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push}}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady,
+			Status: status, Reason: "Probed", Message: message})
+		return c
+	}
+	notReady := withReady(metav1.ConditionFalse, "timeout")
+	deleting := notReady.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	pull := notReady.DeepCopy()
+	pull.Spec.SyncMode = clusterv1alpha1.Pull
+	for _, tc := range []struct {
+		name     string
+		old, new *clusterv1alpha1.Cluster
+		want     bool
+	}{
+		{"turned Ready", notReady, withReady(metav1.ConditionTrue, "ok"), true},
+		{"turned not Ready", withReady(metav1.ConditionTrue, "ok"), notReady, false},
+		{"probed again, still not Ready", notReady, withReady(metav1.ConditionFalse, "refused"), false},
+		{"being deleted", notReady, deleting, true},
+		{"turned to Pull mode", notReady, pull, true},
+		{"turned to Push mode", pull, notReady, true},
+	} {
+		if got := clusterCameOrWent.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
