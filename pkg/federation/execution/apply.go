@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,9 +75,9 @@ func (r *Reconciler) applyWork(ctx context.Context, work *workv1alpha1.Work) ([]
 }
 
 // record leaves in the Work's record only refs, the objects it no longer names that are still to be removed, and
-// in its record of finished objects only finished, when that changes them. The write is conditional on the Work
-// read: the binding stage adds to the record when it changes the manifests, and a record computed from an older
-// Work must not drop that.
+// in its record of finished objects only finished, when that changes them. The write is conditional on the Work's
+// records being as read: the binding stage adds to the record when it changes the manifests, and a record computed
+// from an older Work must not drop that.
 func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs []workrecord.Ref, finished []finishedEntry) error {
 	annotations := map[string]any{}
 	for key, value := range map[string]string{workrecord.Annotation: workrecord.Format(refs), FinishedAnnotation: formatFinished(finished)} {
@@ -94,12 +93,48 @@ func (r *Reconciler) record(ctx context.Context, work *workv1alpha1.Work, refs [
 	if len(annotations) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": work.ResourceVersion, "annotations": annotations}})
-	if err != nil {
-		return err
+	read := work
+	for tries := 1; ; tries++ {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": read.ResourceVersion, "annotations": annotations}})
+		if err != nil {
+			return err
+		}
+		err = r.Client.Patch(ctx, work, client.RawPatch(types.MergePatchType, patch))
+		if !apierrors.IsConflict(err) || tries == recordTries {
+			return client.IgnoreNotFound(err)
+		}
+		// The work-status stage writes the Work's status often (a Job's progress): a newer resourceVersion whose
+		// records and spec are as read leaves this record good, and it is written now. Left to a later pass,
+		// which waits for the cache to catch up, a finished Job's cleanup in the member could drop it from the
+		// status first, and the Job was run again.
+		fresh := &workv1alpha1.Work{}
+		if gerr := r.reader().Get(ctx, client.ObjectKeyFromObject(work), fresh); gerr != nil {
+			return client.IgnoreNotFound(gerr)
+		}
+		if !sameRecords(work, fresh) {
+			return err
+		}
+		read = fresh
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, work, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// recordTries is how many times record writes a record over newer versions of a Work whose records are unchanged.
+const recordTries = 5
+
+// sameRecords reports whether b has a's spec and records of applied and finished objects.
+func sameRecords(a, b *workv1alpha1.Work) bool {
+	return a.Generation == b.Generation && a.UID == b.UID &&
+		a.Annotations[workrecord.Annotation] == b.Annotations[workrecord.Annotation] &&
+		a.Annotations[FinishedAnnotation] == b.Annotations[FinishedAnnotation]
+}
+
+// reader reads the host past the cache; the Client when no APIReader is set.
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // finishedState is what a pass knows of the Work's finished objects: its record, and those its status shows
@@ -132,7 +167,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	ref := workrecord.RefOf(desired)
 	setIdentity(desired, work)
 
-	retained := false // whether desired holds values of observed (Retain)
+	retained := false // whether desired holds values of observed (Retain), not only fewer fields
 	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -159,7 +194,9 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
-		retained = !equality.Semantic.DeepEqual(before.Object, desired.Object)
+		// A Retain that only removed fields (left them to the member) put none of the member's values in.
+		_, onlyRemoved := contains(desired.Object, before.Object)
+		retained = !onlyRemoved
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)

@@ -54,9 +54,11 @@ type Verdicts interface {
 // Reconciler applies Works to their member clusters.
 type Reconciler struct {
 	// Client reads and writes Works, and reads ResourceBindings and Clusters, in the host.
-	Client   client.Client
-	Members  MemberClients
-	Retainer Retainer
+	Client client.Client
+	// APIReader reads Works past the cache, when a record meets a newer Work; SetupWithManager sets the manager's.
+	APIReader client.Reader
+	Members   MemberClients
+	Retainer  Retainer
 	// Verdicts takes the Applied condition of each pass over a Work: the work-status stage writes it with the
 	// member objects' status, in one write of the Work.
 	Verdicts Verdicts
@@ -81,6 +83,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Verdicts == nil {
 		return errors.New("execution: no Verdicts to hand the Applied conditions to")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second

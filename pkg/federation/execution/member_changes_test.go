@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -24,6 +25,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/status"
 	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+	"github.com/fedmesh/fedmesh/pkg/federation/workrecord"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -55,6 +57,28 @@ func (h *hpaBetween) Retain(ctx context.Context, desired, observed *unstructured
 		h.done = true
 		if serr := scale(ctx, h.mem, observed.GetName(), h.to); serr != nil {
 			return nil, serr
+		}
+	}
+	return out, err
+}
+
+// writerBetween writes a member Deployment, as its deployment controller does through a rollout, between every
+// read of it by execution and the apply, once on is set.
+type writerBetween struct {
+	chain  interpreter.Interpreter
+	mem    kubernetes.Interface
+	on     bool
+	writes int
+}
+
+func (h *writerBetween) Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out, err := h.chain.Retain(ctx, desired, observed)
+	if h.on && observed.GetKind() == "Deployment" {
+		h.writes++
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"rollout-step":"%d"}}}`, h.writes)
+		if _, perr := h.mem.AppsV1().Deployments(ns).Patch(ctx, observed.GetName(), types.MergePatchType, []byte(patch),
+			metav1.PatchOptions{FieldManager: "kube-controller-manager"}); perr != nil {
+			return nil, perr
 		}
 	}
 	return out, err
@@ -119,6 +143,79 @@ func TestMemberChanges(t *testing.T) {
 			t.Errorf("member replicas %d after the HPA scaled to 7 during the re-apply: the HPA's write was reverted to the value read before it", *d.Spec.Replicas)
 		}
 		if err := host.Delete(ctx, w); err != nil { // the manager started below removes it
+			t.Fatal(err)
+		}
+	})
+
+	// A Work rendered before the binding stage stripped them carries revision annotations. They are left to the
+	// member rather than sent with its values, so the apply is not conditional on the member object staying as read:
+	// a member rolling the Deployment writes it between every read and apply.
+	t.Run("a Deployment the member keeps writing takes a Work carrying revision annotations", func(t *testing.T) {
+		chain := interpreter.Layers{Native: native.New()}.Chain()
+		hook := &writerBetween{chain: chain, mem: mem}
+		r := &Reconciler{Client: host, Members: &member.Factory{Host: host}, Retainer: hook,
+			Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied}, Recorder: record.NewFakeRecorder(100),
+			Timeout: 10 * time.Second, ConflictRecheck: time.Minute}
+		web := fedtest.Deployment(ns, "rolling", 1)
+		web.Annotations = map[string]string{"deployment.kubernetes.io/revision": "3"}
+		w := work("rolling-deployment-"+cluster, cluster, "", web)
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatal(err)
+		}
+		web.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
+		updateManifests(t, host, w, web)
+		hook.on = true
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatalf("one pass over a Deployment written between each read and apply: %v", err)
+		}
+		d, err := mem.AppsV1().Deployments(ns).Get(ctx, "rolling", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example/app:2" {
+			t.Errorf("member image %s, the Work says registry.example/app:2", img)
+		}
+		if hook.writes == 0 {
+			t.Error("the member object was never written between a read and an apply: the test proves nothing")
+		}
+		if err := host.Delete(ctx, w); err != nil { // the manager started below removes it
+			t.Fatal(err)
+		}
+	})
+
+	// The work-status stage writes a Work's status often while a Job runs; the record of what a pass saw finished
+	// is written over such a write, not left to a later pass that could find the Job cleaned up and its entry gone.
+	t.Run("a record is written over a newer status, not over newer records", func(t *testing.T) {
+		r := &Reconciler{Client: host, Members: &member.Factory{Host: host}, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied}}
+		w := work("record-job-"+cluster, cluster, "", fedtest.Deployment(ns, "record", 1))
+		if err := host.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		read := w.DeepCopy()
+		w.Status.Conditions = []metav1.Condition{{Type: "Progress", Status: metav1.ConditionTrue, Reason: "Running", LastTransitionTime: metav1.Now()}}
+		if err := host.Status().Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		ref := workrecord.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "migrate"}
+		finished := []finishedEntry{{Ref: ref, Run: "generation/1"}}
+		if err := r.record(ctx, read.DeepCopy(), nil, finished); err != nil {
+			t.Fatalf("a record computed before a status write: %v", err)
+		}
+		var cur workv1alpha1.Work
+		if err := host.Get(ctx, client.ObjectKeyFromObject(w), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if got := finishedRecord(cur.Annotations); len(got) != 1 || got[0] != finished[0] {
+			t.Fatalf("finished record %v, want %v", got, finished)
+		}
+		// Records changed since the read: the pass's record is refused, to be computed again.
+		if err := r.record(ctx, read.DeepCopy(), []workrecord.Ref{ref}, nil); !apierrors.IsConflict(err) {
+			t.Errorf("a record computed from older records: %v, want a conflict", err)
+		}
+		if err := host.Delete(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -74,10 +74,10 @@ func retainFields(paths ...[]string) retainFunc {
 // controller, and sent again, without end.
 var DeploymentRevisionAnnotations = []string{"deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history"}
 
-// retainDeployment keeps the member's revision annotations over those a Work carries, and the member's replica
-// count when the template carries interpreter.RetainReplicasLabel.
+// retainDeployment leaves the revision annotations to the member, and keeps the member's replica count when the
+// template carries interpreter.RetainReplicasLabel.
 func retainDeployment(desired, observed *unstructured.Unstructured) error {
-	retainCarriedAnnotations(desired, observed, DeploymentRevisionAnnotations...)
+	leaveToMember(desired, DeploymentRevisionAnnotations...)
 	if desired.GetLabels()[interpreter.RetainReplicasLabel] != "true" {
 		return nil
 	}
@@ -89,25 +89,29 @@ func retainDeployment(desired, observed *unstructured.Unstructured) error {
 // only makes the member's copy look different from its Work on every pass.
 const DaemonSetTemplateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
 
-// retainDaemonSet keeps the member's template generation over one a Work carries.
-func retainDaemonSet(desired, observed *unstructured.Unstructured) error {
-	retainCarriedAnnotations(desired, observed, DaemonSetTemplateGenerationAnnotation)
+// retainDaemonSet leaves the template generation to the member.
+func retainDaemonSet(desired, _ *unstructured.Unstructured) error {
+	leaveToMember(desired, DaemonSetTemplateGenerationAnnotation)
 	return nil
 }
 
-// retainCarriedAnnotations is retainAnnotations of those keys desired carries. A Work that carries none of them
-// (the binding stage strips them; one rendered before it did, or written by hand, may not) leaves them to the
-// member's controllers, and its apply is not made conditional on the member's latest write.
-func retainCarriedAnnotations(desired, observed *unstructured.Unstructured, keys ...string) {
-	var carried []string
+// leaveToMember removes from desired the annotations keys, which the member's controllers write (the binding stage
+// strips them; a Work rendered before it did, or written by hand, may carry them). They are not sent at all rather
+// than sent with the member's values: a value copied from the member makes the apply conditional on the member
+// object being as read, and a member controller rewriting the object through a rollout then refused the apply
+// again and again.
+func leaveToMember(desired *unstructured.Unstructured, keys ...string) {
+	annotations := desired.GetAnnotations()
+	if len(annotations) == 0 {
+		return
+	}
 	for _, k := range keys {
-		if _, ok := desired.GetAnnotations()[k]; ok {
-			carried = append(carried, k)
-		}
+		delete(annotations, k)
 	}
-	if len(carried) > 0 {
-		retainAnnotations(desired, observed, carried...)
+	if len(annotations) == 0 {
+		annotations = nil
 	}
+	desired.SetAnnotations(annotations)
 }
 
 // retainPod keeps what the member's scheduler and admission set on a Pod: the node, the defaulted service
