@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fedmesh/fedmesh/pkg/breaker"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
 )
 
 // metrics are the proxy's Prometheus series. "cluster" is "@host" for the API server the proxy fronts directly,
@@ -77,10 +78,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "fedmesh_proxy_config_info", Help: "The configuration version being served, per document kind (1 for the current version).",
 		}, []string{"kind", "version"}),
 		epoch: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "fedmesh_proxy_ownership_epoch", Help: "Epoch of the ownership being served.",
+			Name: "fedmesh_proxy_ownership_epoch", Help: "Epoch of the ownership being enforced; 0 while owning nothing (before the first contact with the manager, or out of contact for the ownership lease).",
 		}),
 		ownedShare: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "fedmesh_proxy_owned_fraction", Help: "Fraction of the namespace-hash space this shard owns.",
+			Name: "fedmesh_proxy_owned_fraction", Help: "Fraction of the namespace-hash space this shard owns; 0 while owning nothing (before the first contact with the manager, or out of contact for the ownership lease).",
 		}),
 		resources: newResourceLabels(),
 	}
@@ -149,6 +150,17 @@ func (m *metrics) observer() breaker.Observer {
 			m.breakerState.DeleteLabelValues(rule, cluster)
 		},
 	}
+}
+
+// owning records the ownership being enforced; nil, owning nothing, shows as epoch 0 and no share.
+func (m *metrics) owning(own *config.Ownership) {
+	if own == nil {
+		m.epoch.Set(0)
+		m.ownedShare.Set(0)
+		return
+	}
+	m.epoch.Set(float64(own.Epoch))
+	m.ownedShare.Set(own.Owned().Fraction())
 }
 
 // setConfig records the versions being served.

@@ -7,13 +7,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/rest"
 
 	"github.com/fedmesh/fedmesh/pkg/breaker"
+	"github.com/fedmesh/fedmesh/pkg/proxy/config"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // Every transition to open counts as a trip, including one from half-open; the gauge shows only the last state.
@@ -260,4 +265,60 @@ func TestPreflightsAndRedirectsLearnNoResource(t *testing.T) {
 func labelSets(t *testing.T, c prometheus.Collector) []string {
 	t.Helper()
 	return slices.Sorted(maps.Keys(collected(t, c)))
+}
+
+// The ownership gauges show what the proxy enforces, not what its store holds: with a lease, nothing before the
+// first contact with the manager (the stored configuration may have been handed on meanwhile) and nothing once
+// contact was lost for the lease, when every write is fenced and /readyz fails; an ownership taken in meanwhile
+// shows only once contact returns.
+func TestOwnershipGaugesFollowTheLease(t *testing.T) {
+	upstream := listUpstream(t, nil)
+	store, err := config.NewStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := func(epoch int, set shard.Set) {
+		t.Helper()
+		doc := fmt.Sprintf(`{"epoch": %d, "shard": 0, "assignment": {"0": %q}}`, epoch, set.String())
+		if err := store.Apply(config.KindOwnership, strconv.Itoa(epoch), []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own(3, shard.Full())
+	p, err := New(Options{Host: &rest.Config{Host: upstream.URL}, Store: store, OwnershipLease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expireLease := func() { // as the lease's timer does, an hour after contact was lost
+		p.Contact(false)
+		p.lease.mu.Lock()
+		current := p.lease.contacts
+		p.lease.mu.Unlock()
+		p.leaseExpired(current)
+	}
+	half := shard.NewSet(shard.Range{First: 0, Last: 1<<63 - 1})
+	for _, step := range []struct {
+		name     string
+		do       func()
+		ready    bool
+		epoch    float64
+		fraction float64
+	}{
+		{name: "started, before any contact", do: func() {}, epoch: 0, fraction: 0},
+		{name: "in contact", do: func() { p.Contact(true) }, ready: true, epoch: 3, fraction: 1},
+		{name: "a new ownership in contact", do: func() { own(4, half) }, ready: true, epoch: 4, fraction: 0.5},
+		{name: "out of contact for the lease", do: expireLease, epoch: 0, fraction: 0},
+		{name: "a new ownership out of contact", do: func() { own(5, shard.Full()) }, epoch: 0, fraction: 0},
+		{name: "in contact again", do: func() { p.Contact(true) }, ready: true, epoch: 5, fraction: 1},
+	} {
+		step.do()
+		if p.Ready() != step.ready {
+			t.Fatalf("%s: ready %v, want %v", step.name, p.Ready(), step.ready)
+		}
+		epoch, fraction := value(t, p.metrics.epoch), value(t, p.metrics.ownedShare)
+		if epoch != step.epoch || fraction != step.fraction {
+			t.Errorf("%s: fedmesh_proxy_ownership_epoch %v, fedmesh_proxy_owned_fraction %v; want %v, %v",
+				step.name, epoch, fraction, step.epoch, step.fraction)
+		}
+	}
 }

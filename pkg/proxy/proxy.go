@@ -213,8 +213,6 @@ func (p *Proxy) configChanged(old, cur *config.Snapshot) {
 	if cur.Ownership == old.Ownership {
 		return
 	}
-	p.metrics.epoch.Set(float64(cur.Ownership.Epoch))
-	p.metrics.ownedShare.Set(cur.Ownership.Owned().Fraction())
 	p.rebuildMembers(cur.Ownership)
 	p.settle()
 }
@@ -233,13 +231,16 @@ func relistBound(d time.Duration) time.Duration {
 // settle brings the proxy in line with the ownership it now enforces: it waits for the writes begun under the
 // previous one to finish, since once the change is acknowledged the manager may grant the ranges to another shard
 // and two writers must never overlap; then it ends the watches the change shows differently, so that their
-// clients relist, and keeps what it grants unwritable until they have (relistFence).
+// clients relist, and keeps what it grants unwritable until they have (relistFence). It runs on every change of
+// what is enforced (a new configuration, the lease lapsing, contact returning), so the ownership gauges are set
+// here: from what is enforced, not what is stored, which a proxy out of contact no longer uses.
 func (p *Proxy) settle() {
 	p.settling.Lock()
 	defer p.settling.Unlock()
 	p.writeGate.Lock()
 	p.writeGate.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writes is the point
 	own := p.ownership()
+	p.metrics.owning(own)
 	// The relists are awaited before the watches end: a client that lists again at once is then counted.
 	n := p.watches.endStale(own, func(stale []servedKey) { p.relists.changed(own, stale, time.Now()) })
 	if n > 0 {

@@ -63,7 +63,7 @@ func stableTarget(sc *meshv1alpha1.ShardingConfig, pub Published, shards []shard
 // what to record once it is written.
 type rolloutResult struct {
 	target  shard.Assignment
-	status  *meshv1alpha1.CanaryStatus
+	status  *meshv1alpha1.CanaryStatus // nil: status.canary goes, or stays absent
 	events  []canary.Event
 	requeue time.Duration
 	step    *int32 // the API's current step, for the metric
@@ -87,7 +87,11 @@ func (ro rolloutResult) record(r *Reconciler, sc *meshv1alpha1.ShardingConfig) {
 	for _, e := range ro.events {
 		r.Recorder.Eventf(sc, e.Type, e.Reason, "%s", e.Message)
 	}
-	if ro.step != nil {
+	switch {
+	case ro.status == nil:
+		// status.canary is gone (or never was): the step of a canary that no longer exists must not be reported.
+		canaryStep.DeleteLabelValues(key)
+	case ro.step != nil:
 		canaryStep.WithLabelValues(key).Set(float64(*ro.step))
 	}
 	if ro.rollback != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/apis"
 	meshv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/mesh/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/canary"
+	"github.com/fedmesh/fedmesh/pkg/shard"
 )
 
 // series are the values of metric name for ShardingConfig key, as scraped, by shard ("" for a gauge of the whole
@@ -163,6 +164,44 @@ func TestCanaryRollbacksByCause(t *testing.T) {
 			if got := count(c); got != want {
 				t.Errorf("after %s: %s rollbacks %v, want %v", tc.event.Reason, c, got, want)
 			}
+		}
+	}
+}
+
+// fedmesh_manager_canary_step is status.canary.currentStep: it stays while the status records the canary, also
+// after spec.canary is removed while its namespaces return, and goes with status.canary, not at the manager's
+// next restart.
+func TestCanaryStepGaugeGoesWithTheCanary(t *testing.T) {
+	sc := testConfig(2)
+	sc.Name = "canary-removed"
+	key := sc.Namespace + "/" + sc.Name
+	stable := shard.Assignment{0: shard.Split(2)[0], 1: shard.Split(2)[1]}
+	pub := Published{Epoch: 9, Assignment: stable}
+	r := &Reconciler{Client: podClient(t), Recorder: record.NewFakeRecorder(10)}
+	r.setDefaults()
+
+	running := &meshv1alpha1.CanaryStatus{Phase: meshv1alpha1.CanaryProgressing, CurrentStep: 2}
+	rolloutResult{status: running, step: &running.CurrentStep}.record(r, sc)
+	if got := series(t, "fedmesh_manager_canary_step", key); !cmp.Equal(got, map[string]float64{"": 2}) {
+		t.Fatalf("canary step while the canary runs at step 2: %v", got)
+	}
+
+	sc.Spec.Canary = nil
+	sc.Status.Canary = &meshv1alpha1.CanaryStatus{Phase: meshv1alpha1.CanaryRolledBack, CurrentStep: 2}
+	for _, reconcile := range []struct {
+		name  string
+		acked bool // whether every proxy acknowledged that the canary shard owns nothing
+		want  map[string]float64
+	}{
+		{name: "spec.canary removed, its namespaces on their way back", acked: false, want: map[string]float64{"": 2}},
+		{name: "the canary shard empty and acknowledged", acked: true, want: map[string]float64{}},
+		{name: "no canary", acked: true, want: map[string]float64{}},
+	} {
+		ro := r.rollout(context.Background(), sc, pub, reconcile.acked, stable, shardPods{}, nil)
+		ro.record(r, sc)
+		sc.Status.Canary = ro.status // as writeStatus writes it
+		if got := series(t, "fedmesh_manager_canary_step", key); !cmp.Equal(got, reconcile.want) {
+			t.Errorf("%s (status.canary %+v): canary step series %v, want %v", reconcile.name, ro.status, got, reconcile.want)
 		}
 	}
 }
