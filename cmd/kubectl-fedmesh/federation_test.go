@@ -78,6 +78,7 @@ func TestAgainstFederation(t *testing.T) {
 	t.Run("shards and owner", func(t *testing.T) { testShards(t, f, hostKubeconfig) })
 	t.Run("get", func(t *testing.T) { testGet(t, f, hostKubeconfig) })
 	t.Run("get of a dependency", func(t *testing.T) { testGetDependency(t, f, hostKubeconfig) })
+	t.Run("get of a template whose binding name is taken", func(t *testing.T) { testGetBindingNameTaken(t, f, hostKubeconfig) })
 	t.Run("join and unjoin", func(t *testing.T) { testJoin(t, f, hostKubeconfig, joined.c) })
 }
 
@@ -236,7 +237,8 @@ func testGet(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 	rb.Status = workv1alpha1.ResourceBindingStatus{
 		Conditions: []metav1.Condition{
 			{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Success", LastTransitionTime: now},
-			{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, Reason: "Pending", LastTransitionTime: now},
+			{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionFalse, Reason: "DependencyNotFound",
+				Message: "dependencies not found: ConfigMap shop/web-settings", LastTransitionTime: now},
 		},
 		AggregatedStatus: []workv1alpha1.AggregatedStatusItem{
 			{ClusterName: "member1", Applied: true, Health: workv1alpha1.ResourceHealthy, Status: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":2}`)}},
@@ -265,6 +267,7 @@ func testGet(t *testing.T, f *fedtest.Federation, hostKubeconfig string) {
 	want := `Template:   apps/v1 Deployment shop/web
 Policy:     PropagationPolicy/web
 Binding:    web-deployment (Scheduled=True, FullyApplied=False)
+            FullyApplied=False (DependencyNotFound): dependencies not found: ConfigMap shop/web-settings
 Replicas:   3
 Status:     availableReplicas=2 readyReplicas=2 replicas=3 updatedReplicas=3
 
@@ -279,7 +282,8 @@ member2   1          <none>                   False     Unknown   cluster member
 	if err := json.Unmarshal([]byte(mustFedmesh(t, hostKubeconfig, "get", "deployments.apps", "web", "-n", "shop", "-o", "json")), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Binding != bindingName || len(v.Clusters) != 2 || v.Clusters[0].Replicas != 2 || len(v.Works) != 1 ||
+	if v.Binding != bindingName || v.FullyAppliedReason != "DependencyNotFound" || !strings.Contains(v.FullyAppliedMessage, "web-settings") ||
+		len(v.Clusters) != 2 || v.Clusters[0].Replicas != 2 || len(v.Works) != 1 ||
 		v.Works[0].Applied != "True" || v.Status["readyReplicas"] != float64(2) {
 		t.Errorf("get -o json: %+v", v)
 	}

@@ -106,8 +106,10 @@ func (o *getOptions) view(cmd *cobra.Command, kind, name string) (fedmeshctl.Tem
 	if err := c.List(ctx, &works, client.InNamespace(bindingNamespace)); err != nil {
 		return fedmeshctl.TemplateView{}, fmt.Errorf("list works: %w", err)
 	}
+	// The binding of the template's name may be another template's (binding names leave out the group): the view
+	// then shows neither it nor its Works, whose later manifests may carry the template as a dependency.
 	v := fedmeshctl.NewTemplateView(tmpl, rb, fedmeshctl.WorksOf(works.Items, bindingName))
-	if deps := fedmeshctl.DependencyWorks(tmpl, works.Items, bindingName); len(deps) > 0 {
+	if deps := fedmeshctl.DependencyWorks(tmpl, works.Items, v.Binding); len(deps) > 0 {
 		var bindings workv1alpha1.ResourceBindingList
 		if err := c.List(ctx, &bindings, client.InNamespace(bindingNamespace)); err != nil {
 			return fedmeshctl.TemplateView{}, fmt.Errorf("list resource bindings: %w", err)
@@ -176,7 +178,8 @@ func resolveKind(mapper meta.RESTMapper, kind, where string) (*meta.RESTMapping,
 	return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
-// binding reads the template's ResourceBinding; nil when none exists yet (no policy claimed the template).
+// binding reads the ResourceBinding of the template's name; nil when none exists yet (no policy claimed the
+// template). It may be another template's: fedmeshctl.NewTemplateView tells.
 func binding(cmd *cobra.Command, c client.Client, namespace, name string) (*workv1alpha1.ResourceBinding, error) {
 	var rb workv1alpha1.ResourceBinding
 	err := c.Get(cmd.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &rb)

@@ -42,16 +42,16 @@ func WorksOf(works []workv1alpha1.Work, binding string) []workv1alpha1.Work {
 	return out
 }
 
-// DependencyWorks are the Works of works, other than those of ownBinding (tmpl's own binding), that carry tmpl
-// as a dependency. Only a Work's manifests after the first are dependencies: the first is its binding's own
-// template. A manifest is tmpl when group, kind, namespace and name match; the version may differ, as the
-// dependency is read in the version the interpreter names.
+// DependencyWorks are the Works of works, other than those of ownBinding (tmpl's own binding; "" when it has
+// none), that carry tmpl as a dependency. Only a Work's manifests after the first are dependencies: the first is
+// its binding's own template. A manifest is tmpl when group, kind, namespace and name match; the version may
+// differ, as the dependency is read in the version the interpreter names.
 func DependencyWorks(tmpl *unstructured.Unstructured, works []workv1alpha1.Work, ownBinding string) []DependencyWork {
 	gk := tmpl.GroupVersionKind().GroupKind()
 	var out []DependencyWork
 	for i := range works {
 		w := &works[i]
-		if w.Labels[names.BindingLabel] == names.LabelValue(ownBinding) {
+		if ownBinding != "" && w.Labels[names.BindingLabel] == names.LabelValue(ownBinding) {
 			continue
 		}
 		for ordinal := 1; ordinal < len(w.Spec.Workload.Manifests); ordinal++ {

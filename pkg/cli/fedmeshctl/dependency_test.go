@@ -87,7 +87,8 @@ member3   0 (evicting)        web-deployment-member3       Unknown   <none>    <
 
 	// Claimed as well: its own binding's rows stay alone, the requirers are named.
 	own := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "settings-configmap"},
-		Spec: workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "member1"}}}}
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings"},
+			Clusters: []workv1alpha1.TargetCluster{{Name: "member1"}}}}
 	claimed := NewTemplateView(settings, own, WorksOf(works, "settings-configmap"))
 	AddRequirers(&claimed, deps, bindings)
 	if len(claimed.RequiredBy) != 2 || len(claimed.Clusters) != 1 || len(claimed.Works) != 1 || claimed.Works[0].Name != "settings-configmap-member1" {

@@ -228,6 +228,7 @@ func TestTemplateView(t *testing.T) {
 	rb := &workv1alpha1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-deployment", Namespace: "shop"},
 		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource:              workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 			Replicas:              4,
 			Clusters:              []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 3}, {Name: "member2", Replicas: 1}},
 			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{{FromCluster: "member3"}},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
@@ -24,11 +25,23 @@ type TemplateView struct {
 	Name       string `json:"name"`
 	// Policy is the policy that claimed the template, "PropagationPolicy/NAME" or "ClusterPropagationPolicy/NAME".
 	Policy string `json:"policy,omitempty"`
-	// Binding is the ResourceBinding's name; empty when no policy claimed the template yet.
-	Binding      string `json:"binding,omitempty"`
-	Scheduled    string `json:"scheduled,omitempty"`
-	FullyApplied string `json:"fullyApplied,omitempty"`
-	Replicas     int32  `json:"replicas,omitempty"`
+	// Binding is the ResourceBinding's name; empty when no policy claimed the template yet, or when the binding
+	// of its name is another template's (BindingHeldBy).
+	Binding string `json:"binding,omitempty"`
+	// BindingHeldBy is the binding of the template's name when it belongs to another template. Binding names leave
+	// out the group, so two kinds of one name in different groups (Istio's Gateway and the Gateway API's) share
+	// one; the detector gives it to one template and refuses the other (BindingNameTaken).
+	BindingHeldBy *HeldBinding `json:"bindingHeldBy,omitempty"`
+	// Scheduled and FullyApplied are the binding's conditions, True, False or Unknown, each with its reason and
+	// message: when the Works cannot be brought up to date, the previous ones stay applied and the clusters'
+	// rows look well, so these are what says why.
+	Scheduled           string `json:"scheduled,omitempty"`
+	ScheduledReason     string `json:"scheduledReason,omitempty"`
+	ScheduledMessage    string `json:"scheduledMessage,omitempty"`
+	FullyApplied        string `json:"fullyApplied,omitempty"`
+	FullyAppliedReason  string `json:"fullyAppliedReason,omitempty"`
+	FullyAppliedMessage string `json:"fullyAppliedMessage,omitempty"`
+	Replicas            int32  `json:"replicas,omitempty"`
 	// RequiredBy are the bindings that propagate the template as a dependency of theirs.
 	RequiredBy []Requirer `json:"requiredBy,omitempty"`
 	// Clusters are the scheduled clusters, then clusters that still have a Work (being evicted or cleaned up); for
@@ -37,6 +50,13 @@ type TemplateView struct {
 	Works    []WorkView        `json:"works"`
 	// Status is the template's status, aggregated from the members.
 	Status map[string]any `json:"status,omitempty"`
+}
+
+// HeldBinding is a binding and the template it belongs to, "apiVersion Kind namespace/name" (with "(uid U)" when
+// only the UID differs: an earlier template of the same name).
+type HeldBinding struct {
+	Binding  string `json:"binding"`
+	Template string `json:"template"`
 }
 
 // TemplateCluster is the template in one member cluster.
@@ -63,11 +83,17 @@ type WorkView struct {
 	Manifests int    `json:"manifests"`
 }
 
-// NewTemplateView combines the template, its binding (nil if none) and the binding's Works.
+// NewTemplateView combines the template, the binding of its name (nil if none) and the binding's Works. A binding
+// that is another template's (IsBindingOf) is named in BindingHeldBy, and neither it nor its Works are shown as
+// the template's.
 func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceBinding, works []workv1alpha1.Work) TemplateView {
 	v := TemplateView{
 		APIVersion: tmpl.GetAPIVersion(), Kind: tmpl.GetKind(), Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
 		Clusters: []TemplateCluster{}, Works: []WorkView{},
+	}
+	if rb != nil && !IsBindingOf(rb, tmpl) {
+		v.BindingHeldBy = &HeldBinding{Binding: rb.Name, Template: heldTemplate(rb.Spec.Resource, tmpl)}
+		rb, works = nil, nil
 	}
 	if p := tmpl.GetLabels()[names.PropagationPolicyLabel]; p != "" {
 		v.Policy = "PropagationPolicy/" + p
@@ -91,8 +117,8 @@ func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceB
 	}
 	v.Binding = rb.Name
 	v.Replicas = rb.Spec.Replicas
-	v.Scheduled = conditionStatus(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
-	v.FullyApplied = conditionStatus(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied)
+	v.Scheduled, v.ScheduledReason, v.ScheduledMessage = condition(rb.Status.Conditions, workv1alpha1.ConditionScheduled)
+	v.FullyApplied, v.FullyAppliedReason, v.FullyAppliedMessage = condition(rb.Status.Conditions, workv1alpha1.ConditionFullyApplied)
 
 	items := map[string]workv1alpha1.AggregatedStatusItem{}
 	for _, it := range rb.Status.AggregatedStatus {
@@ -143,20 +169,72 @@ func NewTemplateView(tmpl *unstructured.Unstructured, rb *workv1alpha1.ResourceB
 	return v
 }
 
+// IsBindingOf reports whether rb is tmpl's binding: its template is of tmpl's group and kind (in any version),
+// namespace and name and, when rb records a UID, tmpl's UID. Its name alone does not tell: binding names leave out
+// the group, and a template deleted and made again keeps its name.
+func IsBindingOf(rb *workv1alpha1.ResourceBinding, tmpl *unstructured.Unstructured) bool {
+	ref := rb.Spec.Resource
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == tmpl.GroupVersionKind().Group && ref.Kind == tmpl.GetKind() &&
+		ref.Namespace == tmpl.GetNamespace() && ref.Name == tmpl.GetName() &&
+		(ref.UID == "" || ref.UID == tmpl.GetUID())
+}
+
+// heldTemplate names the template of ref, another than tmpl, with its UID when nothing else tells them apart.
+func heldTemplate(ref workv1alpha1.ObjectReference, tmpl *unstructured.Unstructured) string {
+	id := ref.APIVersion + " " + objectID(ref.Kind, ref.Namespace, ref.Name)
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	if gv.Group == tmpl.GroupVersionKind().Group && ref.Kind == tmpl.GetKind() && ref.Namespace == tmpl.GetNamespace() && ref.Name == tmpl.GetName() {
+		id += fmt.Sprintf(" (uid %s)", ref.UID)
+	}
+	return id
+}
+
 // workView is w as get shows it.
 func workView(w *workv1alpha1.Work) WorkView {
 	return WorkView{
 		Name: w.Name, Cluster: w.Spec.ClusterName, Manifests: len(w.Spec.Workload.Manifests),
 		Applied:   conditionStatus(w.Status.Conditions, workv1alpha1.WorkApplied),
-		Available: conditionStatus(w.Status.Conditions, workv1alpha1.WorkAvailable),
+		Available: manifestsHealth(w),
 	}
 }
 
-func conditionStatus(conds []metav1.Condition, t string) string {
-	if c := meta.FindStatusCondition(conds, t); c != nil {
-		return string(c.Status)
+// manifestsHealth is True when the member reported every manifest of w Healthy, False when it reported any
+// Unhealthy, Unknown otherwise (one not reported yet, or of unknown health). It stands for a Work's Available
+// condition, which no stage writes: the work-status stage records health per manifest.
+func manifestsHealth(w *workv1alpha1.Work) string {
+	statuses := w.Status.ManifestStatuses
+	healthy := map[int32]bool{}
+	for _, ms := range statuses {
+		switch ms.Health {
+		case workv1alpha1.ResourceUnhealthy:
+			return string(metav1.ConditionFalse)
+		case workv1alpha1.ResourceHealthy:
+			healthy[ms.Identifier.Ordinal] = true
+		}
 	}
-	return "Unknown"
+	if len(statuses) == 0 || len(healthy) < len(statuses) {
+		return string(metav1.ConditionUnknown)
+	}
+	for ordinal := range w.Spec.Workload.Manifests {
+		if !healthy[int32(ordinal)] {
+			return string(metav1.ConditionUnknown)
+		}
+	}
+	return string(metav1.ConditionTrue)
+}
+
+func conditionStatus(conds []metav1.Condition, t string) string {
+	status, _, _ := condition(conds, t)
+	return status
+}
+
+// condition is the status, reason and message of the condition of type t; Unknown when there is none.
+func condition(conds []metav1.Condition, t string) (status, reason, message string) {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status), c.Reason, c.Message
+	}
+	return string(metav1.ConditionUnknown), "", ""
 }
 
 // WriteTemplate prints v like kubectl describe: the template, its policy, binding and aggregated status, then one
@@ -169,12 +247,16 @@ func WriteTemplate(w io.Writer, v TemplateView) error {
 	fmt.Fprintf(w, "Template:   %s %s %s\n", v.APIVersion, v.Kind, id)
 	fmt.Fprintf(w, "Policy:     %s\n", orNone(v.Policy))
 	switch {
+	case v.BindingHeldBy != nil:
+		fmt.Fprintf(w, "Binding:    <none> (%s, the binding of its name, belongs to %s)\n", v.BindingHeldBy.Binding, v.BindingHeldBy.Template)
 	case v.Binding == "" && len(v.RequiredBy) > 0:
 		fmt.Fprintf(w, "Binding:    <none> (no policy claimed the template; it is propagated as a dependency)\n")
 	case v.Binding == "":
 		fmt.Fprintf(w, "Binding:    <none> (no policy claimed the template)\n")
 	default:
 		fmt.Fprintf(w, "Binding:    %s (Scheduled=%s, FullyApplied=%s)\n", v.Binding, v.Scheduled, v.FullyApplied)
+		writeWhy(w, workv1alpha1.ConditionScheduled, v.Scheduled, v.ScheduledReason, v.ScheduledMessage)
+		writeWhy(w, workv1alpha1.ConditionFullyApplied, v.FullyApplied, v.FullyAppliedReason, v.FullyAppliedMessage)
 		fmt.Fprintf(w, "Replicas:   %d\n", v.Replicas)
 	}
 	if len(v.RequiredBy) > 0 {
@@ -197,6 +279,21 @@ func WriteTemplate(w io.Writer, v TemplateView) error {
 		t.Rows = append(t.Rows, []string{c.Cluster, replicas, orNone(c.Work), c.Applied, orNone(c.Health), orNone(c.Message)})
 	}
 	return t.Write(w)
+}
+
+// writeWhy writes, under the binding's line, why a binding condition is not True, when its writer said.
+func writeWhy(w io.Writer, condType, status, reason, message string) {
+	if status == string(metav1.ConditionTrue) || reason == "" && message == "" {
+		return
+	}
+	line := condType + "=" + status
+	if reason != "" {
+		line += " (" + reason + ")"
+	}
+	if message != "" {
+		line += ": " + message
+	}
+	fmt.Fprintf(w, "            %s\n", line)
 }
 
 // scalarFields is the status's top-level numbers, strings and booleans as sorted k=v pairs; lists and objects
