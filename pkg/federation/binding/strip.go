@@ -19,6 +19,7 @@ func stripServerFields(obj *unstructured.Unstructured) *unstructured.Unstructure
 	if strip := hostAllocated[out.GroupVersionKind().GroupKind()]; strip != nil {
 		strip(out) // first: it may read the managed fields
 	}
+	native.LeaveToMember(out)
 	delete(out.Object, "status")
 	for _, f := range []string{"resourceVersion", "uid", "managedFields", "creationTimestamp", "generation",
 		"ownerReferences", "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
@@ -31,24 +32,12 @@ func stripServerFields(obj *unstructured.Unstructured) *unstructured.Unstructure
 // host, which a member either allocates itself (and the execution stage keeps through the interpreter's Retain)
 // or refuses.
 var hostAllocated = map[schema.GroupKind]func(*unstructured.Unstructured){
-	{Kind: "Service"}:                   stripService,
-	{Group: "batch", Kind: "Job"}:       stripJob,
-	{Kind: "ServiceAccount"}:            func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "secrets") },
-	{Kind: "PersistentVolumeClaim"}:     stripClaim,
-	{Kind: "Pod"}:                       func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "nodeName") },
-	{Kind: "Secret"}:                    stripToken,
-	{Group: "apps", Kind: "Deployment"}: func(u *unstructured.Unstructured) { removeAnnotations(u, native.DeploymentRevisionAnnotations...) },
-	{Group: "apps", Kind: "DaemonSet"}:  func(u *unstructured.Unstructured) { removeAnnotations(u, native.DaemonSetTemplateGenerationAnnotation) },
-}
-
-// removeAnnotations removes the annotations keys from u, and the annotations too when none is left.
-func removeAnnotations(u *unstructured.Unstructured, keys ...string) {
-	for _, k := range keys {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", k)
-	}
-	if a, ok, _ := unstructured.NestedMap(u.Object, "metadata", "annotations"); ok && len(a) == 0 {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
-	}
+	{Kind: "Service"}:               stripService,
+	{Group: "batch", Kind: "Job"}:   stripJob,
+	{Kind: "ServiceAccount"}:        func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "secrets") },
+	{Kind: "PersistentVolumeClaim"}: stripClaim,
+	{Kind: "Pod"}:                   func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "nodeName") },
+	{Kind: "Secret"}:                stripToken,
 }
 
 // stripToken removes what the host's token controller filled into a legacy service-account token Secret: the
@@ -85,7 +74,7 @@ func stripClaim(u *unstructured.Unstructured) {
 	if author, controller := specFieldOwners(managed, "volumeName"); chosen || provisioned(volume) || (!author && (controller || bound)) {
 		unstructured.RemoveNestedField(u.Object, "spec", "volumeName")
 	}
-	removeAnnotations(u, native.ClaimBindingAnnotations...)
+	native.RemoveAnnotations(u, native.ClaimBindingAnnotations...)
 	if len(managed) == 0 {
 		return
 	}

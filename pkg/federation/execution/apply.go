@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
 	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/rendering"
@@ -166,8 +168,9 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	}
 	ref := workrecord.RefOf(desired)
 	setIdentity(desired, work)
+	native.LeaveToMember(desired)
 
-	retained := false // whether desired holds values of observed (Retain), not only fewer fields
+	retained := false // whether desired holds values of observed (Retain)
 	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -194,9 +197,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
-		// A Retain that only removed fields (left them to the member) put none of the member's values in.
-		_, onlyRemoved := contains(desired.Object, before.Object)
-		retained = !onlyRemoved
+		retained = !equality.Semantic.DeepEqual(before.Object, desired.Object)
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)

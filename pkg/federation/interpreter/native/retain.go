@@ -1,7 +1,6 @@
 package native
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -13,7 +12,6 @@ type retainFunc func(desired, observed *unstructured.Unstructured) error
 
 var retainFuncs = map[schema.GroupVersionKind]retainFunc{
 	deploymentGVK: retainDeployment,
-	daemonSetGVK:  retainDaemonSet,
 	podGVK:        retainPod,
 	serviceGVK:    retainService,
 	saGVK:         retainServiceAccount,
@@ -69,49 +67,12 @@ func retainFields(paths ...[]string) retainFunc {
 	}
 }
 
-// DeploymentRevisionAnnotations are the annotations a cluster's deployment controller writes on a Deployment as it
-// rolls: each cluster's are its own. Sent with another cluster's values, they are written back by the member's
-// controller, and sent again, without end.
-var DeploymentRevisionAnnotations = []string{"deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history"}
-
-// retainDeployment leaves the revision annotations to the member, and keeps the member's replica count when the
-// template carries interpreter.RetainReplicasLabel.
+// retainDeployment keeps the member's replica count when the template carries interpreter.RetainReplicasLabel.
 func retainDeployment(desired, observed *unstructured.Unstructured) error {
-	leaveToMember(desired, DeploymentRevisionAnnotations...)
 	if desired.GetLabels()[interpreter.RetainReplicasLabel] != "true" {
 		return nil
 	}
 	return copyField(desired, observed, "spec", "replicas")
-}
-
-// DaemonSetTemplateGenerationAnnotation is where apps/v1 shows a DaemonSet's template generation, which each
-// cluster's API server counts for itself and never takes from a writer: another cluster's value is ignored, and
-// only makes the member's copy look different from its Work on every pass.
-const DaemonSetTemplateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
-
-// retainDaemonSet leaves the template generation to the member.
-func retainDaemonSet(desired, _ *unstructured.Unstructured) error {
-	leaveToMember(desired, DaemonSetTemplateGenerationAnnotation)
-	return nil
-}
-
-// leaveToMember removes from desired the annotations keys, which the member's controllers write (the binding stage
-// strips them; a Work rendered before it did, or written by hand, may carry them). They are not sent at all rather
-// than sent with the member's values: a value copied from the member makes the apply conditional on the member
-// object being as read, and a member controller rewriting the object through a rollout then refused the apply
-// again and again.
-func leaveToMember(desired *unstructured.Unstructured, keys ...string) {
-	annotations := desired.GetAnnotations()
-	if len(annotations) == 0 {
-		return
-	}
-	for _, k := range keys {
-		delete(annotations, k)
-	}
-	if len(annotations) == 0 {
-		annotations = nil
-	}
-	desired.SetAnnotations(annotations)
 }
 
 // retainPod keeps what the member's scheduler and admission set on a Pod: the node, the defaulted service
