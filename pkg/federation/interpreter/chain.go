@@ -57,7 +57,8 @@ func (l Layers) Chain() *Chain {
 }
 
 // Chain asks its interpreters in order; the first that handles an object's kind and the operation answers, and
-// the rest are not asked. A Chain is itself an Interpreter, so chains nest.
+// the rest are not asked (unless it answers ErrUnsupported after all: see ask). A Chain is itself an Interpreter,
+// so chains nest.
 type Chain struct {
 	links []Interpreter
 }
@@ -83,86 +84,85 @@ func (c *Chain) find(gvk schema.GroupVersionKind, op Operation) Interpreter {
 	return nil
 }
 
-func (c *Chain) pick(obj *unstructured.Unstructured, op Operation) (Interpreter, error) {
+// ask calls op on obj through call, with the first link that handles op for obj's kind. A link that answers
+// ErrUnsupported all the same (a live layer whose set was swapped between its Handles and the call) hands the call
+// on to the next link that handles it: the answer is then the one it would have given had the swap come first,
+// never ErrUnsupported while a later link handles the kind.
+func ask[T any](c *Chain, obj *unstructured.Unstructured, op Operation, call func(Interpreter) (T, error)) (T, error) {
+	var zero T
 	if obj == nil {
-		return nil, fmt.Errorf("%s: no object", op)
+		return zero, fmt.Errorf("%s: no object", op)
 	}
-	if i := c.find(obj.GroupVersionKind(), op); i != nil {
-		return i, nil
+	gvk := obj.GroupVersionKind()
+	for _, i := range c.links {
+		if !i.Handles(gvk, op) {
+			continue
+		}
+		out, err := call(i)
+		if errors.Is(err, ErrUnsupported) {
+			continue
+		}
+		return out, err
 	}
-	return nil, Unsupported(obj, op)
+	return zero, Unsupported(obj, op)
+}
+
+// replicas is what InterpretReplica answers, as one value for ask.
+type replicas struct {
+	n        int32
+	requires *workv1alpha1.ReplicaRequirements
 }
 
 // InterpretReplica asks the first interpreter that handles InterpretReplica for obj's kind.
 func (c *Chain) InterpretReplica(ctx context.Context, obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
-	i, err := c.pick(obj, InterpretReplica)
-	if err != nil {
-		return 0, nil, err
-	}
-	return i.InterpretReplica(ctx, obj)
+	r, err := ask(c, obj, InterpretReplica, func(i Interpreter) (replicas, error) {
+		n, requires, err := i.InterpretReplica(ctx, obj)
+		return replicas{n, requires}, err
+	})
+	return r.n, r.requires, err
 }
 
 // InterpretComponent asks the first interpreter that handles InterpretComponent for obj's kind.
 func (c *Chain) InterpretComponent(ctx context.Context, obj *unstructured.Unstructured) ([]Component, error) {
-	i, err := c.pick(obj, InterpretComponent)
-	if err != nil {
-		return nil, err
-	}
-	return i.InterpretComponent(ctx, obj)
+	return ask(c, obj, InterpretComponent, func(i Interpreter) ([]Component, error) { return i.InterpretComponent(ctx, obj) })
 }
 
 // ReviseReplica asks the first interpreter that handles ReviseReplica for obj's kind.
 func (c *Chain) ReviseReplica(ctx context.Context, obj *unstructured.Unstructured, replicas int32) (*unstructured.Unstructured, error) {
-	i, err := c.pick(obj, ReviseReplica)
-	if err != nil {
-		return nil, err
-	}
-	return i.ReviseReplica(ctx, obj, replicas)
+	return ask(c, obj, ReviseReplica, func(i Interpreter) (*unstructured.Unstructured, error) {
+		return i.ReviseReplica(ctx, obj, replicas)
+	})
 }
 
 // Retain asks the first interpreter that handles Retain for desired's kind.
 func (c *Chain) Retain(ctx context.Context, desired, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	i, err := c.pick(desired, Retain)
-	if err != nil {
-		return nil, err
-	}
-	return i.Retain(ctx, desired, observed)
+	return ask(c, desired, Retain, func(i Interpreter) (*unstructured.Unstructured, error) {
+		return i.Retain(ctx, desired, observed)
+	})
 }
 
 // AggregateStatus asks the first interpreter that handles AggregateStatus for obj's kind.
 func (c *Chain) AggregateStatus(ctx context.Context, obj *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (*unstructured.Unstructured, error) {
-	i, err := c.pick(obj, AggregateStatus)
-	if err != nil {
-		return nil, err
-	}
-	return i.AggregateStatus(ctx, obj, items)
+	return ask(c, obj, AggregateStatus, func(i Interpreter) (*unstructured.Unstructured, error) {
+		return i.AggregateStatus(ctx, obj, items)
+	})
 }
 
 // InterpretStatus asks the first interpreter that handles InterpretStatus for obj's kind.
 func (c *Chain) InterpretStatus(ctx context.Context, obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
-	i, err := c.pick(obj, InterpretStatus)
-	if err != nil {
-		return nil, err
-	}
-	return i.InterpretStatus(ctx, obj)
+	return ask(c, obj, InterpretStatus, func(i Interpreter) (*runtime.RawExtension, error) { return i.InterpretStatus(ctx, obj) })
 }
 
 // InterpretHealth asks the first interpreter that handles InterpretHealth for obj's kind.
 func (c *Chain) InterpretHealth(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
-	i, err := c.pick(obj, InterpretHealth)
-	if err != nil {
-		return false, err
-	}
-	return i.InterpretHealth(ctx, obj)
+	return ask(c, obj, InterpretHealth, func(i Interpreter) (bool, error) { return i.InterpretHealth(ctx, obj) })
 }
 
 // InterpretDependency asks the first interpreter that handles InterpretDependency for obj's kind.
 func (c *Chain) InterpretDependency(ctx context.Context, obj *unstructured.Unstructured) ([]DependentObjectReference, error) {
-	i, err := c.pick(obj, InterpretDependency)
-	if err != nil {
-		return nil, err
-	}
-	return i.InterpretDependency(ctx, obj)
+	return ask(c, obj, InterpretDependency, func(i Interpreter) ([]DependentObjectReference, error) {
+		return i.InterpretDependency(ctx, obj)
+	})
 }
 
 // Health is obj's health as an AggregatedStatusItem records it: Healthy when no interpreter judges the kind's

@@ -3,6 +3,7 @@ package interpreter_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -122,5 +123,49 @@ func TestDoNeedsItsInputs(t *testing.T) {
 		if _, err := interpreter.Do(context.Background(), i, r); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// swappedAway stands in for a live layer whose set is swapped between the chain's Handles and its call: it says it
+// handles everything, then answers as the empty set it became.
+type swappedAway struct{ *interpreter.Chain }
+
+func (swappedAway) Handles(schema.GroupVersionKind, interpreter.Operation) bool { return true }
+
+// TestChainAsksOnWhenALayerNoLongerHandles: a layer that stops handling a kind between the chain's choice and its
+// call hands the call to the next link that handles it, as if it had been swapped before; ErrUnsupported (which
+// the execution stage takes for "nothing to retain") comes back only when no link handles it.
+func TestChainAsksOnWhenALayerNoLongerHandles(t *testing.T) {
+	ctx := context.Background()
+	chain := interpreter.NewChain(swappedAway{interpreter.NewChain()}, native.New())
+	deploy := func(replicas int64) *unstructured.Unstructured {
+		d := object("apps/v1", "Deployment")
+		d.SetLabels(map[string]string{interpreter.RetainReplicasLabel: "true"})
+		_ = unstructured.SetNestedField(d.Object, replicas, "spec", "replicas")
+		return d
+	}
+	for _, op := range interpreter.Operations {
+		req := &interpreter.Request{Operation: op, DesiredObj: deploy(2), InputReplicas: 3}
+		if op == interpreter.Retain {
+			req.ObservedObj = deploy(7)
+		}
+		want, wantErr := interpreter.Do(ctx, native.New(), req)
+		got, err := interpreter.Do(ctx, chain, req)
+		if errors.Is(wantErr, interpreter.ErrUnsupported) {
+			if !errors.Is(err, interpreter.ErrUnsupported) {
+				t.Errorf("%s: err = %v, want ErrUnsupported as native gives", op, err)
+			}
+			continue
+		}
+		if err != nil || wantErr != nil {
+			t.Errorf("%s: err = %v, want native's %v", op, err, wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %+v, want native's answer %+v", op, got, want)
+		}
+	}
+	if _, err := interpreter.NewChain(swappedAway{interpreter.NewChain()}).InterpretHealth(ctx, deploy(1)); !errors.Is(err, interpreter.ErrUnsupported) {
+		t.Errorf("no other link: err = %v, want ErrUnsupported", err)
 	}
 }

@@ -8,7 +8,12 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=riwc,categories=fedmesh
 // +kubebuilder:printcolumn:name="Webhooks",type=string,JSONPath=`.webhooks[*].name`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`
+// +kubebuilder:printcolumn:name="Serving",type=integer,JSONPath=`.status.servedGeneration`,description="The generation whose webhooks serve; empty when none does."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Accepted")].message`
+// +kubebuilder:subresource:status
 
 // ResourceInterpreterWebhookConfiguration registers webhooks that interpret kinds for the federation, for logic
 // that is too big for a Lua script. Lua customizations take precedence over webhooks; webhooks over the built-in
@@ -24,7 +29,61 @@ type ResourceInterpreterWebhookConfiguration struct {
 	// +listMapKey=name
 	// +required
 	Webhooks []ResourceInterpreterWebhook `json:"webhooks"`
+
+	// Status says whether the webhooks serve, and keeps their last accepted version. Karmada's type has none; the
+	// webhooks stay at the top level, as there.
+	// +optional
+	Status ResourceInterpreterWebhookConfigurationStatus `json:"status,omitempty"`
 }
+
+// ResourceInterpreterWebhookConfigurationStatus is written by the federation: whether the current webhooks are
+// accepted, which generation serves, and the last accepted version of the webhooks.
+type ResourceInterpreterWebhookConfigurationStatus struct {
+	// ObservedGeneration is the generation of the webhooks that the conditions speak of.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ServedGeneration is the generation whose webhooks serve: the current one's while it is accepted,
+	// LastAccepted's while it is refused; zero when none serves.
+	// +optional
+	ServedGeneration int64 `json:"servedGeneration,omitempty"`
+
+	// LastAccepted is the last version of the webhooks that was accepted. While a later version is refused it
+	// serves in its place, in every federator: a restarted one, and each shard.
+	// +optional
+	LastAccepted *AcceptedWebhooks `json:"lastAccepted,omitempty"`
+
+	// Conditions: Accepted says whether the current webhooks serve, and if not why.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// AcceptedWebhooks is a copy of accepted webhooks.
+type AcceptedWebhooks struct {
+	// Generation of the configuration when they were accepted.
+	// +required
+	Generation int64 `json:"generation"`
+
+	// Webhooks as they were then.
+	// +listType=atomic
+	// +required
+	Webhooks []ResourceInterpreterWebhook `json:"webhooks"`
+}
+
+// The Accepted condition of a ResourceInterpreterWebhookConfiguration, and its reasons.
+const (
+	// WebhookConfigurationConditionAccepted is True when the current webhooks serve.
+	WebhookConfigurationConditionAccepted = "Accepted"
+	// WebhookConfigurationReasonAccepted: every webhook can be called.
+	WebhookConfigurationReasonAccepted = "Accepted"
+	// WebhookConfigurationReasonInvalidWebhook: a webhook cannot be called: no usable URL or service, a CA bundle
+	// without a certificate, or no ResourceInterpreterContext version in common.
+	WebhookConfigurationReasonInvalidWebhook = "InvalidWebhook"
+)
 
 // ResourceInterpreterWebhook is one webhook and the operations and kinds it interprets.
 type ResourceInterpreterWebhook struct {

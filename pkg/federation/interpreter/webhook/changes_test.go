@@ -1,39 +1,39 @@
 package webhook
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
+	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
-// listing is a reader listing the configurations it holds.
-type listing struct {
-	client.Reader // nil: only List is called
-	configs       []configv1alpha1.ResourceInterpreterWebhookConfiguration
-}
-
-func (l *listing) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	list.(*configv1alpha1.ResourceInterpreterWebhookConfigurationList).Items = append([]configv1alpha1.ResourceInterpreterWebhookConfiguration(nil), l.configs...)
-	return nil
+// fakeHost is a host holding configs, with their status subresource.
+func fakeHost(configs ...*configv1alpha1.ResourceInterpreterWebhookConfiguration) client.Client {
+	b := fake.NewClientBuilder().WithScheme(fedtest.Scheme()).
+		WithStatusSubresource(&configv1alpha1.ResourceInterpreterWebhookConfiguration{})
+	for _, c := range configs {
+		b = b.WithObjects(c)
+	}
+	return b.Build()
 }
 
 // The set loaded at startup is told to no one; each later pass tells what its new set changed, and a pass that
-// changes nothing, or whose new version is refused (the previous one keeps serving), tells nothing.
+// changes nothing, or whose new version is refused (the last accepted one keeps serving), tells nothing.
 func TestReconcilerTellsWhatEachNewSetChanged(t *testing.T) {
 	health := config("health", "https://127.0.0.1:1/x", nil, interpreter.InterpretHealth)
 	health.Generation = 1
-	reader := &listing{configs: []configv1alpha1.ResourceInterpreterWebhookConfiguration{health}}
+	cl := fakeHost(&health)
 	var told []string
 	changes := &rerun.Notifier{}
 	changes.Subscribe(func(a interpreter.Affected) { told = append(told, a.String()) })
-	r := &Reconciler{Client: reader, Layer: NewLayer(), Recorder: record.NewFakeRecorder(100), Changes: changes}
+	r := &Reconciler{Client: cl, Layer: NewLayer(), Recorder: record.NewFakeRecorder(100), Changes: changes}
 	ctx := t.Context()
 	reconcile := func() {
 		t.Helper()
@@ -42,7 +42,7 @@ func TestReconcilerTellsWhatEachNewSetChanged(t *testing.T) {
 		}
 	}
 
-	if err := r.Load(ctx, reader); err != nil {
+	if err := r.Load(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
 	reconcile()
@@ -52,14 +52,22 @@ func TestReconcilerTellsWhatEachNewSetChanged(t *testing.T) {
 
 	retain := config("retain", "https://127.0.0.1:1/x", nil, interpreter.Retain)
 	retain.Generation = 1
-	reader.configs = append(reader.configs, retain)
+	if err := cl.Create(ctx, &retain); err != nil {
+		t.Fatal(err)
+	}
 	reconcile()
-	refused := *health.DeepCopy()
-	refused.Generation = 2
-	refused.Webhooks[0].InterpreterContextVersions = []string{"v1beta1"}
-	reader.configs = []configv1alpha1.ResourceInterpreterWebhookConfiguration{refused, retain}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(&health), &health); err != nil {
+		t.Fatal(err)
+	}
+	health.Generation = 2 // as the API server bumps it on a change
+	health.Webhooks[0].InterpreterContextVersions = []string{"v1beta1"}
+	if err := cl.Update(ctx, &health); err != nil {
+		t.Fatal(err)
+	}
 	reconcile()
-	reader.configs = []configv1alpha1.ResourceInterpreterWebhookConfiguration{refused}
+	if err := cl.Delete(ctx, &retain); err != nil {
+		t.Fatal(err)
+	}
 	reconcile()
 	want := []string{"Retain: Widget.example.io", "Retain: Widget.example.io"}
 	if !reflect.DeepEqual(told, want) {

@@ -15,7 +15,7 @@ import (
 
 // TestLoadServesBeforeAnyReconcile: a federator starting up with a webhook configuration in the host asks its
 // webhook from Load, before its manager (and with it the reconciler) runs; a configuration it cannot call is
-// refused as Reconcile refuses it, without failing the load.
+// refused as Reconcile refuses it, without failing the load, and left for the first Reconcile to report.
 func TestLoadServesBeforeAnyReconcile(t *testing.T) {
 	_, c := fedtest.Host(t)
 	ctx := t.Context()
@@ -40,6 +40,12 @@ func TestLoadServesBeforeAnyReconcile(t *testing.T) {
 	}
 	if r.Layer.Handles(widgetGVK, interpreter.Retain) {
 		t.Fatal("after Load, the refused configuration serves")
+	}
+	if len(events.Events) != 0 {
+		t.Fatalf("Load reported %q; the first Reconcile reports", <-events.Events)
+	}
+	if _, err := r.Reconcile(ctx, setRequest); err != nil {
+		t.Fatal(err)
 	}
 	if e := <-events.Events; !strings.Contains(e, ReasonRefused) || !strings.Contains(e, "caBundle holds no PEM certificate") {
 		t.Fatalf("first event %q, want the refusal of broken", e)

@@ -2,12 +2,18 @@ package webhook
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,30 +37,59 @@ const (
 
 var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "resourceinterpreterwebhookconfigurations"}}
 
-// Reconciler rebuilds Layer's webhooks from every ResourceInterpreterWebhookConfiguration of the host when one
-// changes. A configuration with a webhook that cannot be called (bad CA bundle, URL, or context versions) is
-// refused with an Event, and its last good version keeps serving. Configurations are cluster-scoped and every
-// shard needs all of them, so its manager must watch them unsharded.
+// Reconciler rebuilds Layer's webhooks from every ResourceInterpreterWebhookConfiguration of the host when what
+// serves changes, and writes each one's verdict to its status, the last accepted version included: a configuration
+// with a webhook that cannot be called (bad CA bundle, URL, or context versions) is refused, and that copy is what
+// every federator serves instead, a restarted one too. It works as customization.Reconciler does: configurations
+// are cluster-scoped and every shard needs all of them, so its manager must watch them unsharded; every shard writes
+// the statuses, each only over the version it read and only when decideStatus says to, and the federator whose
+// write changes a configuration's standing reports it, once.
 type Reconciler struct {
-	// Client lists the configurations.
-	Client client.Reader
+	// Client lists the configurations and writes their statuses.
+	Client client.Client
 	// Layer receives each new set.
 	Layer *Layer
-	// Recorder records refusals on the configurations; required.
+	// Recorder records each change of a configuration's standing on it; required.
 	Recorder record.EventRecorder
 	// Changes is told, after each new set is swapped in, what it may answer differently, so that the stages look
 	// again at once at the objects of those kinds; not at Load, which fills the layer before the stages start.
 	// Nil tells no one: the new set reaches each object at its next reconcile.
 	Changes *rerun.Notifier
 
-	mu    sync.Mutex
-	built map[string]builtConfig // the last good version of each configuration, by name
+	// mu makes one pass at a time: two could hand the layer an older set last. It guards built and stated.
+	mu sync.Mutex
+	// built are the webhooks built in the last pass, to build each version once, not at every status write.
+	built map[builtKey]builtWebhooks
+	// stated is this shard's verdict on each configuration as it last wrote it or found it written.
+	stated map[configKey]stated
+	// accepted is the last accepted version of each configuration as this federator last decided it, for a status
+	// that keeps none yet (see serve).
+	accepted map[configKey]*configv1alpha1.AcceptedWebhooks
 }
 
-type builtConfig struct {
-	generation int64
-	in         *Interpreter
+// configKey is one configuration: its UID tells one deleted and created again under its name from the first.
+type configKey struct {
+	name string
+	uid  types.UID
 }
+
+func keyOf(c *configv1alpha1.ResourceInterpreterWebhookConfiguration) configKey {
+	return configKey{c.Name, c.UID}
+}
+
+// builtKey is one version of a configuration's webhooks: the same configuration (by UID) with the same webhooks.
+type builtKey struct {
+	config      configKey
+	fingerprint string
+}
+
+type builtWebhooks struct {
+	in  *Interpreter
+	err error
+}
+
+// staleRetry is how soon a status written over by another federator since it was read is decided again.
+const staleRetry = 200 * time.Millisecond
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -70,85 +105,195 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile builds each configuration whose generation changed, keeps the last good version of those that fail,
-// and hands the whole set to the layer.
+// Reconcile selects the set from the configurations in the host, hands it to the layer if it changed, and writes
+// each verdict to its configuration's status.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	changed, err := r.rebuild(ctx, r.Client)
-	if err != nil {
+	logger := log.FromContext(ctx)
+	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
+	if err := r.Client.List(ctx, &list); err != nil {
 		return reconcile.Result{}, err
 	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	verdicts, changed := r.serve(list.Items)
 	if !changed.Empty() {
-		log.FromContext(ctx).V(1).Info("resource interpreter webhooks rebuilt", "changed", changed.String())
+		logger.V(1).Info("resource interpreter webhooks rebuilt", "changed", changed.String())
 		if r.Changes != nil {
 			r.Changes.Notify(changed)
 		}
 	}
-	return reconcile.Result{}, nil
+
+	byName := map[string]*configv1alpha1.ResourceInterpreterWebhookConfiguration{}
+	for i := range list.Items {
+		byName[list.Items[i].Name] = &list.Items[i]
+	}
+	// Refusals first: they are what needs a user's attention.
+	sort.SliceStable(verdicts, func(i, j int) bool { return !verdicts[i].Accepted() && verdicts[j].Accepted() })
+	r.forget(list.Items)
+	stale, wait := false, time.Duration(0)
+	for i := range verdicts {
+		v := &verdicts[i]
+		standingChanged, after, err := r.record(ctx, byName[v.Name], v)
+		if after > 0 && (wait == 0 || after < wait) {
+			wait = after
+		}
+		switch {
+		case apierrors.IsConflict(err):
+			logger.V(1).Info("webhook configuration status changed since it was read; deciding again", "configuration", v.Name)
+			stale = true
+		case apierrors.IsNotFound(err):
+			logger.Info("could not write the status of a resource interpreter webhook configuration: deleted since, or "+
+				"its CRD has no status subresource (apply the chart's CRDs)", "configuration", v.Name, "error", err.Error())
+		case err != nil:
+			return reconcile.Result{}, fmt.Errorf("status of webhook configuration %s: %w", v.Name, err)
+		case standingChanged:
+			r.report(ctx, byName[v.Name], v)
+		}
+	}
+	if stale {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
-// Load fills the layer from the configurations reader lists, as Reconcile does. A starting federator calls it
-// before its stages run, with a reader that works before the manager starts (its APIReader): the layer starts
-// empty, and a stage passing first would interpret a kind without the user's webhook.
+// Load fills the layer from the configurations reader lists, as Reconcile would but without writing their statuses
+// (the first Reconcile does). A starting federator calls it before its stages run, with a reader that works before
+// the manager starts (its APIReader): the layer starts empty, and a stage passing first would interpret a kind
+// without the user's webhook.
 func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
-	if _, err := r.rebuild(ctx, reader); err != nil {
+	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
+	if err := reader.List(ctx, &list); err != nil {
 		return fmt.Errorf("loading resource interpreter webhook configurations: %w", err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.serve(list.Items)
 	return nil
 }
 
-// rebuild is Reconcile, from the configurations reader lists, and tells what the new set changed.
-func (r *Reconciler) rebuild(ctx context.Context, reader client.Reader) (interpreter.Affected, error) {
-	logger := log.FromContext(ctx)
-	var list configv1alpha1.ResourceInterpreterWebhookConfigurationList
-	if err := reader.List(ctx, &list); err != nil {
-		return interpreter.Affected{}, err
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.built == nil {
-		r.built = map[string]builtConfig{}
-	}
-	var parts []*Interpreter
-	seen := map[string]bool{}
-	for i := range list.Items {
-		c := &list.Items[i]
-		seen[c.Name] = true
-		prev, hasPrev := r.built[c.Name]
-		if hasPrev && prev.generation == c.Generation {
-			parts = append(parts, prev.in)
-			continue
-		}
-		in, err := New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{*c})
-		if err != nil {
-			msg := err.Error()
-			if hasPrev {
-				msg += "; its previous version keeps serving"
-				parts = append(parts, prev.in)
+// serve hands the layer the webhooks Select chooses from current, unless they answer as the ones it has, and tells
+// the verdicts and what the new set changed.
+func (r *Reconciler) serve(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) ([]Verdict, interpreter.Affected) {
+	current = r.withRemembered(current)
+	prevBuilt := r.built
+	r.built = map[builtKey]builtWebhooks{}
+	parts, verdicts := Select(current, func(c *configv1alpha1.ResourceInterpreterWebhookConfiguration, webhooks []configv1alpha1.ResourceInterpreterWebhook) (*Interpreter, error) {
+		k := builtKey{keyOf(c), fingerprint(webhooks)}
+		b, ok := r.built[k]
+		if !ok {
+			if b, ok = prevBuilt[k]; !ok || k.fingerprint == "" {
+				b.in, b.err = New([]configv1alpha1.ResourceInterpreterWebhookConfiguration{{ObjectMeta: c.ObjectMeta, Webhooks: webhooks}})
 			}
-			logger.Error(err, "refused a resource interpreter webhook configuration", "configuration", c.Name,
-				"generation", c.Generation, "previousVersionServes", hasPrev)
-			r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", msg)
-			// Remember the refusal as this generation's, so it is reported once; the previous version stays.
-			if hasPrev {
-				r.built[c.Name] = builtConfig{generation: c.Generation, in: prev.in}
-			} else {
-				r.built[c.Name] = builtConfig{generation: c.Generation, in: &Interpreter{}}
-			}
-			continue
+			r.built[k] = b
 		}
-		r.built[c.Name] = builtConfig{generation: c.Generation, in: in}
-		parts = append(parts, in)
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "serving %d webhooks", len(in.hooks))
+		return b.in, b.err
+	})
+	kept := map[string]*configv1alpha1.AcceptedWebhooks{}
+	for i := range verdicts {
+		kept[verdicts[i].Name] = verdicts[i].LastAccepted
 	}
-	for name := range r.built {
-		if !seen[name] {
-			delete(r.built, name)
+	r.accepted = map[configKey]*configv1alpha1.AcceptedWebhooks{}
+	for i := range current {
+		if last := kept[current[i].Name]; last != nil {
+			r.accepted[keyOf(&current[i])] = last
 		}
 	}
 	next := Merge(parts...)
 	changed := Changed(r.Layer.Current(), next)
-	r.Layer.Set(next)
-	return changed, nil
+	if !changed.Empty() {
+		// A set that answers as the current one (every status write reconciles every shard) keeps it.
+		r.Layer.Set(next)
+	}
+	return verdicts, changed
+}
+
+// withRemembered is current, where a status keeps no accepted version but this federator accepted one of the same
+// configuration before (it loaded it, and the edit came before its first status write), with that version as if the
+// status kept it: it serves while the edit is refused, and the status write that follows keeps it for every
+// federator.
+func (r *Reconciler) withRemembered(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) []configv1alpha1.ResourceInterpreterWebhookConfiguration {
+	out, copied := current, false
+	for i := range current {
+		prev, ok := r.accepted[keyOf(&current[i])]
+		if !ok || current[i].Status.LastAccepted != nil || prev.Generation >= current[i].Generation {
+			continue
+		}
+		if !copied {
+			out, copied = append([]configv1alpha1.ResourceInterpreterWebhookConfiguration(nil), current...), true
+		}
+		out[i].Status.LastAccepted = prev.DeepCopy()
+	}
+	return out
+}
+
+// fingerprint identifies webhooks by what a layer built from them calls; "" if they cannot be encoded, and then
+// they are built each time.
+func fingerprint(webhooks []configv1alpha1.ResourceInterpreterWebhook) string {
+	b, err := json.Marshal(webhooks)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// forget drops the verdicts stated on configurations no longer in current.
+func (r *Reconciler) forget(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) {
+	if r.stated == nil {
+		r.stated = map[configKey]stated{}
+	}
+	keep := make(map[configKey]bool, len(current))
+	for i := range current {
+		keep[keyOf(&current[i])] = true
+	}
+	for k := range r.stated {
+		if !keep[k] {
+			delete(r.stated, k)
+		}
+	}
+}
+
+// record writes v to c's status when decideStatus says to, only over the version of c it was decided from, and
+// tells whether the standing (the Accepted condition) changed, or after how long to decide again.
+func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterWebhookConfiguration, v *Verdict) (standingChanged bool, retryAfter time.Duration, err error) {
+	want := c.DeepCopy()
+	want.Status.ObservedGeneration = v.Generation
+	want.Status.ServedGeneration = v.ServedGeneration
+	want.Status.LastAccepted = v.LastAccepted.DeepCopy()
+	cond := v.Condition()
+	prev := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
+	standingChanged = prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason ||
+		prev.Message != cond.Message || prev.ObservedGeneration != cond.ObservedGeneration
+	meta.SetStatusCondition(&want.Status.Conditions, cond)
+	verdict, now := ownedOf(&want.Status), time.Now()
+	var last *stated
+	if s, ok := r.stated[keyOf(c)]; ok {
+		last = &s
+	}
+	switch action, after := decideStatus(ownedOf(&c.Status), verdict, last, now); action {
+	case statusAgrees:
+		r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
+		return false, 0, nil
+	case statusWait:
+		return false, after, nil
+	}
+	// An update carries the resourceVersion read: a federator with an older view (a lagging cache) cannot write
+	// over a newer verdict.
+	if err := r.Client.Status().Update(ctx, want); err != nil {
+		return false, 0, err
+	}
+	r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
+	return standingChanged, 0, nil
+}
+
+// report tells of c's new standing, v.
+func (r *Reconciler) report(ctx context.Context, c *configv1alpha1.ResourceInterpreterWebhookConfiguration, v *Verdict) {
+	if v.Accepted() {
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "%s", v.Message)
+		return
+	}
+	log.FromContext(ctx).Error(v.Err, "refused a resource interpreter webhook configuration", "configuration", v.Name,
+		"generation", v.Generation, "servedGeneration", v.ServedGeneration)
+	r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", v.Message)
 }

@@ -79,12 +79,16 @@ func TestReconcilerServesTheLiveSet(t *testing.T) {
 	eventually(t, "the webhook answers over TLS", healthy)
 	eventually(t, "a serving Event", event("widgets", ReasonServing, "serving 1 webhooks"))
 
+	// The reconciler wrote the status since.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&cfg), &cfg); err != nil {
+		t.Fatal(err)
+	}
 	cfg.Webhooks[0].ClientConfig.CABundle = []byte("not a certificate")
 	if err := c.Update(ctx, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a refusal Event", event("widgets", ReasonRefused,
-		`webhook "widgets.example.io": clientConfig.caBundle holds no PEM certificate; its previous version keeps serving`))
+		`webhook "widgets.example.io": clientConfig.caBundle holds no PEM certificate; its last accepted version (generation 1) keeps serving`))
 	if ok, msg := healthy(); !ok {
 		t.Fatalf("after the bad update: %s", msg)
 	}
