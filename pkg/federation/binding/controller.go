@@ -193,6 +193,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if len(b.Spec.Clusters) > 0 {
 		if err := r.renderAll(ctx, &b, &o); err != nil {
+			if errors.As(err, new(dependencyInterpretError)) {
+				// o is whole: every target cluster's Work held back, and why. The binding tells of it, and the
+				// error has the pass retried.
+				r.handOver(&b, o)
+			}
 			return ctrl.Result{}, err
 		}
 	} else {
@@ -210,6 +215,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // renderAll renders and writes the Work of every target cluster, recording in o what went wrong for which cluster.
 // A cluster whose Work cannot be rendered keeps its previous Work: a bad policy must not take a workload away.
+// When the interpreter cannot find the template's dependencies, no Work is rendered, and the dependencyInterpretError
+// returned comes with o whole (every target cluster failing with it).
 func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBinding, o *outcome) error {
 	current, err := r.template(ctx, b)
 	if apierrors.IsNotFound(err) {
@@ -222,8 +229,15 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 	}
 	template := stripServerFields(current)
 	in := renderInput{binding: b, template: template, generation: current.GetGeneration()}
+	// depsFailed is the interpreter failing to find the dependencies: no Work is rendered, though a cluster
+	// leaving still loses its Work (unjoin waits for it).
+	var depsFailed error
 	if b.Spec.PropagateDeps {
-		if in.deps, o.missingDeps, err = r.dependencies(ctx, client.ObjectKeyFromObject(b), template); err != nil {
+		in.deps, o.missingDeps, err = r.dependencies(ctx, client.ObjectKeyFromObject(b), template)
+		switch {
+		case errors.As(err, new(dependencyInterpretError)):
+			depsFailed = err
+		case err != nil:
 			return err
 		}
 	} else {
@@ -258,6 +272,10 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			}
 			continue
 		}
+		if depsFailed != nil {
+			o.renderErrors[tc.Name] = depsFailed
+			continue
+		}
 		if desired[tc.Name], err = render(ctx, in, r.Interpreter, tc, &cluster); err != nil {
 			o.renderErrors[tc.Name] = err
 			delete(desired, tc.Name)
@@ -276,6 +294,9 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			}
 			desired[tc.Name].Name = name
 		}
+	}
+	if depsFailed != nil {
+		return depsFailed
 	}
 	turns, err := pace(b, template, desired, o.works)
 	if err != nil {

@@ -21,6 +21,9 @@ import (
 // found or not, is recorded as binding's dependents before it reads any: a dependency created or changed from then
 // on renders the binding again, even one that changes while this pass reads it.
 //
+// The interpreter failing (a webhook down, a script failing, a selector in its answer that does not parse) is a
+// dependencyInterpretError; reading a dependency failing is returned as it is.
+//
 // A dependency named in another namespace than the template's is neither read nor propagated: it is returned in
 // missing, saying so, and the template still goes out. A Work holds only its own namespace's objects
 // (rendering.InWorkScope), as Karmada's dependencies are the workload's own namespace's; and reading it would tell
@@ -32,7 +35,7 @@ func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedN
 	}
 	refs, err := r.Interpreter.InterpretDependency(ctx, template)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, dependencyInterpretError{err}
 	}
 	type lookup struct {
 		ref      interpreter.DependentObjectReference
@@ -60,7 +63,7 @@ func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedN
 			looked.names = append(looked.names, depName{depSpace: space, Name: ref.Name})
 		case ref.LabelSelector != nil:
 			if l.selector, err = metav1.LabelSelectorAsSelector(ref.LabelSelector); err != nil {
-				return nil, nil, fmt.Errorf("dependency %s selector: %w", ref.Kind, err)
+				return nil, nil, dependencyInterpretError{fmt.Errorf("dependency %s selector: %w", ref.Kind, err)}
 			}
 			looked.selectors = append(looked.selectors, depSelector{depSpace: space, Selector: l.selector})
 		default:
@@ -107,3 +110,12 @@ func (r *Reconciler) dependencies(ctx context.Context, binding types.NamespacedN
 	}
 	return deps, missing, nil
 }
+
+// dependencyInterpretError is the interpreter failing to find a template's dependencies. No Work of the binding is
+// rendered without them (the member would lose its dependencies): each keeps what it had, the binding tells why as
+// a render failure of each target cluster, and the pass is retried.
+type dependencyInterpretError struct{ err error }
+
+func (e dependencyInterpretError) Error() string { return "find dependencies: " + e.err.Error() }
+
+func (e dependencyInterpretError) Unwrap() error { return e.err }
