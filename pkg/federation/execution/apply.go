@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,7 +196,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
-		retained = !equality.Semantic.DeepEqual(before.Object, desired.Object)
+		retained = tookMemberValues(before, desired)
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)
@@ -243,6 +242,18 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	}
 	manifestsTotal.WithLabelValues("applied").Inc()
 	return &ref, keep, nil
+}
+
+// tookMemberValues reports whether Retain, turning before into desired, put values read from the member in. A
+// value that desired holds and before does not is one. Fields Retain only removed (left to the member) are not,
+// nor nulls a Lua round trip dropped. A copy equal to the Work's own value shows in neither, so the replicas that
+// interpreter.RetainReplicasLabel asks to keep are always taken as read: an HPA resting at the share the Work
+// gives is the usual case.
+func tookMemberValues(before, desired *unstructured.Unstructured) bool {
+	if _, onlyRemoved := contains(desired.Object, before.Object); !onlyRemoved {
+		return true
+	}
+	return desired.GetLabels()[interpreter.RetainReplicasLabel] == "true"
 }
 
 // changedWhileAppliedTries is how many times a pass applies a manifest whose member object keeps changing between

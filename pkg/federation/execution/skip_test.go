@@ -1,7 +1,6 @@
 package execution
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -189,7 +188,7 @@ func TestContains(t *testing.T) {
 
 // A member's API server counts a DaemonSet's template generation itself, and shows it in an annotation whatever a
 // writer sends. A Work that carries another value (rendered before the binding stage stripped it) differs from the
-// member's copy on every pass, and is applied again each time, unless Retain keeps the member's value.
+// member's copy on every pass, and is applied again each time, unless the annotation is left to the member.
 func TestDaemonSetTemplateGenerationIsTheMembers(t *testing.T) {
 	const desired = `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"agent","namespace":"shop",
 		"annotations":{"deprecated.daemonset.template.generation":"1"}},
@@ -201,13 +200,11 @@ func TestDaemonSetTemplateGenerationIsTheMembers(t *testing.T) {
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	applied := &metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, ObservedGeneration: 3}
 	if need, _ := needsApply(w, applied, obj(t, desired), obj(t, observed)); !need {
-		t.Fatal("the member's template generation is not compared: this test no longer shows what Retain is for")
+		t.Fatal("the member's template generation is not compared: this test no longer shows what LeaveToMember is for")
 	}
-	retained, err := native.New().Retain(context.Background(), obj(t, desired), obj(t, observed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if need, why := needsApply(w, applied, retained, obj(t, observed)); need {
+	left := obj(t, desired)
+	native.LeaveToMember(left)
+	if need, why := needsApply(w, applied, left, obj(t, observed)); need {
 		t.Errorf("applied again on every pass: %s", why)
 	}
 }

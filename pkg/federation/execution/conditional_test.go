@@ -1,0 +1,110 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
+	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
+)
+
+// removing leaves spec.paused to the member by not sending it, as a user's customization may: it puts none of the
+// member's values in.
+type removing struct{}
+
+func (removing) Retain(_ context.Context, desired, _ *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out := desired.DeepCopy()
+	unstructured.RemoveNestedField(out.Object, "spec", "paused")
+	return out, nil
+}
+
+// An apply is conditional on the member object being as read exactly when it carries values read from it: applied
+// over a newer write of them (an HPA scaling in between), those would put the old ones back. Without them, a
+// conditional apply only meets the member's controllers' writes (a rolling Deployment's status) as conflicts.
+func TestApplyConditionalOnlyWithTheMembersValues(t *testing.T) {
+	lua, err := declarative.New([]configv1alpha1.ResourceInterpreterCustomization{{ObjectMeta: metav1.ObjectMeta{Name: "deploy"},
+		Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{
+			Target: configv1alpha1.CustomizationTarget{APIVersion: "apps/v1", Kind: "Deployment"},
+			Customizations: configv1alpha1.CustomizationRules{Retention: &configv1alpha1.LocalValueRetention{LuaScript: `
+function Retain(desiredObj, observedObj)
+  if observedObj.metadata.labels ~= nil and observedObj.metadata.labels.hpa == "true" then
+    desiredObj.spec.replicas = observedObj.spec.replicas
+  end
+  return desiredObj
+end`}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retainReplicas := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop",
+		"labels":{"` + interpreter.RetainReplicasLabel + `":"true"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`
+	for _, tc := range []struct {
+		name        string
+		retainer    Retainer
+		manifest    string
+		conditional bool
+	}{{
+		name:     "the member's replicas, as the label asks, equal to the Work's",
+		retainer: native.New(), manifest: retainReplicas, conditional: true,
+	}, {
+		name:     "a Retain that only removes a field",
+		retainer: removing{},
+		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":3,"paused":true}}`,
+	}, {
+		name:     "a Lua Retain that keeps nothing, of a manifest with nulls the round trip drops",
+		retainer: interpreter.Layers{Customization: lua, Native: native.New()}.Chain(),
+		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},
+			"spec":{"replicas":3,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`,
+	}, {
+		name:     "revision annotations the Work carries, left to the member",
+		retainer: native.New(),
+		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop",
+			"annotations":{"deployment.kubernetes.io/revision":"3"}},"spec":{"replicas":3}}`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+			observed := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "7",
+					"annotations": map[string]any{"deployment.kubernetes.io/revision": "5"}},
+				"spec": map[string]any{"replicas": int64(2)},
+			}}
+			dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), observed)
+			var sent map[string]any
+			dyn.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &sent); err != nil {
+					t.Fatal(err)
+				}
+				return true, observed.DeepCopy(), nil
+			})
+			mapper := &lookingAgain{RESTMapper: serving(gvk), before: []schema.GroupVersionKind{gvk}, after: []schema.GroupVersionKind{gvk}}
+			mc := &member.Client{Name: "member1", Mapper: mapper, Dynamic: dyn}
+			r := &Reconciler{Retainer: tc.retainer, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied}}
+			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "shop"}, Spec: workv1alpha1.WorkSpec{ClusterName: "member1"}}
+			m := workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(tc.manifest)}}
+			if _, _, err := r.applyManifest(context.Background(), mc, w, 0, m, policyv1alpha1.ConflictOverwrite, finishedState{}); err != nil {
+				t.Fatal(err)
+			}
+			if sent == nil {
+				t.Fatal("nothing applied")
+			}
+			rv, _, _ := unstructured.NestedString(sent, "metadata", "resourceVersion")
+			if got := rv == "7"; got != tc.conditional {
+				t.Errorf("apply conditional %v (resourceVersion %q), want %v", got, rv, tc.conditional)
+			}
+		})
+	}
+}
