@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/acceptance"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 )
@@ -40,9 +37,9 @@ var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "r
 // (not on a status write that leaves it as it was: every shard writes the statuses, and each write reconciles every
 // shard), and writes each one's verdict to its status, the last accepted version included: that copy is what every
 // federator serves while a later version is refused. Customizations are cluster-scoped and every shard needs all of
-// them, so its manager must watch them unsharded; every shard writes the statuses too, each only over the version it
-// read, and only when decideStatus says to, so that shards agreeing write nothing and versions disagreeing do not
-// take turns as fast as they can.
+// them, so its manager must watch them unsharded; every shard writes the statuses too, as acceptance.Statuses does:
+// each only over the version it read, and only when the status says something else than its verdict, so that shards
+// agreeing write nothing and versions disagreeing do not take turns as fast as they can.
 type Reconciler struct {
 	// Client lists the customizations and writes their statuses.
 	Client client.Client
@@ -59,18 +56,15 @@ type Reconciler struct {
 	Changes *rerun.Notifier
 
 	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built, served and
-	// stated.
+	// statuses.
 	mu sync.Mutex
 	// built is the fingerprint of the set the layer serves; "" before the first.
 	built string
 	// served is the set the layer serves, for Changed.
 	served []configv1alpha1.ResourceInterpreterCustomization
-	// stated is this shard's verdict on each customization as it last wrote it or found it written.
-	stated map[statedKey]stated
+	// statuses writes the verdicts; nil before the first Reconcile.
+	statuses *acceptance.Statuses[*configv1alpha1.AcceptedVersion, *configv1alpha1.ResourceInterpreterCustomization]
 }
-
-// staleRetry is how soon a status written over by another federator since it was read is decided again.
-const staleRetry = 200 * time.Millisecond
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -113,39 +107,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 
-	byName := map[string]*configv1alpha1.ResourceInterpreterCustomization{}
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+	if r.statuses == nil {
+		r.statuses = acceptance.NewStatuses(statusKind)
 	}
-	// Refusals first: they are what needs a user's attention.
-	sort.SliceStable(verdicts, func(i, j int) bool { return !verdicts[i].Accepted() && verdicts[j].Accepted() })
-	r.forget(list.Items)
-	stale, wait := false, time.Duration(0)
-	for i := range verdicts {
-		v := &verdicts[i]
-		changed, after, err := r.record(ctx, byName[v.Name], v)
-		if after > 0 && (wait == 0 || after < wait) {
-			wait = after
-		}
-		switch {
-		case apierrors.IsConflict(err):
-			// Another federator wrote it since it was read: the newer object decides again.
-			logger.V(1).Info("customization status changed since it was read; deciding again", "customization", v.Name)
-			stale = true
-		case apierrors.IsNotFound(err):
-			// Deleted since the list (its deletion reconciles again), or a CRD from before the status subresource.
-			logger.Info("could not write the status of a resource interpreter customization: deleted since, or its CRD "+
-				"has no status subresource (apply the chart's CRDs)", "customization", v.Name, "error", err.Error())
-		case err != nil:
-			return reconcile.Result{}, fmt.Errorf("status of customization %s: %w", v.Name, err)
-		case changed:
-			r.report(ctx, byName[v.Name], v)
-		}
-	}
-	if stale {
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
-	}
-	return reconcile.Result{RequeueAfter: wait}, nil
+	return r.statuses.Write(ctx, r.Client, r.Recorder, acceptance.Objects(list.Items), verdicts)
 }
 
 // Load fills the layer from the customizations reader lists, as Reconcile would but without writing their
@@ -186,74 +151,4 @@ func (r *Reconciler) build(serve []configv1alpha1.ResourceInterpreterCustomizati
 	r.Layer.Set(in)
 	r.built, r.served = fp, serve
 	return true, nil
-}
-
-// forget drops the verdicts stated on customizations no longer in current.
-func (r *Reconciler) forget(current []configv1alpha1.ResourceInterpreterCustomization) {
-	if r.stated == nil {
-		r.stated = map[statedKey]stated{}
-	}
-	keep := make(map[statedKey]bool, len(current))
-	for i := range current {
-		keep[keyOf(&current[i])] = true
-	}
-	for k := range r.stated {
-		if !keep[k] {
-			delete(r.stated, k)
-		}
-	}
-}
-
-// statedKey is one customization: its UID tells one deleted and created again under its name from the first.
-type statedKey struct {
-	name string
-	uid  types.UID
-}
-
-func keyOf(c *configv1alpha1.ResourceInterpreterCustomization) statedKey {
-	return statedKey{c.Name, c.UID}
-}
-
-// record writes v to c's status when decideStatus says to, only over the version of c it was decided from, and
-// tells whether the standing (the Accepted condition) changed, or after how long to decide again.
-func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) (standingChanged bool, retryAfter time.Duration, err error) {
-	want := c.DeepCopy()
-	want.Status.ObservedGeneration = v.Generation
-	want.Status.ServedGeneration = v.ServedGeneration
-	want.Status.LastAccepted = v.LastAccepted.DeepCopy()
-	cond := v.Condition()
-	prev := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
-	standingChanged = prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason ||
-		prev.Message != cond.Message || prev.ObservedGeneration != cond.ObservedGeneration
-	meta.SetStatusCondition(&want.Status.Conditions, cond)
-	verdict, now := ownedOf(&want.Status), time.Now()
-	var last *stated
-	if s, ok := r.stated[keyOf(c)]; ok {
-		last = &s
-	}
-	switch action, after := decideStatus(ownedOf(&c.Status), verdict, last, now); action {
-	case statusAgrees:
-		r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
-		return false, 0, nil
-	case statusWait:
-		return false, after, nil
-	}
-	// An update carries the resourceVersion read: a federator with an older view (a lagging cache) cannot write
-	// over a newer verdict.
-	if err := r.Client.Status().Update(ctx, want); err != nil {
-		return false, 0, err
-	}
-	r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
-	return standingChanged, 0, nil
-}
-
-// report tells of c's new standing, v.
-func (r *Reconciler) report(ctx context.Context, c *configv1alpha1.ResourceInterpreterCustomization, v *Verdict) {
-	if v.Accepted() {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "%s", v.Message)
-		return
-	}
-	log.FromContext(ctx).Error(v.Err, "refused a resource interpreter customization", "customization", v.Name,
-		"generation", v.Generation, "servedGeneration", v.ServedGeneration)
-	r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", v.Message)
 }

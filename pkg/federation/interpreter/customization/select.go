@@ -3,53 +3,19 @@ package customization
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/acceptance"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 )
 
-// Verdict is what Select decided about one customization: whether its current spec is accepted, which generation
-// serves, and which version to keep as its last accepted one. It is what the customization's status says.
-type Verdict struct {
-	// Name of the customization.
-	Name string
-	// Generation of its current spec.
-	Generation int64
-	// Reason is the Accepted condition's reason (configv1alpha1.CustomizationReason*).
-	Reason string
-	// Err says why the current spec is refused: the Lua error with its line, or the conflict; nil when accepted.
-	Err error
-	// Message is the Accepted condition's message: what serves, or Err and what serves instead, if anything.
-	Message string
-	// ServedGeneration is the generation that serves; zero when none does.
-	ServedGeneration int64
-	// LastAccepted is the version to keep: the spec when it is accepted, else the one the status has.
-	LastAccepted *configv1alpha1.AcceptedVersion
-}
-
-// Accepted reports whether the current spec serves.
-func (v *Verdict) Accepted() bool { return v.Err == nil }
-
-// maxMessage is the longest condition message the API server takes.
-const maxMessage = 32768
-
-// Condition is the Accepted condition that says v.
-func (v *Verdict) Condition() metav1.Condition {
-	status := metav1.ConditionTrue
-	if !v.Accepted() {
-		status = metav1.ConditionFalse
-	}
-	msg := v.Message
-	if len(msg) > maxMessage {
-		// Many long Lua errors at once: a status the API server refuses would say nothing at all.
-		msg = strings.ToValidUTF8(msg[:maxMessage-len(" ...")], "") + " ..."
-	}
-	return metav1.Condition{Type: configv1alpha1.CustomizationConditionAccepted, Status: status,
-		ObservedGeneration: v.Generation, Reason: v.Reason, Message: msg}
-}
+// Verdict is what Select decided about one customization: whether its current spec is accepted (Err, when refused,
+// is the Lua error with its line, or the conflict), which generation serves, and which version to keep as its last
+// accepted one, the spec when it is accepted. It is what the customization's status says; its Reason is one of
+// configv1alpha1.CustomizationReason*.
+type Verdict = acceptance.Verdict[*configv1alpha1.AcceptedVersion]
 
 // TakenBefore is the order Select takes customizations in: oldest first; of two created in the same second
 // (timestamps have whole seconds), the one already serving; then by name.

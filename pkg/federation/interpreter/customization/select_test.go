@@ -1,12 +1,10 @@
 package customization
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -195,14 +193,5 @@ func TestAcceptedSpecIsKeptWhole(t *testing.T) {
 	last.Spec.Customizations.HealthInterpretation.LuaScript = "changed"
 	if c.Spec.Customizations.HealthInterpretation.LuaScript != good {
 		t.Fatal("the kept version shares the spec's scripts")
-	}
-}
-
-func TestConditionMessageFitsTheAPI(t *testing.T) {
-	v := Verdict{Reason: configv1alpha1.CustomizationReasonInvalidScript, Err: errors.New("bad"),
-		Message: strings.Repeat("é", maxMessage)}
-	msg := v.Condition().Message
-	if len(msg) > maxMessage || !utf8.ValidString(msg) || !strings.HasSuffix(msg, " ...") {
-		t.Fatalf("message of %d bytes (valid UTF-8: %v), ending %q", len(msg), utf8.ValidString(msg), msg[len(msg)-8:])
 	}
 }

@@ -7,13 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +19,7 @@ import (
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/acceptance"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/rerun"
 )
 
@@ -42,8 +38,8 @@ var setRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "r
 // with a webhook that cannot be called (bad CA bundle, URL, or context versions) is refused, and that copy is what
 // every federator serves instead, a restarted one too. It works as customization.Reconciler does: configurations
 // are cluster-scoped and every shard needs all of them, so its manager must watch them unsharded; every shard writes
-// the statuses, each only over the version it read and only when decideStatus says to, and the federator whose
-// write changes a configuration's standing reports it, once.
+// the statuses as acceptance.Statuses does, each only over the version it read and only when the status says
+// something else than its verdict, and the federator whose write changes a configuration's standing reports it, once.
 type Reconciler struct {
 	// Client lists the configurations and writes their statuses.
 	Client client.Client
@@ -56,12 +52,13 @@ type Reconciler struct {
 	// Nil tells no one: the new set reaches each object at its next reconcile.
 	Changes *rerun.Notifier
 
-	// mu makes one pass at a time: two could hand the layer an older set last. It guards built and stated.
+	// mu makes one pass at a time: two could hand the layer an older set last. It guards built, statuses and
+	// accepted.
 	mu sync.Mutex
 	// built are the webhooks built in the last pass, to build each version once, not at every status write.
 	built map[builtKey]builtWebhooks
-	// stated is this shard's verdict on each configuration as it last wrote it or found it written.
-	stated map[configKey]stated
+	// statuses writes the verdicts; nil before the first Reconcile.
+	statuses *acceptance.Statuses[*configv1alpha1.AcceptedWebhooks, *configv1alpha1.ResourceInterpreterWebhookConfiguration]
 	// accepted is the last accepted version of each configuration as this federator last decided it, for a status
 	// that keeps none yet (see serve).
 	accepted map[configKey]*configv1alpha1.AcceptedWebhooks
@@ -87,9 +84,6 @@ type builtWebhooks struct {
 	in  *Interpreter
 	err error
 }
-
-// staleRetry is how soon a status written over by another federator since it was read is decided again.
-const staleRetry = 200 * time.Millisecond
 
 // SetupWithManager registers the reconciler with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -124,37 +118,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 
-	byName := map[string]*configv1alpha1.ResourceInterpreterWebhookConfiguration{}
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+	if r.statuses == nil {
+		r.statuses = acceptance.NewStatuses(statusKind)
 	}
-	// Refusals first: they are what needs a user's attention.
-	sort.SliceStable(verdicts, func(i, j int) bool { return !verdicts[i].Accepted() && verdicts[j].Accepted() })
-	r.forget(list.Items)
-	stale, wait := false, time.Duration(0)
-	for i := range verdicts {
-		v := &verdicts[i]
-		standingChanged, after, err := r.record(ctx, byName[v.Name], v)
-		if after > 0 && (wait == 0 || after < wait) {
-			wait = after
-		}
-		switch {
-		case apierrors.IsConflict(err):
-			logger.V(1).Info("webhook configuration status changed since it was read; deciding again", "configuration", v.Name)
-			stale = true
-		case apierrors.IsNotFound(err):
-			logger.Info("could not write the status of a resource interpreter webhook configuration: deleted since, or "+
-				"its CRD has no status subresource (apply the chart's CRDs)", "configuration", v.Name, "error", err.Error())
-		case err != nil:
-			return reconcile.Result{}, fmt.Errorf("status of webhook configuration %s: %w", v.Name, err)
-		case standingChanged:
-			r.report(ctx, byName[v.Name], v)
-		}
-	}
-	if stale {
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
-	}
-	return reconcile.Result{RequeueAfter: wait}, nil
+	return r.statuses.Write(ctx, r.Client, r.Recorder, acceptance.Objects(list.Items), verdicts)
 }
 
 // Load fills the layer from the configurations reader lists, as Reconcile would but without writing their statuses
@@ -236,64 +203,4 @@ func fingerprint(webhooks []configv1alpha1.ResourceInterpreterWebhook) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// forget drops the verdicts stated on configurations no longer in current.
-func (r *Reconciler) forget(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) {
-	if r.stated == nil {
-		r.stated = map[configKey]stated{}
-	}
-	keep := make(map[configKey]bool, len(current))
-	for i := range current {
-		keep[keyOf(&current[i])] = true
-	}
-	for k := range r.stated {
-		if !keep[k] {
-			delete(r.stated, k)
-		}
-	}
-}
-
-// record writes v to c's status when decideStatus says to, only over the version of c it was decided from, and
-// tells whether the standing (the Accepted condition) changed, or after how long to decide again.
-func (r *Reconciler) record(ctx context.Context, c *configv1alpha1.ResourceInterpreterWebhookConfiguration, v *Verdict) (standingChanged bool, retryAfter time.Duration, err error) {
-	want := c.DeepCopy()
-	want.Status.ObservedGeneration = v.Generation
-	want.Status.ServedGeneration = v.ServedGeneration
-	want.Status.LastAccepted = v.LastAccepted.DeepCopy()
-	cond := v.Condition()
-	prev := meta.FindStatusCondition(c.Status.Conditions, cond.Type)
-	standingChanged = prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason ||
-		prev.Message != cond.Message || prev.ObservedGeneration != cond.ObservedGeneration
-	meta.SetStatusCondition(&want.Status.Conditions, cond)
-	verdict, now := ownedOf(&want.Status), time.Now()
-	var last *stated
-	if s, ok := r.stated[keyOf(c)]; ok {
-		last = &s
-	}
-	switch action, after := decideStatus(ownedOf(&c.Status), verdict, last, now); action {
-	case statusAgrees:
-		r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
-		return false, 0, nil
-	case statusWait:
-		return false, after, nil
-	}
-	// An update carries the resourceVersion read: a federator with an older view (a lagging cache) cannot write
-	// over a newer verdict.
-	if err := r.Client.Status().Update(ctx, want); err != nil {
-		return false, 0, err
-	}
-	r.stated[keyOf(c)] = stated{verdict: verdict, at: now}
-	return standingChanged, 0, nil
-}
-
-// report tells of c's new standing, v.
-func (r *Reconciler) report(ctx context.Context, c *configv1alpha1.ResourceInterpreterWebhookConfiguration, v *Verdict) {
-	if v.Accepted() {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonServing, "%s", v.Message)
-		return
-	}
-	log.FromContext(ctx).Error(v.Err, "refused a resource interpreter webhook configuration", "configuration", v.Name,
-		"generation", v.Generation, "servedGeneration", v.ServedGeneration)
-	r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonRefused, "%s", v.Message)
 }

@@ -3,51 +3,16 @@ package webhook
 import (
 	"fmt"
 	"sort"
-	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/acceptance"
 )
 
 // Verdict is what Select decided about one configuration: whether its current webhooks are accepted, which
-// generation serves, and which version to keep as its last accepted one. It is what the configuration's status says.
-type Verdict struct {
-	// Name of the configuration.
-	Name string
-	// Generation of its current webhooks.
-	Generation int64
-	// Reason is the Accepted condition's reason (configv1alpha1.WebhookConfigurationReason*).
-	Reason string
-	// Err says why the current webhooks are refused; nil when accepted.
-	Err error
-	// Message is the Accepted condition's message: what serves, or Err and what serves instead, if anything.
-	Message string
-	// ServedGeneration is the generation that serves; zero when none does.
-	ServedGeneration int64
-	// LastAccepted is the version to keep: the current webhooks when accepted, else the ones the status has.
-	LastAccepted *configv1alpha1.AcceptedWebhooks
-}
-
-// Accepted reports whether the current webhooks serve.
-func (v *Verdict) Accepted() bool { return v.Err == nil }
-
-// maxMessage is the longest condition message the API server takes.
-const maxMessage = 32768
-
-// Condition is the Accepted condition that says v.
-func (v *Verdict) Condition() metav1.Condition {
-	status := metav1.ConditionTrue
-	if !v.Accepted() {
-		status = metav1.ConditionFalse
-	}
-	msg := v.Message
-	if len(msg) > maxMessage {
-		msg = strings.ToValidUTF8(msg[:maxMessage-len(" ...")], "") + " ..."
-	}
-	return metav1.Condition{Type: configv1alpha1.WebhookConfigurationConditionAccepted, Status: status,
-		ObservedGeneration: v.Generation, Reason: v.Reason, Message: msg}
-}
+// generation serves, and which version to keep as its last accepted one, the current webhooks when they are
+// accepted. It is what the configuration's status says; its Reason is one of
+// configv1alpha1.WebhookConfigurationReason*.
+type Verdict = acceptance.Verdict[*configv1alpha1.AcceptedWebhooks]
 
 // builder builds webhooks of configuration c, its current ones or those its status keeps: New, or a cache of it.
 type builder func(c *configv1alpha1.ResourceInterpreterWebhookConfiguration, webhooks []configv1alpha1.ResourceInterpreterWebhook) (*Interpreter, error)

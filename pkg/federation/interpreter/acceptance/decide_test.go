@@ -1,54 +1,76 @@
-package customization
+package acceptance
 
 import (
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 )
+
+// version stands for the version a status keeps.
+type version struct {
+	Generation int64
+	Script     string
+}
+
+func (v *version) DeepCopy() *version {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
+// status stands for an object's status.
+type status struct {
+	ObservedGeneration int64
+	ServedGeneration   int64
+	LastAccepted       *version
+	Conditions         []metav1.Condition
+}
+
+func fieldsOf(s *status) Fields[*version] {
+	return Fields[*version]{ObservedGeneration: &s.ObservedGeneration, ServedGeneration: &s.ServedGeneration,
+		LastAccepted: &s.LastAccepted, Conditions: &s.Conditions}
+}
 
 // TestDecideStatus: a shard writes its verdict when it changed, not when the status says the same (in other words
 // too), and no sooner than restateAfter over a status that says otherwise while its verdict stayed.
 func TestDecideStatus(t *testing.T) {
-	type status = configv1alpha1.ResourceInterpreterCustomizationStatus
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	spec := ric("a", 2, 0, good).Spec
 	st := func(gen, served int64, accepted metav1.ConditionStatus, reason, msg string, extra ...metav1.Condition) status {
 		return status{ObservedGeneration: gen, ServedGeneration: served,
-			LastAccepted: &configv1alpha1.AcceptedVersion{Generation: 2, Spec: spec},
-			Conditions: append([]metav1.Condition{{Type: configv1alpha1.CustomizationConditionAccepted, Status: accepted,
+			LastAccepted: &version{Generation: 2, Script: "good"},
+			Conditions: append([]metav1.Condition{{Type: ConditionAccepted, Status: accepted,
 				ObservedGeneration: gen, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}},
 				extra...)}
 	}
-	const (
-		accept  = configv1alpha1.CustomizationReasonAccepted
-		invalid = configv1alpha1.CustomizationReasonInvalidScript
-	)
-	mine := st(2, 2, metav1.ConditionTrue, accept, "serving 1 scripts for example.io/v1, Widget")
+	const accept, invalid = "Accepted", "Invalid"
+	mine := st(2, 2, metav1.ConditionTrue, accept, "serving 1 scripts")
 	later := mine
 	later.Conditions = []metav1.Condition{mine.Conditions[0]}
 	later.Conditions[0].LastTransitionTime = metav1.NewTime(now)
 	reworded := st(2, 2, metav1.ConditionTrue, "Loaded", "accepted by fedmesh 0.9")
 	refused := st(2, 0, metav1.ConditionFalse, invalid, "fedmesh 0.9 cannot load it")
-	stale := st(1, 1, metav1.ConditionTrue, accept, "serving 1 scripts for example.io/v1, Widget")
-	stale.LastAccepted = &configv1alpha1.AcceptedVersion{Generation: 1, Spec: ric("a", 1, 0, good2).Spec}
-	statedAgo := func(s status, ago time.Duration) *stated { return &stated{verdict: ownedOf(&s), at: now.Add(-ago)} }
+	stale := st(1, 1, metav1.ConditionTrue, accept, "serving 1 scripts")
+	stale.LastAccepted = &version{Generation: 1, Script: "good too"}
+	ownedBy := func(s status) owned[*version] { return ownedOf(fieldsOf(&s)) }
+	statedAgo := func(s status, ago time.Duration) *stated[*version] {
+		return &stated[*version]{verdict: ownedBy(s), at: now.Add(-ago)}
+	}
 
 	for _, tc := range []struct {
 		name  string
 		cur   status
-		last  *stated
+		last  *stated[*version]
 		want  statusAction
 		after time.Duration
 	}{
 		{"the same", mine, statedAgo(mine, time.Second), statusAgrees, 0},
 		{"the same, seen first", mine, nil, statusAgrees, 0},
 		{"the same since another time", later, nil, statusAgrees, 0},
-		{"the same beside another condition", st(2, 2, metav1.ConditionTrue, accept,
-			"serving 1 scripts for example.io/v1, Widget", metav1.Condition{Type: "Reviewed", Status: metav1.ConditionTrue}),
-			statedAgo(mine, time.Second), statusAgrees, 0},
+		{"the same beside another condition", st(2, 2, metav1.ConditionTrue, accept, "serving 1 scripts",
+			metav1.Condition{Type: "Reviewed", Status: metav1.ConditionTrue}), statedAgo(mine, time.Second), statusAgrees, 0},
 		{"never written", status{}, nil, statusWrite, 0},
 		{"of the generation before", stale, statedAgo(stale, time.Second), statusWrite, 0},
 		{"the verdict changed", refused, statedAgo(refused, time.Second), statusWrite, 0},
@@ -58,7 +80,7 @@ func TestDecideStatus(t *testing.T) {
 		{"otherwise, stated long ago", refused, statedAgo(mine, restateAfter), statusWrite, 0},
 		{"cleared, stated just now", status{}, statedAgo(mine, time.Second), statusWait, restateAfter - time.Second},
 	} {
-		got, after := decideStatus(ownedOf(&tc.cur), ownedOf(&mine), tc.last, now)
+		got, after := decideStatus(ownedBy(tc.cur), ownedBy(mine), tc.last, now)
 		if got != tc.want || after != tc.after {
 			t.Errorf("%s: %d after %s, want %d after %s", tc.name, got, after, tc.want, tc.after)
 		}
