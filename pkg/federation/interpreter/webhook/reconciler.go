@@ -175,15 +175,15 @@ func (r *Reconciler) serve(current []configv1alpha1.ResourceInterpreterWebhookCo
 	return verdicts, changed
 }
 
-// withRemembered is current, where a status keeps no accepted version but this federator accepted one of the same
-// configuration before (it loaded it, and the edit came before its first status write), with that version as if the
-// status kept it: it serves while the edit is refused, and the status write that follows keeps it for every
-// federator.
+// withRemembered is current, where a status keeps no accepted version or an older one than this federator accepted
+// of the same configuration (it loaded it and the edit came before its first status write, or a newer edit came
+// before the status write of the version it accepted), with that version as if the status kept it: it serves
+// while the edit is refused, and the status write that follows keeps it for every federator.
 func (r *Reconciler) withRemembered(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) []configv1alpha1.ResourceInterpreterWebhookConfiguration {
 	out, copied := current, false
 	for i := range current {
 		prev, ok := r.accepted[keyOf(&current[i])]
-		if !ok || current[i].Status.LastAccepted != nil || prev.Generation >= current[i].Generation {
+		if kept := current[i].Status.LastAccepted; !ok || kept != nil && kept.Generation >= prev.Generation || prev.Generation >= current[i].Generation {
 			continue
 		}
 		if !copied {
