@@ -160,7 +160,9 @@ func (h *hook) call(ctx context.Context, op interpreter.Operation, obj *unstruct
 		// Before the UID: a webhook refusing a request it could not decode does not know its UID.
 		return nil, fmt.Errorf("%s: %s failed: %s", h, op, refusal(resp.Status))
 	case resp.UID != req.UID:
-		return nil, fmt.Errorf("%s: the answer is for request %q, not %q", h, resp.UID, req.UID)
+		// No UIDs in the message: each call's is new, and a message that changes at every call is a new Event and
+		// status write at every retry.
+		return nil, fmt.Errorf("%s: %s: the answer is for another request (its UID is not the request's)", h, op)
 	}
 	return resp, nil
 }

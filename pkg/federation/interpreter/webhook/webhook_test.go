@@ -150,7 +150,7 @@ func TestCallErrors(t *testing.T) {
 		{"server error", func(*ResourceInterpreterRequest) *ResourceInterpreterResponse { return nil }, "answered HTTP 500: internal trouble"},
 		{"another request's answer", func(*ResourceInterpreterRequest) *ResourceInterpreterResponse {
 			return &ResourceInterpreterResponse{UID: "other", Successful: true, Healthy: ptr.To(true)}
-		}, `the answer is for request "other"`},
+		}, "InterpretHealth: the answer is for another request (its UID is not the request's)"},
 		{"unsuccessful", func(r *ResourceInterpreterRequest) *ResourceInterpreterResponse {
 			return &ResourceInterpreterResponse{UID: r.UID, Status: &RequestStatus{Message: "no idea", Code: 400}}
 		}, "InterpretHealth failed: no idea"},
