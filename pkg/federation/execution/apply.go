@@ -196,7 +196,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
-		retained = tookMemberValues(before, desired)
+		retained = r.tookMemberValues(ctx, before, desired, observed)
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)
@@ -244,16 +244,41 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	return &ref, keep, nil
 }
 
-// tookMemberValues reports whether Retain, turning before into desired, put values read from the member in. A
-// value that desired holds and before does not is one. Fields Retain only removed (left to the member) are not,
-// nor nulls a Lua round trip dropped. A copy equal to the Work's own value shows in neither, so the replicas that
-// interpreter.RetainReplicasLabel asks to keep are always taken as read: an HPA resting at the share the Work
-// gives is the usual case.
-func tookMemberValues(before, desired *unstructured.Unstructured) bool {
+// tookMemberValues reports whether Retain, turning before into desired, put values read from observed in. A value
+// that desired holds and before does not is one. Fields Retain only removed (left to the member) are not, nor
+// nulls a Lua round trip dropped. A copy equal to the Work's own value shows in neither: the member's replica count
+// (an HPA's), which Retains copy most, equal to the Work's is the usual case of an HPA at rest. Then Retain is asked
+// again of a member with one replica more: one that copies them answers with that count.
+func (r *Reconciler) tookMemberValues(ctx context.Context, before, desired, observed *unstructured.Unstructured) bool {
 	if _, onlyRemoved := contains(desired.Object, before.Object); !onlyRemoved {
 		return true
 	}
-	return desired.GetLabels()[interpreter.RetainReplicasLabel] == "true"
+	theirs, ok := replicasOf(observed)
+	if mine, _ := replicasOf(desired); !ok || mine != theirs {
+		return false // a copy of the member's count would equal it
+	}
+	probe := observed.DeepCopy()
+	if err := unstructured.SetNestedField(probe.Object, theirs+1, "spec", "replicas"); err != nil {
+		return true
+	}
+	out, err := r.retain(ctx, before.DeepCopy(), probe)
+	if err != nil {
+		return true // not known: conditional, which is safe
+	}
+	n, ok := replicasOf(out)
+	return ok && n == theirs+1
+}
+
+// replicasOf is obj's spec.replicas, a whole number as JSON decoding or a Lua round trip gives it.
+func replicasOf(obj *unstructured.Unstructured) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+	switch n := v.(type) {
+	case int64:
+		return n, ok
+	case float64:
+		return int64(n), ok && n == float64(int64(n))
+	}
+	return 0, false
 }
 
 // changedWhileAppliedTries is how many times a pass applies a manifest whose member object keeps changing between

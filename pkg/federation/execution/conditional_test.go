@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,10 +56,20 @@ end`}}}}})
 		name        string
 		retainer    Retainer
 		manifest    string
+		hpa         bool // the member object carries the label the Lua Retain copies replicas on
 		conditional bool
 	}{{
 		name:     "the member's replicas, as the label asks, equal to the Work's",
 		retainer: native.New(), manifest: retainReplicas, conditional: true,
+	}, {
+		name:     "the label on a kind whose Retain takes nothing",
+		retainer: native.New(), conditional: false,
+		manifest: strings.NewReplacer(`"Deployment"`, `"StatefulSet"`).Replace(retainReplicas),
+	}, {
+		name:     "a Lua Retain copying the member's replicas, equal to the Work's",
+		retainer: interpreter.Layers{Customization: lua, Native: native.New()}.Chain(), hpa: true, conditional: true,
+		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},
+			"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`,
 	}, {
 		name:     "a Retain that only removes a field",
 		retainer: removing{},
@@ -75,16 +86,21 @@ end`}}}}})
 			"annotations":{"deployment.kubernetes.io/revision":"3"}},"spec":{"replicas":3}}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+			m := workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(tc.manifest)}}
+			kind := obj(t, tc.manifest).GetKind()
+			gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: kind}
 			observed := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "apps/v1", "kind": "Deployment",
+				"apiVersion": "apps/v1", "kind": kind,
 				"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "7",
 					"annotations": map[string]any{"deployment.kubernetes.io/revision": "5"}},
 				"spec": map[string]any{"replicas": int64(2)},
 			}}
+			if tc.hpa {
+				observed.SetLabels(map[string]string{"hpa": "true"})
+			}
 			dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), observed)
 			var sent map[string]any
-			dyn.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			dyn.PrependReactor("patch", strings.ToLower(kind)+"s", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &sent); err != nil {
 					t.Fatal(err)
 				}
@@ -94,7 +110,6 @@ end`}}}}})
 			mc := &member.Client{Name: "member1", Mapper: mapper, Dynamic: dyn}
 			r := &Reconciler{Retainer: tc.retainer, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied}}
 			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "shop"}, Spec: workv1alpha1.WorkSpec{ClusterName: "member1"}}
-			m := workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(tc.manifest)}}
 			if _, _, err := r.applyManifest(context.Background(), mc, w, 0, m, policyv1alpha1.ConflictOverwrite, finishedState{}); err != nil {
 				t.Fatal(err)
 			}
