@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,8 @@ type Reconciler struct {
 
 	// dependents are the dependencies each binding's last pass looked up, for their changes to bring it back.
 	dependents dependents
+	// dependencyRetry, if set, replaces the package's dependencyRetry (tests).
+	dependencyRetry time.Duration
 }
 
 // SetupWithManager watches bindings, their Works' spec (an edit is undone, a deleted Work made again), the
@@ -169,6 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, t := range b.Spec.GracefulEvictionTasks {
 		evicting[t.FromCluster] = scheduler.KeepsCopy(t)
 	}
+	var untargeted []*workv1alpha1.Work
 	for i := range works {
 		w := &works[i]
 		if !w.DeletionTimestamp.IsZero() {
@@ -184,24 +188,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			o.works[w.Spec.ClusterName] = w
 			continue
 		}
-		if evicting[w.Spec.ClusterName] {
-			continue
-		}
-		if err := r.deleteWork(ctx, &b, w, "is no longer targeted"); err != nil {
-			return ctrl.Result{}, err
+		if !evicting[w.Spec.ClusterName] {
+			untargeted = append(untargeted, w)
 		}
 	}
+	var renderErr error
 	if len(b.Spec.Clusters) > 0 {
-		if err := r.renderAll(ctx, &b, &o); err != nil {
-			if errors.As(err, new(dependencyInterpretError)) {
-				// o is whole: every target cluster's Work held back, and why. The binding tells of it, and the
-				// error has the pass retried.
-				r.handOver(&b, o)
-			}
-			return ctrl.Result{}, err
-		}
+		renderErr = r.renderAll(ctx, &b, &o)
 	} else {
 		r.dependents.forget(req.NamespacedName)
+	}
+	// Without the dependencies, the target clusters cannot be rendered to take over what the untargeted ones run:
+	// these keep their Works meanwhile, lest the workload shrink for the whole outage.
+	depsFailed := errors.As(renderErr, new(dependencyInterpretError))
+	if err := r.withdraw(ctx, &b, untargeted, depsFailed); err != nil {
+		return ctrl.Result{}, err
+	}
+	if depsFailed {
+		// o is whole: every target cluster's Work held back, and why. Nothing tells the binding when the
+		// interpreter answers again: it is looked at again soon, not after a backoff grown over the outage.
+		r.handOver(&b, o)
+		logger.V(1).Info("dependencies not found; trying again", "after", cmp.Or(r.dependencyRetry, dependencyRetry), "error", renderErr.Error())
+		return ctrl.Result{RequeueAfter: cmp.Or(r.dependencyRetry, dependencyRetry)}, nil
+	}
+	if renderErr != nil {
+		return ctrl.Result{}, renderErr
 	}
 	if len(o.unseen) > 0 {
 		// What these clusters' Works are is not known yet: the binding is looked at again once the cache has had
@@ -560,16 +571,6 @@ func mayBeSelected(selectors []policyv1alpha1.ResourceSelector, policyNamespace 
 		}
 	}
 	return false
-}
-
-// deleteWork deletes Work w of binding b, whose cluster `why`.
-func (r *Reconciler) deleteWork(ctx context.Context, b *workv1alpha1.ResourceBinding, w *workv1alpha1.Work, why string) error {
-	if err := r.Client.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("deleted Work of a cluster that "+why, "work", w.Name, "cluster", w.Spec.ClusterName)
-	r.event(b, corev1.EventTypeNormal, "WorkDeleted", "deleted Work %s: cluster %s %s", w.Name, w.Spec.ClusterName, why)
-	return nil
 }
 
 // bindingsOfCluster enqueues the bindings that target a cluster.

@@ -18,7 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
@@ -29,17 +31,26 @@ import (
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
-// TestFailingDependencyWebhookIsTold: while the webhook that finds a Deployment's dependencies answers HTTP 500,
-// a template edit is held back (the Work keeps what it had: without its dependencies known, a Work would drop
-// them), and the binding says why, as for the other problems of rendering: FullyApplied False RenderFailed, and
-// one Warning Event however often the pass is retried. Once the webhook answers again, the retried pass writes
-// the edit.
-func TestFailingDependencyWebhookIsTold(t *testing.T) {
-	var down atomic.Bool
-	var calls atomic.Int32
+// depsDown is what the binding says of a cluster while the dependency webhook answers HTTP 500.
+const depsDown = `find dependencies: webhook "deps.example.io" of "deps": InterpretDependency answered HTTP 500: ` +
+	`dependency service down (its previous Work is kept)`
+
+// dependencyWebhook is a federation of members whose Deployments' dependencies a webhook finds (the ConfigMap
+// demo/conf), the binding and status stages running with it and retrying a failing pass every half second; the webhook
+// fails while down is set, and counts its calls.
+type dependencyWebhook struct {
+	f      *fedtest.Federation
+	events *fedtest.Events
+	down   atomic.Bool
+	calls  atomic.Int32
+}
+
+func startDependencyWebhook(t *testing.T, members int) *dependencyWebhook {
+	t.Helper()
+	d := &dependencyWebhook{events: &fedtest.Events{}}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if down.Load() {
+		d.calls.Add(1)
+		if d.down.Load() {
 			http.Error(w, "dependency service down", http.StatusInternalServerError)
 			return
 		}
@@ -59,9 +70,9 @@ func TestFailingDependencyWebhookIsTold(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 
-	f := fedtest.Start(t, fedtest.Options{Members: 1})
+	d.f = fedtest.Start(t, fedtest.Options{Members: members})
 	ctx := context.Background()
-	h := f.Host
+	h := d.f.Host
 	must(t, h.Create(ctx, &configv1alpha1.ResourceInterpreterWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "deps"},
 		Webhooks: []configv1alpha1.ResourceInterpreterWebhook{{
@@ -72,63 +83,88 @@ func TestFailingDependencyWebhookIsTold(t *testing.T) {
 			InterpreterContextVersions: []string{"v1alpha1"},
 		}},
 	}))
-	events := &fedtest.Events{}
-	startStages(t, f, func(r *Reconciler, mgr ctrl.Manager) {
+	startStages(t, d.f, func(r *Reconciler, mgr ctrl.Manager) {
 		hooks := interpreterwebhook.NewLayer()
 		wr := &interpreterwebhook.Reconciler{Client: mgr.GetClient(), Layer: hooks, Recorder: fedtest.Recorder(t, mgr, "fedmesh-interpreter-webhook")}
 		must(t, wr.Load(context.Background(), mgr.GetAPIReader()))
 		must(t, wr.SetupWithManager(mgr))
 		r.Interpreter = interpreter.Layers{Webhook: hooks, Native: native.New()}.Chain()
-		r.Recorder = events
+		r.Recorder = d.events
+		r.dependencyRetry = 500 * time.Millisecond
 	})
 	must(t, h.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}))
 	must(t, h.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "conf"}, Data: map[string]string{"k": "v"}}))
-	deploy := webDeployment("demo", 2)
-	must(t, h.Create(ctx, deploy))
+	return d
+}
+
+// binding creates the binding of Deployment deploy, propagating its dependencies to clusters.
+func (d *dependencyWebhook) binding(ctx context.Context, t *testing.T, deploy client.Object, replicas int32, clusters ...workv1alpha1.TargetCluster) *workv1alpha1.ResourceBinding {
+	t.Helper()
 	b := &workv1alpha1.ResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: names.Binding("Deployment", deploy.Name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: names.Binding("Deployment", deploy.GetName())},
 		Spec: workv1alpha1.ResourceBindingSpec{
-			Resource:      workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "demo", Name: deploy.Name, UID: deploy.UID},
-			Replicas:      2,
+			Resource:      workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "demo", Name: deploy.GetName(), UID: deploy.GetUID()},
+			Replicas:      replicas,
 			PropagateDeps: true,
-			Clusters:      []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}},
+			Clusters:      clusters,
 		},
 	}
-	must(t, h.Create(ctx, b))
-	work := names.Work(b.Name, "member1")
-	workHolds := func(image string) func() error {
-		return func() error {
-			_, ms, err := getWork(ctx, h, work)
-			if err != nil {
-				return err
-			}
-			if got := kinds(ms); len(ms) != 2 || got[1] != "ConfigMap/conf" || imageOf(ms[0]) != image {
-				return fmt.Errorf("manifests %v, image %s; want the Deployment of %s and its ConfigMap", got, imageOf(ms[0]), image)
-			}
-			return nil
-		}
-	}
-	eventually(t, "the Work, with the dependency the webhook found", workHolds("nginx:1.27"))
+	must(t, d.f.Host.Create(ctx, b))
+	return b
+}
 
-	down.Store(true)
-	before := calls.Load()
+// workHolds checks that Work work holds the Deployment of image at replicas, and its ConfigMap.
+func workHolds(ctx context.Context, h client.Client, work, image string, replicas int64) func() error {
+	return func() error {
+		w, ms, err := getWork(ctx, h, work)
+		if err != nil {
+			return err
+		}
+		if !w.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("Work %s is being deleted", work)
+		}
+		if got := kinds(ms); len(ms) != 2 || got[1] != "ConfigMap/conf" || imageOf(ms[0]) != image || replicasOf(ms[0]) != replicas {
+			return fmt.Errorf("Work %s: manifests %v, image %s, %d replica(s); want the Deployment of %s at %d and its ConfigMap",
+				work, got, imageOf(ms[0]), replicasOf(ms[0]), image, replicas)
+		}
+		return nil
+	}
+}
+
+// TestFailingDependencyWebhookIsTold: while the webhook that finds a Deployment's dependencies answers HTTP 500,
+// a template edit is held back (the Work keeps what it had: without its dependencies known, a Work would drop
+// them), and the binding says why, as for the other problems of rendering: FullyApplied False RenderFailed, and
+// one Warning Event however often the pass is retried. The pass is retried soon, not after a growing backoff, and
+// once the webhook answers again it writes the edit.
+func TestFailingDependencyWebhookIsTold(t *testing.T) {
+	d := startDependencyWebhook(t, 1)
+	ctx := context.Background()
+	h := d.f.Host
+	deploy := webDeployment("demo", 2)
+	must(t, h.Create(ctx, deploy))
+	b := d.binding(ctx, t, deploy, 2, workv1alpha1.TargetCluster{Name: "member1", Replicas: 2})
+	work := names.Work(b.Name, "member1")
+	eventually(t, "the Work, with the dependency the webhook found", workHolds(ctx, h, work, "nginx:1.27", 2))
+
+	d.down.Store(true)
+	before := d.calls.Load()
 	must(t, h.Get(ctx, client.ObjectKeyFromObject(deploy), deploy))
 	deploy.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
 	must(t, h.Update(ctx, deploy))
 	touch(ctx, t, h, b, deploy.ResourceVersion)
-	const told = `member1: find dependencies: webhook "deps.example.io" of "deps": InterpretDependency answered HTTP 500: ` +
-		`dependency service down (its previous Work is kept)`
+	told := "member1: " + depsDown
 	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonRenderFailed, told)
-	// The pass is retried while the webhook fails, and told of once.
+	// Retried every dependencyRetry (half a second here) while the webhook fails: an error's backoff, doubling
+	// from 5ms, would take minutes to reach 15 calls.
 	eventually(t, "the failing pass retried", func() error {
-		if n := calls.Load() - before; n < 3 {
+		if n := d.calls.Load() - before; n < 15 {
 			return fmt.Errorf("%d calls since the webhook failed", n)
 		}
 		return nil
 	})
-	must(t, workHolds("nginx:1.27")())
+	must(t, workHolds(ctx, h, work, "nginx:1.27", 2)())
 	var warnings []string
-	for _, e := range events.All() {
+	for _, e := range d.events.All() {
 		if strings.Contains(e, " Warning ") {
 			warnings = append(warnings, e)
 		}
@@ -137,8 +173,57 @@ func TestFailingDependencyWebhookIsTold(t *testing.T) {
 		t.Fatalf("warnings %q; want one: %q", warnings, want)
 	}
 
-	down.Store(false)
-	fedtest.Eventually(t, 30*time.Second, "the edit written once the webhook answers", workHolds("nginx:1.28"))
+	d.down.Store(false)
+	fedtest.Eventually(t, 30*time.Second, "the edit written once the webhook answers", workHolds(ctx, h, work, "nginx:1.28", 2))
 	setApplied(ctx, t, h, work, metav1.ConditionTrue, "Applied", "")
 	waitCondition(ctx, t, h, b, metav1.ConditionTrue, rendering.ReasonFullyApplied, "applied in 1 cluster(s)")
+}
+
+// TestUntargetedWorkStaysWhileDependenciesAreNotFound: a cluster the binding no longer targets (a failover with
+// purgeMode Directly, a policy edit, a re-division) keeps its Work while the dependencies cannot be found, for
+// the clusters taking over its replicas cannot be rendered meanwhile: deleting it would shrink the workload for
+// the whole outage. Once the webhook answers, the replicas move and the Work goes. A cluster being deleted still
+// loses its Work at once.
+func TestUntargetedWorkStaysWhileDependenciesAreNotFound(t *testing.T) {
+	d := startDependencyWebhook(t, 3)
+	ctx := context.Background()
+	h := d.f.Host
+	deploy := webDeployment("demo", 3)
+	must(t, h.Create(ctx, deploy))
+	b := d.binding(ctx, t, deploy, 3, workv1alpha1.TargetCluster{Name: "member1", Replicas: 1},
+		workv1alpha1.TargetCluster{Name: "member2", Replicas: 1}, workv1alpha1.TargetCluster{Name: "member3", Replicas: 1})
+	work1, work2, work3 := names.Work(b.Name, "member1"), names.Work(b.Name, "member2"), names.Work(b.Name, "member3")
+	for _, w := range []string{work1, work2, work3} {
+		eventually(t, "Work "+w, workHolds(ctx, h, w, "nginx:1.27", 1))
+	}
+	// member3 is being unjoined: held by a finalizer as unjoin holds it, while it is still targeted.
+	member3 := &clusterv1alpha1.Cluster{}
+	must(t, h.Get(ctx, client.ObjectKey{Name: "member3"}, member3))
+	controllerutil.AddFinalizer(member3, "test.fedmesh.io/hold")
+	must(t, h.Update(ctx, member3))
+	t.Cleanup(func() {
+		must(t, h.Get(ctx, client.ObjectKey{Name: "member3"}, member3))
+		controllerutil.RemoveFinalizer(member3, "test.fedmesh.io/hold")
+		must(t, h.Update(ctx, member3))
+	})
+
+	d.down.Store(true)
+	// The scheduler moves the replicas of member2 and member3 to member1.
+	must(t, h.Delete(ctx, member3))
+	retarget(ctx, t, h, b, []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 3}})
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonRenderFailed, "member1: "+depsDown)
+	eventually(t, "the Work of member3, being deleted, deleted", func() error { return gone(ctx, h, work3) })
+	before := d.calls.Load()
+	eventually(t, "the failing pass retried", func() error {
+		if n := d.calls.Load() - before; n < 2 {
+			return fmt.Errorf("%d calls since", n)
+		}
+		return nil
+	})
+	must(t, workHolds(ctx, h, work1, "nginx:1.27", 1)())
+	must(t, workHolds(ctx, h, work2, "nginx:1.27", 1)())
+
+	d.down.Store(false)
+	eventually(t, "member1 takes the replicas", workHolds(ctx, h, work1, "nginx:1.27", 3))
+	eventually(t, "the Work of member2, no longer targeted, deleted", func() error { return gone(ctx, h, work2) })
 }
