@@ -19,7 +19,8 @@ import (
 func TestProblemEventsAfterRestart(t *testing.T) {
 	missing := outcome{missingDeps: []string{"ConfigMap shop/missing"}}
 	invalid := outcome{renderErrors: map[string]error{
-		"m1": &override.PolicyError{Policy: "OverridePolicy/bad", Invalid: true, Err: errors.New("remove must not have a value")}}}
+		"m1": &override.PolicyError{Policy: "OverridePolicy/bad", Invalid: true, Err: errors.New("remove must not have a value")}},
+		works: map[string]*workv1alpha1.Work{"m1": {}}}
 	const invalidMsg = "m1: OverridePolicy/bad is invalid: remove must not have a value (its previous Work is kept)"
 	for _, tc := range []struct {
 		name string

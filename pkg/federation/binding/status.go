@@ -39,7 +39,7 @@ func (o outcome) rendered(b *workv1alpha1.ResourceBinding) rendering.Outcome {
 			var pe *override.PolicyError
 			var leaving clusterLeavingError
 			out.Failed = append(out.Failed, rendering.Failure{Cluster: tc.Name, Message: err.Error(),
-				InvalidPolicy: errors.As(err, &pe) && pe.Invalid, Leaving: errors.As(err, &leaving)})
+				InvalidPolicy: errors.As(err, &pe) && pe.Invalid, Leaving: errors.As(err, &leaving), NoWork: o.works[tc.Name] == nil})
 			continue
 		}
 		if w := o.works[tc.Name]; w != nil {

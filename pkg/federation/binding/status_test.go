@@ -33,7 +33,7 @@ func TestRendered(t *testing.T) {
 		Generation: 7,
 		Failed: []rendering.Failure{
 			{Cluster: "m2", Message: "OverridePolicy/p: /spec/x: not found"},
-			{Cluster: "m3", Message: "OverridePolicy/bad is invalid: remove must not have a value", InvalidPolicy: true},
+			{Cluster: "m3", Message: "OverridePolicy/bad is invalid: remove must not have a value", InvalidPolicy: true, NoWork: true},
 		},
 		MissingDeps: []string{"Secret demo/s"},
 		Works:       map[string]int64{"m1": 3},

@@ -51,6 +51,8 @@ type Failure struct {
 	InvalidPolicy bool
 	// Leaving is true when the cluster is being deleted: it gets no Work, and its previous one goes.
 	Leaving bool
+	// NoWork is true when the cluster has no Work to keep (newly targeted).
+	NoWork bool
 }
 
 func (o Outcome) equal(p Outcome) bool {
@@ -83,8 +85,11 @@ func (o Outcome) problems(b *workv1alpha1.ResourceBinding) (string, []string) {
 			reason = ReasonRenderFailed
 		}
 		kept := " (its previous Work is kept)"
-		if f.Leaving {
+		switch {
+		case f.Leaving:
 			kept = ""
+		case f.NoWork:
+			kept = " (it has no Work yet)"
 		}
 		problems = append(problems, fmt.Sprintf("%s: %s%s", f.Cluster, f.Message, kept))
 	}
