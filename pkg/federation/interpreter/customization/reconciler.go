@@ -55,8 +55,8 @@ type Reconciler struct {
 	// Nil tells no one: the new set reaches each object at its next reconcile.
 	Changes *rerun.Notifier
 
-	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built, served and
-	// statuses.
+	// mu makes one Reconcile at a time: two could hand the layer an older set last. It guards built, served,
+	// statuses and accepted.
 	mu sync.Mutex
 	// built is the fingerprint of the set the layer serves; "" before the first.
 	built string
@@ -64,6 +64,9 @@ type Reconciler struct {
 	served []configv1alpha1.ResourceInterpreterCustomization
 	// statuses writes the verdicts; nil before the first Reconcile.
 	statuses *acceptance.Statuses[*configv1alpha1.AcceptedVersion, *configv1alpha1.ResourceInterpreterCustomization]
+	// accepted is the last accepted version of each customization as this federator last decided it, for a status
+	// that keeps none yet or an older one (see selectFrom); nil before the first pass.
+	accepted *acceptance.Remembered[*configv1alpha1.AcceptedVersion, configv1alpha1.ResourceInterpreterCustomization, *configv1alpha1.ResourceInterpreterCustomization]
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -93,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	serve, verdicts := Select(list.Items)
+	serve, verdicts := r.selectFrom(list.Items)
 	prev := r.served
 	switch rebuilt, err := r.build(serve); {
 	case err != nil:
@@ -124,11 +127,25 @@ func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	serve, _ := Select(list.Items)
+	serve, _ := r.selectFrom(list.Items)
 	if _, err := r.build(serve); err != nil {
 		return fmt.Errorf("loading resource interpreter customizations: %w", err)
 	}
 	return nil
+}
+
+// selectFrom is Select of current, where a status keeps an older accepted version than this federator accepted (or
+// none), with the one it accepted: a version accepted and served, then edited before its status write (which
+// conflicts), keeps serving while the edit is refused, not the version before it nor nothing, and the status
+// write that follows keeps it for every federator.
+func (r *Reconciler) selectFrom(current []configv1alpha1.ResourceInterpreterCustomization) ([]configv1alpha1.ResourceInterpreterCustomization, []Verdict) {
+	if r.accepted == nil {
+		r.accepted = acceptance.NewRemembered(statusKind, func(v *configv1alpha1.AcceptedVersion) int64 { return v.Generation })
+	}
+	current = r.accepted.Recall(current)
+	serve, verdicts := Select(current)
+	r.accepted.Remember(current, verdicts)
+	return serve, verdicts
 }
 
 // build hands the layer the set serve compiles to, unless it already serves that set, and tells whether it did.

@@ -60,8 +60,8 @@ type Reconciler struct {
 	// statuses writes the verdicts; nil before the first Reconcile.
 	statuses *acceptance.Statuses[*configv1alpha1.AcceptedWebhooks, *configv1alpha1.ResourceInterpreterWebhookConfiguration]
 	// accepted is the last accepted version of each configuration as this federator last decided it, for a status
-	// that keeps none yet (see serve).
-	accepted map[configKey]*configv1alpha1.AcceptedWebhooks
+	// that keeps none yet or an older one; nil before the first pass.
+	accepted *acceptance.Remembered[*configv1alpha1.AcceptedWebhooks, configv1alpha1.ResourceInterpreterWebhookConfiguration, *configv1alpha1.ResourceInterpreterWebhookConfiguration]
 }
 
 // configKey is one configuration: its UID tells one deleted and created again under its name from the first.
@@ -142,7 +142,10 @@ func (r *Reconciler) Load(ctx context.Context, reader client.Reader) error {
 // serve hands the layer the webhooks Select chooses from current, unless they answer as the ones it has, and tells
 // the verdicts and what the new set changed.
 func (r *Reconciler) serve(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) ([]Verdict, interpreter.Affected) {
-	current = r.withRemembered(current)
+	if r.accepted == nil {
+		r.accepted = acceptance.NewRemembered(statusKind, func(v *configv1alpha1.AcceptedWebhooks) int64 { return v.Generation })
+	}
+	current = r.accepted.Recall(current)
 	prevBuilt := r.built
 	r.built = map[builtKey]builtWebhooks{}
 	parts, verdicts := Select(current, func(c *configv1alpha1.ResourceInterpreterWebhookConfiguration, webhooks []configv1alpha1.ResourceInterpreterWebhook) (*Interpreter, error) {
@@ -156,16 +159,7 @@ func (r *Reconciler) serve(current []configv1alpha1.ResourceInterpreterWebhookCo
 		}
 		return b.in, b.err
 	})
-	kept := map[string]*configv1alpha1.AcceptedWebhooks{}
-	for i := range verdicts {
-		kept[verdicts[i].Name] = verdicts[i].LastAccepted
-	}
-	r.accepted = map[configKey]*configv1alpha1.AcceptedWebhooks{}
-	for i := range current {
-		if last := kept[current[i].Name]; last != nil {
-			r.accepted[keyOf(&current[i])] = last
-		}
-	}
+	r.accepted.Remember(current, verdicts)
 	next := Merge(parts...)
 	changed := Changed(r.Layer.Current(), next)
 	if !changed.Empty() {
@@ -173,25 +167,6 @@ func (r *Reconciler) serve(current []configv1alpha1.ResourceInterpreterWebhookCo
 		r.Layer.Set(next)
 	}
 	return verdicts, changed
-}
-
-// withRemembered is current, where a status keeps no accepted version or an older one than this federator accepted
-// of the same configuration (it loaded it and the edit came before its first status write, or a newer edit came
-// before the status write of the version it accepted), with that version as if the status kept it: it serves
-// while the edit is refused, and the status write that follows keeps it for every federator.
-func (r *Reconciler) withRemembered(current []configv1alpha1.ResourceInterpreterWebhookConfiguration) []configv1alpha1.ResourceInterpreterWebhookConfiguration {
-	out, copied := current, false
-	for i := range current {
-		prev, ok := r.accepted[keyOf(&current[i])]
-		if kept := current[i].Status.LastAccepted; !ok || kept != nil && kept.Generation >= prev.Generation || prev.Generation >= current[i].Generation {
-			continue
-		}
-		if !copied {
-			out, copied = append([]configv1alpha1.ResourceInterpreterWebhookConfiguration(nil), current...), true
-		}
-		out[i].Status.LastAccepted = prev.DeepCopy()
-	}
-	return out
 }
 
 // fingerprint identifies webhooks by what a layer built from them calls; "" if they cannot be encoded, and then
