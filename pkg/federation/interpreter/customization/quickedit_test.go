@@ -11,6 +11,7 @@ import (
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/interpretertest"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -21,7 +22,7 @@ func TestQuickEditsKeepTheNewestAcceptedVersion(t *testing.T) {
 	_, c := fedtest.Host(t)
 	ctx := t.Context()
 	var beforeWrite func()
-	hooked := hookedClient{Client: c, before: func() {
+	hooked := interpretertest.StatusHooked{Client: c, Before: func() {
 		if f := beforeWrite; f != nil {
 			beforeWrite = nil
 			f()
@@ -119,24 +120,4 @@ func TestQuickEditsKeepTheNewestAcceptedVersion(t *testing.T) {
 			t.Error("generation 2 refused, nothing serves: generation 1, which this federator accepted and served, does not")
 		}
 	})
-}
-
-// hookedClient calls before ahead of each status update.
-type hookedClient struct {
-	client.Client
-	before func()
-}
-
-func (h hookedClient) Status() client.SubResourceWriter {
-	return hookedWriter{h.Client.Status(), h.before}
-}
-
-type hookedWriter struct {
-	client.SubResourceWriter
-	before func()
-}
-
-func (w hookedWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	w.before()
-	return w.SubResourceWriter.Update(ctx, obj, opts...)
 }

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
+	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/interpretertest"
 	"github.com/fedmesh/fedmesh/test/fedtest"
 )
 
@@ -27,7 +27,7 @@ func TestQuickEditsKeepTheNewestAcceptedVersion(t *testing.T) {
 	_, c := fedtest.Host(t)
 	ctx := t.Context()
 	var beforeWrite func()
-	ic := hookedClient{Client: c, before: func() {
+	ic := interpretertest.StatusHooked{Client: c, Before: func() {
 		if f := beforeWrite; f != nil {
 			beforeWrite = nil
 			f()
@@ -84,24 +84,4 @@ func keptGeneration(kept *configv1alpha1.AcceptedWebhooks) string {
 		return "none"
 	}
 	return fmt.Sprintf("generation %d", kept.Generation)
-}
-
-// hookedClient calls before ahead of each status update.
-type hookedClient struct {
-	client.Client
-	before func()
-}
-
-func (h hookedClient) Status() client.SubResourceWriter {
-	return hookedWriter{h.Client.Status(), h.before}
-}
-
-type hookedWriter struct {
-	client.SubResourceWriter
-	before func()
-}
-
-func (w hookedWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	w.before()
-	return w.SubResourceWriter.Update(ctx, obj, opts...)
 }
