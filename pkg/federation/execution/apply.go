@@ -169,7 +169,7 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 	setIdentity(desired, work)
 	native.LeaveToMember(desired)
 
-	retained := false // whether desired holds values of observed (Retain)
+	var before *unstructured.Unstructured // desired before Retain
 	observed, err := ri.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -192,11 +192,10 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		if err := checkConflict(observed, work.Spec.ClusterName, resolution); err != nil {
 			return &ref, keep, err
 		}
-		before := desired.DeepCopy()
+		before = desired.DeepCopy()
 		if desired, err = r.retain(ctx, desired, observed); err != nil {
 			return &ref, keep, fmt.Errorf("%s: retaining the member's fields: %w", ref, err)
 		}
-		retained = r.tookMemberValues(ctx, before, desired, observed)
 	}
 	// A skipped manifest counts as applied: the Work's record and its Applied condition stay as they are.
 	need, why := needsApply(work, r.Verdicts.Current(work, work.Status.Conditions), desired, observed)
@@ -206,6 +205,8 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 		return &ref, keep, nil
 	}
 	log.FromContext(ctx).V(2).Info("applying", "object", ref.String(), "why", why)
+	// Only now: telling may ask Retain again, which a pass that applies nothing need not.
+	retained := observed != nil && r.tookMemberValues(ctx, before, desired, observed)
 	if retained {
 		// The member's values as read: applied over a newer write of them (an HPA scaling between that read and
 		// this apply), they would put the old ones back. The read's resourceVersion makes the apply conditional on
@@ -247,26 +248,35 @@ func (r *Reconciler) applyManifest(ctx context.Context, mc *member.Client, work 
 // tookMemberValues reports whether Retain, turning before into desired, put values read from observed in. A value
 // that desired holds and before does not is one. Fields Retain only removed (left to the member) are not, nor
 // nulls a Lua round trip dropped. A copy equal to the Work's own value shows in neither: the member's replica count
-// (an HPA's), which Retains copy most, equal to the Work's is the usual case of an HPA at rest. Then Retain is asked
-// again of a member with one replica more: one that copies them answers with that count.
+// (an HPA's), which Retains use most, equal to the Work's is the usual case of an HPA at rest. Then Retain is asked
+// again of a member with one replica more, and one less: one whose answer moves with the member's count (a copy,
+// or a copy within bounds) takes it from the member.
 func (r *Reconciler) tookMemberValues(ctx context.Context, before, desired, observed *unstructured.Unstructured) bool {
 	if _, onlyRemoved := contains(desired.Object, before.Object); !onlyRemoved {
 		return true
 	}
 	theirs, ok := replicasOf(observed)
 	if mine, _ := replicasOf(desired); !ok || mine != theirs {
-		return false // a copy of the member's count would equal it
+		return false // a count taken from the member would equal it
 	}
-	probe := observed.DeepCopy()
-	if err := unstructured.SetNestedField(probe.Object, theirs+1, "spec", "replicas"); err != nil {
-		return true
+	for _, probe := range []int64{theirs + 1, theirs - 1} {
+		if probe < 0 {
+			continue
+		}
+		member := observed.DeepCopy()
+		if err := unstructured.SetNestedField(member.Object, probe, "spec", "replicas"); err != nil {
+			return true
+		}
+		out, err := r.retain(ctx, before.DeepCopy(), member)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("asking Retain again failed; the apply is conditional", "error", err.Error())
+			return true // not known: conditional, which is safe
+		}
+		if n, _ := replicasOf(out); n != theirs {
+			return true
+		}
 	}
-	out, err := r.retain(ctx, before.DeepCopy(), probe)
-	if err != nil {
-		return true // not known: conditional, which is safe
-	}
-	n, ok := replicasOf(out)
-	return ok && n == theirs+1
+	return false
 }
 
 // replicasOf is obj's spec.replicas, a whole number as JSON decoding or a Lua round trip gives it.

@@ -20,6 +20,7 @@ import (
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/declarative"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
 	"github.com/fedmesh/fedmesh/pkg/federation/member"
+	"github.com/fedmesh/fedmesh/pkg/federation/names"
 	"github.com/fedmesh/fedmesh/pkg/federation/verdicts"
 )
 
@@ -37,19 +38,18 @@ func (removing) Retain(_ context.Context, desired, _ *unstructured.Unstructured)
 // over a newer write of them (an HPA scaling in between), those would put the old ones back. Without them, a
 // conditional apply only meets the member's controllers' writes (a rolling Deployment's status) as conflicts.
 func TestApplyConditionalOnlyWithTheMembersValues(t *testing.T) {
-	lua, err := declarative.New([]configv1alpha1.ResourceInterpreterCustomization{{ObjectMeta: metav1.ObjectMeta{Name: "deploy"},
-		Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{
-			Target: configv1alpha1.CustomizationTarget{APIVersion: "apps/v1", Kind: "Deployment"},
-			Customizations: configv1alpha1.CustomizationRules{Retention: &configv1alpha1.LocalValueRetention{LuaScript: `
+	lua := luaRetain(t, `
 function Retain(desiredObj, observedObj)
   if observedObj.metadata.labels ~= nil and observedObj.metadata.labels.hpa == "true" then
     desiredObj.spec.replicas = observedObj.spec.replicas
   end
   return desiredObj
-end`}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+end`)
+	capped := luaRetain(t, `
+function Retain(desiredObj, observedObj)
+  desiredObj.spec.replicas = math.min(observedObj.spec.replicas, 2)
+  return desiredObj
+end`)
 	retainReplicas := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop",
 		"labels":{"` + interpreter.RetainReplicasLabel + `":"true"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`
 	for _, tc := range []struct {
@@ -67,16 +67,20 @@ end`}}}}})
 		manifest: strings.NewReplacer(`"Deployment"`, `"StatefulSet"`).Replace(retainReplicas),
 	}, {
 		name:     "a Lua Retain copying the member's replicas, equal to the Work's",
-		retainer: interpreter.Layers{Customization: lua, Native: native.New()}.Chain(), hpa: true, conditional: true,
+		retainer: lua, hpa: true, conditional: true,
 		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},
 			"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`,
+	}, {
+		name:     "a Lua Retain copying the member's replicas within a bound, at the bound",
+		retainer: capped, conditional: true,
+		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2}}`,
 	}, {
 		name:     "a Retain that only removes a field",
 		retainer: removing{},
 		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":3,"paused":true}}`,
 	}, {
 		name:     "a Lua Retain that keeps nothing, of a manifest with nulls the round trip drops",
-		retainer: interpreter.Layers{Customization: lua, Native: native.New()}.Chain(),
+		retainer: lua,
 		manifest: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},
 			"spec":{"replicas":3,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"c","image":"web:v2"}]}}}}`,
 	}, {
@@ -121,5 +125,70 @@ end`}}}}})
 				t.Errorf("apply conditional %v (resourceVersion %q), want %v", got, rv, tc.conditional)
 			}
 		})
+	}
+}
+
+// luaRetain is the interpreter chain with a customization of Deployments' Retain by script.
+func luaRetain(t *testing.T, script string) Retainer {
+	t.Helper()
+	lua, err := declarative.New([]configv1alpha1.ResourceInterpreterCustomization{{ObjectMeta: metav1.ObjectMeta{Name: "deploy"},
+		Spec: configv1alpha1.ResourceInterpreterCustomizationSpec{
+			Target:         configv1alpha1.CustomizationTarget{APIVersion: "apps/v1", Kind: "Deployment"},
+			Customizations: configv1alpha1.CustomizationRules{Retention: &configv1alpha1.LocalValueRetention{LuaScript: script}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interpreter.Layers{Customization: lua, Native: native.New()}.Chain()
+}
+
+// countingRetain keeps nothing, and counts its calls.
+type countingRetain struct{ calls int }
+
+func (c *countingRetain) Retain(_ context.Context, desired, _ *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	c.calls++
+	return desired.DeepCopy(), nil
+}
+
+// A pass that applies nothing asks Retain once: whether an apply would carry the member's values is asked only of
+// one that is sent (a Retain webhook is called again to tell).
+func TestSkippedPassAsksRetainOnce(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	mapper := &lookingAgain{RESTMapper: serving(gvk), before: []schema.GroupVersionKind{gvk}, after: []schema.GroupVersionKind{gvk}}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "shop"}, Spec: workv1alpha1.WorkSpec{ClusterName: "member1"}}
+	m := workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2}}`)}}
+	// pass applies m over observed and returns what it sent (nil for nothing) and how often it asked Retain.
+	pass := func(observed *unstructured.Unstructured) (map[string]any, int) {
+		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), observed)
+		var sent map[string]any
+		dyn.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &sent); err != nil {
+				t.Fatal(err)
+			}
+			return true, observed.DeepCopy(), nil
+		})
+		retain := &countingRetain{}
+		r := &Reconciler{Retainer: retain, Verdicts: &verdicts.Store{Type: workv1alpha1.WorkApplied}}
+		if _, _, err := r.applyManifest(context.Background(), &member.Client{Name: "member1", Mapper: mapper, Dynamic: dyn}, w, 0, m,
+			policyv1alpha1.ConflictOverwrite, finishedState{}); err != nil {
+			t.Fatal(err)
+		}
+		return sent, retain.calls
+	}
+	first, _ := pass(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "6"}, "spec": map[string]any{"replicas": int64(3)}}})
+	if first == nil {
+		t.Fatal("the first pass applied nothing")
+	}
+	applied := &unstructured.Unstructured{Object: first}
+	applied.SetResourceVersion("7")
+	applied.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: names.FieldManager, Operation: metav1.ManagedFieldsOperationApply}})
+	w.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied}}
+	sent, calls := pass(applied)
+	if sent != nil {
+		t.Fatal("applied again: the member object is as desired, the pass should apply nothing")
+	}
+	if calls != 1 {
+		t.Errorf("Retain called %d times on a pass that applies nothing, want 1", calls)
 	}
 }
