@@ -198,10 +198,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		r.dependents.forget(req.NamespacedName)
 	}
-	// Without the dependencies, the target clusters cannot be rendered to take over what the untargeted ones run:
-	// these keep their Works meanwhile, lest the workload shrink for the whole outage.
+	// A pass that failed (the dependencies not found, or any other error) has not written the target clusters'
+	// Works that take over what the untargeted ones run: these keep theirs meanwhile, lest the workload shrink.
 	depsFailed := errors.As(renderErr, new(dependencyInterpretError))
-	if err := r.withdraw(ctx, &b, untargeted, depsFailed); err != nil {
+	if err := r.withdraw(ctx, &b, untargeted, renderErr != nil, evicting); err != nil {
 		return ctrl.Result{}, err
 	}
 	if depsFailed {

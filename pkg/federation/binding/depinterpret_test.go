@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 
 	clusterv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/cluster/v1alpha1"
 	configv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/config/v1alpha1"
+	policyv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/policy/v1alpha1"
 	workv1alpha1 "github.com/fedmesh/fedmesh/pkg/apis/work/v1alpha1"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter"
 	"github.com/fedmesh/fedmesh/pkg/federation/interpreter/native"
@@ -226,4 +228,31 @@ func TestUntargetedWorkStaysWhileDependenciesAreNotFound(t *testing.T) {
 	d.down.Store(false)
 	eventually(t, "member1 takes the replicas", workHolds(ctx, h, work1, "nginx:1.27", 3))
 	eventually(t, "the Work of member2, no longer targeted, deleted", func() error { return gone(ctx, h, work2) })
+}
+
+// A failover of purgeMode Directly (a workload that must not run twice) takes the Work of the cluster it leaves at
+// once, dependencies found or not.
+func TestPurgedWorkGoesWhileDependenciesAreNotFound(t *testing.T) {
+	d := startDependencyWebhook(t, 2)
+	ctx := context.Background()
+	h := d.f.Host
+	deploy := webDeployment("demo", 2)
+	must(t, h.Create(ctx, deploy))
+	b := d.binding(ctx, t, deploy, 2, workv1alpha1.TargetCluster{Name: "member1", Replicas: 1},
+		workv1alpha1.TargetCluster{Name: "member2", Replicas: 1})
+	work2 := names.Work(b.Name, "member2")
+	eventually(t, "Work "+work2, workHolds(ctx, h, work2, "nginx:1.27", 1))
+
+	d.down.Store(true)
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "member1", Replicas: 2}}
+		b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "member2", Reason: "ApplicationFailure",
+			Producer: "test", PurgeMode: policyv1alpha1.PurgeModeDirectly}}
+		return h.Update(ctx, b)
+	}))
+	waitCondition(ctx, t, h, b, metav1.ConditionFalse, rendering.ReasonRenderFailed, "member1: "+depsDown)
+	eventually(t, "the Work of member2, failed over from with purgeMode Directly, deleted", func() error { return gone(ctx, h, work2) })
 }

@@ -18,13 +18,16 @@ import (
 // the binding when the interpreter answers again, and the error backoff would grow to many minutes over an outage.
 const dependencyRetry = 30 * time.Second
 
-// withdraw deletes the Works of clusters b no longer targets. While the template's dependencies cannot be found
-// (hold), the target clusters cannot be re-rendered to take over what those Works run, so they stay, but for those
-// of a cluster that is gone or being deleted (unjoin waits for its Works to go).
-func (r *Reconciler) withdraw(ctx context.Context, b *workv1alpha1.ResourceBinding, untargeted []*workv1alpha1.Work, hold bool) error {
+// withdraw deletes the Works of clusters b no longer targets. While the pass could not write the target clusters'
+// Works (hold: the template's dependencies not found, or another failure), those cannot take over what the
+// untargeted Works run, so these stay, but for those of a cluster that is gone or being deleted (unjoin waits for
+// its Works to go) and those an eviction task purges at once (evicting says false: purgeMode Directly, for a
+// workload that must not run twice).
+func (r *Reconciler) withdraw(ctx context.Context, b *workv1alpha1.ResourceBinding, untargeted []*workv1alpha1.Work, hold bool,
+	evicting map[string]bool) error {
 	for _, w := range untargeted {
 		why := "is no longer targeted"
-		if hold {
+		if _, purged := evicting[w.Spec.ClusterName]; hold && !purged {
 			var cluster clusterv1alpha1.Cluster
 			err := r.Client.Get(ctx, types.NamespacedName{Name: w.Spec.ClusterName}, &cluster)
 			switch {
@@ -32,7 +35,7 @@ func (r *Reconciler) withdraw(ctx context.Context, b *workv1alpha1.ResourceBindi
 			case err != nil:
 				return err
 			case cluster.DeletionTimestamp.IsZero():
-				log.FromContext(ctx).V(1).Info("kept the Work of a cluster no longer targeted until the dependencies are found",
+				log.FromContext(ctx).Info("kept the Work of a cluster no longer targeted until the target clusters' Works are written",
 					"work", w.Name, "cluster", w.Spec.ClusterName)
 				continue
 			default:
