@@ -201,7 +201,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// A pass that failed (the dependencies not found, or any other error) has not written the target clusters'
 	// Works that take over what the untargeted ones run: these keep theirs meanwhile, lest the workload shrink.
 	depsFailed := errors.As(renderErr, new(dependencyInterpretError))
-	if err := r.withdraw(ctx, &b, untargeted, renderErr != nil, evicting); err != nil {
+	kept, err := r.withdraw(ctx, &b, untargeted, renderErr != nil || takeoverUnwritten(&o), evicting)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if depsFailed {
@@ -221,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: cachewait.StaleRecheck}, nil
 	}
 	r.handOver(&b, o)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: keptRecheck(kept, r.dependencyRetry)}, nil
 }
 
 // renderAll renders and writes the Work of every target cluster, recording in o what went wrong for which cluster.
@@ -267,7 +268,7 @@ func (r *Reconciler) renderAll(ctx context.Context, b *workv1alpha1.ResourceBind
 			if !apierrors.IsNotFound(err) {
 				return err
 			}
-			o.renderErrors[tc.Name] = fmt.Errorf("cluster %s does not exist", tc.Name)
+			o.renderErrors[tc.Name] = fmt.Errorf("cluster %s %w", tc.Name, errNoCluster)
 			continue
 		}
 		if !cluster.DeletionTimestamp.IsZero() {
