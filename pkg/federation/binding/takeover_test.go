@@ -130,8 +130,10 @@ func TestTakeoverUnwritten(t *testing.T) {
 		{name: "a cluster that does not exist", errs: map[string]error{"m1": fmt.Errorf("cluster m1 %w", errNoCluster)}, want: false},
 		{name: "no name left", errs: map[string]error{"m1": fmt.Errorf("%w: a and b", errNamesHeld)}, want: false},
 		{name: "one of each", errs: map[string]error{"m1": clusterLeavingError("m1"), "m2": errors.New("override failed")}, want: true},
+		{name: "a cluster keeping its previous Work", errs: map[string]error{"m3": errors.New("override failed")}, want: false},
 	} {
-		if got := takeoverUnwritten(&outcome{renderErrors: tc.errs}); got != tc.want {
+		o := &outcome{renderErrors: tc.errs, works: map[string]*workv1alpha1.Work{"m3": {}}}
+		if got := takeoverUnwritten(o); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -23,11 +23,16 @@ const dependencyRetry = 30 * time.Second
 // errNoCluster is why a cluster that does not exist gets no Work.
 var errNoCluster = errors.New("does not exist")
 
-// takeoverUnwritten reports whether the Work of a target cluster could not be rendered (an interpreter or an
-// override failing): the untargeted Works may run what it is to take over. Not for a cluster that does not exist or
-// is being deleted, nor one left without a name: those take nothing over, and can last for good.
+// takeoverUnwritten reports whether a target cluster that has no Work yet could not be rendered one (an
+// interpreter or an override failing): the untargeted Works may run what it is to take over. Not for a cluster that
+// keeps its previous Work (a standing override failure there must not pin every cluster removed later), nor one
+// that does not exist or is being deleted, nor one left without a name: those take nothing over, and can last for
+// good.
 func takeoverUnwritten(o *outcome) bool {
-	for _, err := range o.renderErrors {
+	for c, err := range o.renderErrors {
+		if o.works[c] != nil {
+			continue
+		}
 		var leaving clusterLeavingError
 		if !errors.As(err, &leaving) && !errors.Is(err, errNoCluster) && !errors.Is(err, errNamesHeld) {
 			return true
